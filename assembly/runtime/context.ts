@@ -1,0 +1,76 @@
+// Contexts: one root context per plugin (configuration, counters, shared lookup tables) and one
+// small context per connection. Filters subclass both and register a factory under their root_id.
+import { FilterStatus, PeerType } from "./types";
+
+/** Per-connection state. Keep it small: one is allocated for every connection. */
+export class ConnectionContext {
+  constructor(readonly id: u32) {}
+  /** Decide here: tcp_proxy picks its upstream right after this returns. */
+  onNewConnection(): FilterStatus {
+    return FilterStatus.Continue;
+  }
+  onDownstreamData(size: usize, endOfStream: bool): FilterStatus {
+    return FilterStatus.Continue;
+  }
+  onUpstreamData(size: usize, endOfStream: bool): FilterStatus {
+    return FilterStatus.Continue;
+  }
+  onDownstreamClose(peer: PeerType): void {}
+  onUpstreamClose(peer: PeerType): void {}
+  onDone(): bool {
+    return true;
+  }
+  onLog(): void {}
+  onDelete(): void {}
+}
+
+/** Per-plugin state, created once per plugin instance in each VM. */
+export class RootContext {
+  constructor(readonly id: u32) {}
+  /** VM start; `vmConfiguration` is empty when none was given. */
+  onStart(vmConfiguration: ArrayBuffer): bool {
+    return true;
+  }
+  /**
+   * Plugin configuration (empty buffer when none was given). Returning false makes Envoy refuse
+   * the plugin, and with it the listener update: log one line naming the bad field first.
+   */
+  onConfigure(configuration: ArrayBuffer): bool {
+    return true;
+  }
+  /** Called for each new connection; return the connection's context. */
+  newConnection(id: u32): ConnectionContext {
+    return new ConnectionContext(id);
+  }
+  onTick(): void {}
+  onDone(): bool {
+    return true;
+  }
+  onDelete(): void {}
+}
+
+export type RootFactory = (id: u32) => RootContext;
+
+class Registration {
+  constructor(readonly rootId: string, readonly factory: RootFactory) {}
+}
+
+const registrations = new Array<Registration>();
+
+/**
+ * Registers a filter under its root_id (the `root_id` of the plugin in Envoy's config). When
+ * the host's root_id matches no registration, the first one registered serves, so a plugin
+ * config without root_id still works for a single-filter module.
+ */
+export function registerRootContext(rootId: string, factory: RootFactory): void {
+  registrations.push(new Registration(rootId, factory));
+}
+
+/** The factory for `rootId`, the first registered as fallback, or null when none. */
+export function factoryFor(rootId: string): RootFactory | null {
+  for (let i = 0; i < registrations.length; i++) {
+    const registration = unchecked(registrations[i]);
+    if (registration.rootId == rootId) return registration.factory;
+  }
+  return registrations.length > 0 ? unchecked(registrations[0]).factory : null;
+}

@@ -1,0 +1,108 @@
+// The callbacks Envoy calls. Every filter's entry file re-exports this module.
+//
+// Lookups are O(1) maps keyed by context id, so the cost of a callback does not depend on how
+// many connections are open. An id the module does not know (its root failed to build, say)
+// gets the neutral answer instead of a trap.
+// Imported for its side effect: the abort override (asconfig `use abort=`) must be compiled in.
+import "./abort";
+import { getBufferBytes } from "./buffer";
+import { ConnectionContext, factoryFor, RootContext } from "./context";
+import { logError } from "./log";
+import { getPropertyString, propertyPath } from "./property";
+import { BufferType, FilterStatus, PeerType } from "./types";
+
+export { malloc } from "./host_value";
+
+const roots = new Map<u32, RootContext>();
+const connections = new Map<u32, ConnectionContext>();
+const ROOT_ID_PATH = propertyPath(["plugin_root_id"]);
+
+
+export function proxy_abi_version_0_2_1(): void {}
+
+function createRoot(id: u32): void {
+  const rootId = getPropertyString(ROOT_ID_PATH);
+  const factory = factoryFor(rootId === null ? "" : rootId);
+  if (factory === null) {
+    logError("no filter is registered in this module");
+    return;
+  }
+  roots.set(id, factory(id));
+}
+
+function createConnection(id: u32, rootContextId: u32): void {
+  if (!roots.has(rootContextId)) return;
+  connections.set(id, roots.get(rootContextId).newConnection(id));
+}
+
+export function proxy_on_context_create(contextId: u32, rootContextId: u32): void {
+  if (rootContextId == 0) createRoot(contextId);
+  else createConnection(contextId, rootContextId);
+}
+
+function readBuffer(type: BufferType, size: u32): ArrayBuffer {
+  if (size == 0) return new ArrayBuffer(0);
+  const bytes = getBufferBytes(type, 0, size);
+  return bytes === null ? new ArrayBuffer(0) : bytes;
+}
+
+export function proxy_on_vm_start(rootContextId: u32, vmConfigurationSize: u32): u32 {
+  if (!roots.has(rootContextId)) return 0;
+  const vmConfiguration = readBuffer(BufferType.VmConfiguration, vmConfigurationSize);
+  return roots.get(rootContextId).onStart(vmConfiguration) ? 1 : 0;
+}
+
+export function proxy_on_configure(rootContextId: u32, configurationSize: u32): u32 {
+  if (!roots.has(rootContextId)) return 0;
+  const configuration = readBuffer(BufferType.PluginConfiguration, configurationSize);
+  return roots.get(rootContextId).onConfigure(configuration) ? 1 : 0;
+}
+
+export function proxy_on_tick(rootContextId: u32): void {
+  if (roots.has(rootContextId)) roots.get(rootContextId).onTick();
+}
+
+export function proxy_on_new_connection(contextId: u32): FilterStatus {
+  if (!connections.has(contextId)) return FilterStatus.Continue;
+  return connections.get(contextId).onNewConnection();
+}
+
+export function proxy_on_downstream_data(contextId: u32, size: u32, endOfStream: u32): FilterStatus {
+  if (!connections.has(contextId)) return FilterStatus.Continue;
+  return connections.get(contextId).onDownstreamData(size, endOfStream != 0);
+}
+
+export function proxy_on_upstream_data(contextId: u32, size: u32, endOfStream: u32): FilterStatus {
+  if (!connections.has(contextId)) return FilterStatus.Continue;
+  return connections.get(contextId).onUpstreamData(size, endOfStream != 0);
+}
+
+export function proxy_on_downstream_connection_close(contextId: u32, peer: u32): void {
+  if (connections.has(contextId)) connections.get(contextId).onDownstreamClose(<PeerType>peer);
+}
+
+export function proxy_on_upstream_connection_close(contextId: u32, peer: u32): void {
+  if (connections.has(contextId)) connections.get(contextId).onUpstreamClose(<PeerType>peer);
+}
+
+export function proxy_on_done(contextId: u32): u32 {
+  if (connections.has(contextId)) return connections.get(contextId).onDone() ? 1 : 0;
+  if (roots.has(contextId)) return roots.get(contextId).onDone() ? 1 : 0;
+  return 1;
+}
+
+export function proxy_on_log(contextId: u32): void {
+  if (connections.has(contextId)) connections.get(contextId).onLog();
+}
+
+export function proxy_on_delete(contextId: u32): void {
+  if (connections.has(contextId)) {
+    connections.get(contextId).onDelete();
+    connections.delete(contextId);
+    return;
+  }
+  if (roots.has(contextId)) {
+    roots.get(contextId).onDelete();
+    roots.delete(contextId);
+  }
+}

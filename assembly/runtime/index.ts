@@ -1,0 +1,21 @@
+// Public surface of the network-filter runtime. A filter's entry file does:
+//   export * from "../../assembly/runtime/exports";
+//   registerRootContext("<name>", (id) => new MyRoot(id));
+export * from "./types";
+export { ConnectionContext, RootContext, registerRootContext } from "./context";
+export { Counter, Gauge } from "./metrics";
+export { currentLogLevel, log, logDebug, logEnabled, logError, logInfo, logTrace, logWarn } from "./log";
+export {
+  fetchProperty,
+  getPropertyBool,
+  getPropertyBytes,
+  getPropertyString,
+  getPropertyU64,
+  lastPropertyStatus,
+  propertyPath,
+  setPropertyBytes,
+  setPropertyString,
+} from "./property";
+export { setEnvoyFilterState, setEnvoyFilterStateBytes } from "./filter_state";
+export { closeDownstream, continueDownstream, getBufferBytes, setBufferBytes } from "./buffer";
+export { hostValuePtr, hostValueSize, releaseHostValue } from "./host_value";
