@@ -58,6 +58,8 @@ export class EnvoyProcess {
       "--log-level", options.logLevel ?? "info",
       "--log-path", logPath,
       "--concurrency", "1",
+      // Tests read the log while Envoy runs: flush it promptly.
+      "--file-flush-interval-msec", "50",
     ];
     if (options.componentLogLevel) args.push("--component-log-level", options.componentLogLevel);
     const child = spawn(binary, args, { stdio: ["ignore", "ignore", "ignore"], cwd: REPO_ROOT });

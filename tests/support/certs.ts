@@ -1,0 +1,93 @@
+// Test-made PKI: a mesh CA and leaf certificates carrying SPIFFE URI SANs, written as PEM files
+// Envoy and node:tls can load. Keys are ECDSA P-256 (fast to generate).
+import { webcrypto } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+// @peculiar/x509 resolves its services through tsyringe, which needs the Reflect metadata polyfill.
+import "reflect-metadata";
+import * as x509 from "@peculiar/x509";
+
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+
+const ALGORITHM = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
+
+export interface PemPair {
+  certPath: string;
+  keyPath: string;
+  cert: string;
+  key: string;
+}
+
+export interface TestCa extends PemPair {
+  /** Issues a leaf certificate (client and server usage) with these URI SANs. */
+  issue(name: string, uris: string[], dnsNames?: string[]): Promise<PemPair>;
+}
+
+function pem(label: string, der: ArrayBuffer): string {
+  const base64 = Buffer.from(der).toString("base64").replace(/(.{64})/g, "$1\n");
+  return `-----BEGIN ${label}-----\n${base64}\n-----END ${label}-----\n`;
+}
+
+let serial = 1;
+function nextSerial(): string {
+  return (serial++).toString(16).padStart(2, "0");
+}
+
+function save(dir: string, name: string, cert: string, key: string): PemPair {
+  const certPath = join(dir, `${name}.crt`);
+  const keyPath = join(dir, `${name}.key`);
+  writeFileSync(certPath, cert);
+  writeFileSync(keyPath, key);
+  return { certPath, keyPath, cert, key };
+}
+
+/** Creates a CA named `name` in `dir`. */
+export async function createCa(dir: string, name = "mesh-ca"): Promise<TestCa> {
+  mkdirSync(dir, { recursive: true });
+  const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ["sign", "verify"])) as CryptoKeyPair;
+  const now = Date.now();
+  const caCert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: nextSerial(),
+    name: `CN=${name}`,
+    notBefore: new Date(now - 3600_000),
+    notAfter: new Date(now + 24 * 3600_000),
+    keys,
+    signingAlgorithm: ALGORITHM,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+    ],
+  });
+  const caKey = pem("PRIVATE KEY", await webcrypto.subtle.exportKey("pkcs8", keys.privateKey));
+  const saved = save(dir, name, caCert.toString("pem") + "\n", caKey);
+
+  async function issue(leafName: string, uris: string[], dnsNames: string[] = []): Promise<PemPair> {
+    const leafKeys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ["sign", "verify"])) as CryptoKeyPair;
+    const names = [...uris.map((value) => ({ type: "url" as const, value })), ...dnsNames.map((value) => ({ type: "dns" as const, value }))];
+    const cert = await x509.X509CertificateGenerator.create({
+      serialNumber: nextSerial(),
+      subject: `CN=${leafName}`,
+      issuer: caCert.subject,
+      notBefore: new Date(now - 3600_000),
+      notAfter: new Date(now + 24 * 3600_000),
+      publicKey: leafKeys.publicKey,
+      signingKey: keys.privateKey,
+      signingAlgorithm: ALGORITHM,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+        new x509.SubjectAlternativeNameExtension(names),
+      ],
+    });
+    const key = pem("PRIVATE KEY", await webcrypto.subtle.exportKey("pkcs8", leafKeys.privateKey));
+    return save(dir, leafName, cert.toString("pem") + "\n", key);
+  }
+
+  return { ...saved, issue };
+}
+
+/** SPIFFE identity of a service account. */
+export function spiffe(namespace: string, serviceAccount: string, trustDomain = "cluster.local"): string {
+  return `spiffe://${trustDomain}/ns/${namespace}/sa/${serviceAccount}`;
+}
