@@ -1,5 +1,6 @@
-// Counters and gauges. Define each once per root context (in its constructor or onConfigure);
-// Envoy returns the same id for a name defined again, and shows them in /stats.
+// Counters and gauges. Define each once per root context (as fields, or in onConfigure). Envoy
+// hands out a new id for every definition but keeps one value per name, shown in /stats.
+// Envoy refuses an increment of 0 or less for a counter (BAD_ARGUMENT), so inc() skips those.
 import {
   proxy_define_metric,
   proxy_get_metric,
@@ -35,7 +36,7 @@ export class Counter {
     this.id = defineMetric(MetricType.Counter, name);
   }
   inc(delta: i64 = 1): void {
-    proxy_increment_metric(this.id, delta);
+    if (delta > 0) proxy_increment_metric(this.id, delta);
   }
   value(): u64 {
     return readMetric(this.id);

@@ -1,0 +1,377 @@
+// ProxyWasmHost: loads a compiled network filter and runs it the way Envoy does (VM start, the
+// configuration canary, root and connection contexts, failure policy), recording what a test
+// needs to assert on: statuses, forwarded bytes, filter state, metrics and logs.
+import { readFile } from "node:fs/promises";
+import { LOG_LEVELS, type AbiVersion } from "./abi.js";
+import { Connection, type ConnectOptions, type ConnectionHost } from "./connection.js";
+import type { HostContext } from "./context.js";
+import { buildImports, type HostServices } from "./imports.js";
+import { LogSink, type HostLogLevel, type LogEntry } from "./logs.js";
+import { MetricIds, MetricStore } from "./metrics.js";
+import { checkModule } from "./module_check.js";
+import { buildPropertyTree, mergePropertyTrees, string, type PropertyInputTree, type PropertyMap } from "./properties.js";
+import { PluginRoot } from "./root.js";
+import { SharedData } from "./shared_data.js";
+import { WasmVm, type GuestCall } from "./vm.js";
+
+export type FailurePolicy = "FAIL_CLOSED" | "FAIL_OPEN";
+
+export interface HostOptions {
+  /** Plugin root_id (property plugin_root_id; the runtime picks its filter by it). Default "". */
+  readonly rootId?: string;
+  /** Plugin name (property plugin_name). Default: rootId. */
+  readonly name?: string;
+  /** vm_id (property plugin_vm_id). Default "". */
+  readonly vmId?: string;
+  /** Plugin configuration bytes (`configuration` of the plugin). Default empty. */
+  readonly pluginConfiguration?: string | Uint8Array;
+  /** VM configuration bytes (`vm_config.configuration`). Default empty. */
+  readonly vmConfiguration?: string | Uint8Array;
+  /** Envoy's log level for the wasm logger. Default "info". */
+  readonly logLevel?: HostLogLevel;
+  /** What happens after the VM fails. Default FAIL_CLOSED. */
+  readonly failurePolicy?: FailurePolicy;
+  /** Properties every context sees (plugin-level), nested by path segment. */
+  readonly properties?: PropertyInputTree;
+  /** xds.node as serialized protobuf bytes (absent when not given). */
+  readonly node?: Uint8Array;
+  /** Run Envoy's throw-away configuration canary VM first. Default true. */
+  readonly canary?: boolean;
+  /** Wall clock in nanoseconds. Default: Date.now(). */
+  readonly clock?: () => bigint;
+  /** WASI environment variables. Default none. */
+  readonly environment?: Readonly<Record<string, string>>;
+  /** Record every guest call in `host.calls` (tests of callback order). Default false. */
+  readonly recordCalls?: boolean;
+  /** Also print captured log lines to stderr. Default false. */
+  readonly echoLogs?: boolean;
+}
+
+const encoder = new TextEncoder();
+const toBytes = (value: string | Uint8Array | undefined): Uint8Array =>
+  value === undefined ? new Uint8Array(0) : typeof value === "string" ? encoder.encode(value) : value;
+
+export class ProxyWasmHost {
+  /** Guest calls in order (only with recordCalls). */
+  readonly calls: GuestCall[] = [];
+  /** Calls to ABI functions the host does not emulate. */
+  readonly notices: string[] = [];
+  readonly abiVersion: AbiVersion;
+  /** Why start()/reconfigure() last returned false. */
+  startFailure: string | undefined;
+
+  private readonly module: WebAssembly.Module;
+  private readonly logSink: LogSink;
+  private readonly metricStore = new MetricStore();
+  private readonly sharedData = new SharedData();
+  private readonly pluginProperties: PropertyMap;
+  private readonly vmConfiguration: Uint8Array;
+  private readonly failOpen: boolean;
+  private readonly clock: () => bigint;
+  private vm: WasmVm | undefined;
+  private root: PluginRoot | undefined;
+  private readonly contexts = new Map<number, HostContext>();
+  private readonly roots = new Map<number, PluginRoot>();
+  private nextContextId = 1;
+  private nextConnectionNumber = 1n;
+  private pluginConfiguration: Uint8Array;
+  private readonly connectionHost: ConnectionHost;
+
+  /** Loads (and checks) a module from a file. Throws ModuleRefusedError if Envoy would refuse it. */
+  static async fromFile(path: string, options: HostOptions = {}): Promise<ProxyWasmHost> {
+    return new ProxyWasmHost(new Uint8Array(await readFile(path)), options);
+  }
+
+  /** Loads (and checks) a module from bytes. Throws ModuleRefusedError if Envoy would refuse it. */
+  static fromBytes(bytes: Uint8Array, options: HostOptions = {}): ProxyWasmHost {
+    return new ProxyWasmHost(bytes, options);
+  }
+
+  private constructor(
+    bytes: Uint8Array,
+    private readonly options: HostOptions,
+  ) {
+    const checked = checkModule(bytes);
+    this.module = checked.module;
+    this.abiVersion = checked.abiVersion;
+    this.logSink = new LogSink(options.logLevel ?? "info", options.echoLogs ?? false);
+    this.vmConfiguration = toBytes(options.vmConfiguration);
+    this.pluginConfiguration = toBytes(options.pluginConfiguration);
+    this.failOpen = (options.failurePolicy ?? "FAIL_CLOSED") === "FAIL_OPEN";
+    this.clock = options.clock ?? (() => BigInt(Date.now()) * 1_000_000n);
+    const rootId = options.rootId ?? "";
+    this.pluginProperties = mergePropertyTrees(
+      new Map([
+        ["plugin_name", string(options.name ?? rootId)],
+        ["plugin_root_id", string(rootId)],
+        ["plugin_vm_id", string(options.vmId ?? "")],
+      ]),
+      buildPropertyTree(options.properties),
+    );
+    if (options.node) mergePropertyTrees(this.pluginProperties, new Map([["xds", new Map([["node", options.node]])]]));
+    const host = this;
+    this.connectionHost = {
+      get vm() {
+        return host.vm!;
+      },
+      failOpen: this.failOpen,
+      vmConfiguration: this.vmConfiguration,
+      pluginProperties: this.pluginProperties,
+      unregister: (connection) => this.contexts.delete(connection.id),
+      connectionEnded: (root) => {
+        root.openConnections--;
+        if (root.retired && root.openConnections === 0) this.shutdownRoot(root);
+      },
+    };
+  }
+
+  // ---- lifecycle -----------------------------------------------------------------------------
+
+  /**
+   * Starts the plugin: the canary VM (unless disabled) then the real VM, each running
+   * `_initialize`, proxy_on_context_create(root, 0), proxy_on_vm_start, proxy_on_configure.
+   * Returns false when Envoy would reject the plugin (see startFailure).
+   */
+  start(): boolean {
+    if (this.vm) throw new Error("start(): already started");
+    this.startFailure = undefined;
+    if (this.options.canary ?? true) {
+      const canary = this.createVm("canary");
+      const ok = canary !== undefined && this.startRoot(canary, 1, new Map(), "canary") !== undefined;
+      // Envoy kills the canary without shutting it down: no on_done/on_delete.
+      if (!ok) return false;
+    }
+    const vm = this.createVm("main");
+    if (vm === undefined) return false;
+    this.vm = vm;
+    const root = this.startRoot(vm, this.allocateContextId(), this.contexts, "main");
+    if (root === undefined) return false;
+    this.root = root;
+    return true;
+  }
+
+  /**
+   * A plugin configuration change. Envoy builds a new plugin: a canary check, then a new root
+   * context in the same VM (context_create → vm_start → configure). On success new connections
+   * use it; the old root gets on_done/on_delete once its last connection ends. On refusal the
+   * old configuration stays in service and false is returned.
+   */
+  reconfigure(pluginConfiguration: string | Uint8Array): boolean {
+    const vm = this.requireStarted("reconfigure");
+    this.startFailure = undefined;
+    const previous = this.pluginConfiguration;
+    this.pluginConfiguration = toBytes(pluginConfiguration);
+    if (this.options.canary ?? true) {
+      const canary = this.createVm("canary");
+      if (canary === undefined || this.startRoot(canary, 1, new Map(), "canary") === undefined) {
+        this.pluginConfiguration = previous;
+        return false;
+      }
+    }
+    const root = this.startRoot(vm, this.allocateContextId(), this.contexts, "main");
+    if (root === undefined) {
+      this.pluginConfiguration = previous;
+      return false;
+    }
+    const old = this.root!;
+    this.root = root;
+    old.retired = true;
+    if (old.openConnections === 0) this.shutdownRoot(old);
+    return true;
+  }
+
+  /** A new downstream connection: context create + on_new_connection (or the failure policy). */
+  connect(options: ConnectOptions = {}): Connection {
+    const vm = this.requireStarted("connect");
+    const connectionId = options.connectionId !== undefined ? BigInt(options.connectionId) : this.nextConnectionNumber++;
+    let connection: Connection;
+    if (vm.failed) {
+      // FAIL_OPEN: the filter is not added to the chain; FAIL_CLOSED: an empty context closes it.
+      connection = new Connection(0, this.connectionHost, undefined, options, connectionId);
+    } else {
+      const root = this.root!;
+      connection = new Connection(this.allocateContextId(), this.connectionHost, root, options, connectionId);
+      this.contexts.set(connection.id, connection);
+      root.openConnections++;
+    }
+    connection.open();
+    return connection;
+  }
+
+  /** Fires the timer: proxy_on_tick on the current root context (whatever period was asked). */
+  tick(): void {
+    const vm = this.requireStarted("tick");
+    vm.call(this.root!, "proxy_on_tick", this.root!.id);
+  }
+
+  // ---- observations --------------------------------------------------------------------------
+
+  /** The VM trapped: every later callback is skipped (see failurePolicy). */
+  get failed(): boolean {
+    return this.vm?.failed ?? false;
+  }
+
+  /** Envoy-style description of the trap ("Function: proxy_on_... failed: RuntimeError: ..."). */
+  get trapMessage(): string | undefined {
+    return this.vm?.failure;
+  }
+
+  /** Current root context id (changes on reconfigure). */
+  get rootContextId(): number | undefined {
+    return this.root?.id;
+  }
+
+  /** Tick period the current root asked for with proxy_set_tick_period_milliseconds (0 = none). */
+  get tickPeriodMs(): number {
+    return this.root?.tickPeriodMs ?? 0;
+  }
+
+  /** Contexts alive in the main VM (roots and open connections). */
+  get liveContexts(): number {
+    return this.contexts.size;
+  }
+
+  /** Allocations the host made through the main VM's malloc (count and bytes; never freed by Envoy). */
+  get guestAllocations(): { readonly count: number; readonly bytes: number } {
+    return { count: this.vm?.allocations ?? 0, bytes: this.vm?.allocatedBytes ?? 0 };
+  }
+
+  /** Host functions invoked so far in the main VM. */
+  get hostCalls(): number {
+    return this.vm?.hostCalls ?? 0;
+  }
+
+  /** Metric name → value (counters, gauges; histograms: sample count). Shared with the canary. */
+  metrics(): Map<string, number> {
+    return this.metricStore.values();
+  }
+
+  histogram(name: string): number[] | undefined {
+    return this.metricStore.histogram(name);
+  }
+
+  /** Captured log lines at or above the log level (including the canary's, marked vm "canary"). */
+  logs(): readonly LogEntry[] {
+    return this.logSink.entries;
+  }
+
+  /** Messages of the main VM's log lines, optionally of one level. */
+  logLines(level?: HostLogLevel): string[] {
+    return this.logSink.entries
+      .filter((e) => e.vm === "main" && (level === undefined || e.level === level))
+      .map((e) => e.message);
+  }
+
+  setLogLevel(level: HostLogLevel): void {
+    if (level !== "off" && !LOG_LEVELS.includes(level)) throw new Error(`unknown log level ${level}`);
+    this.logSink.setLevel(level);
+  }
+
+  // ---- internals -----------------------------------------------------------------------------
+
+  private requireStarted(what: string): WasmVm {
+    if (!this.vm || !this.root) throw new Error(`${what}(): the plugin is not started (start() returned false or was not called)`);
+    return this.vm;
+  }
+
+  private shutdownRoot(root: PluginRoot): void {
+    root.shutdown();
+    if (root.deleted) {
+      this.contexts.delete(root.id);
+      this.roots.delete(root.id);
+    }
+  }
+
+  private allocateContextId(): number {
+    return this.nextContextId++;
+  }
+
+  /** Instantiates and initializes a VM (`_initialize` + `main`, or `_start`). */
+  private createVm(kind: "main" | "canary"): WasmVm | undefined {
+    const contexts = kind === "main" ? this.contexts : new Map<number, HostContext>();
+    const vm = new WasmVm(
+      kind,
+      this.abiVersion,
+      new MetricIds(this.metricStore),
+      {
+        onFailure: (_vm, message) => {
+          this.logSink.add({ level: "error", message: `Plugin Crash: ${message}`, contextId: 0, vm: kind, source: "host" });
+        },
+        ...(this.options.recordCalls ? { onCall: (call: GuestCall) => this.calls.push(call) } : {}),
+      },
+      (id) => contexts.get(id),
+    );
+    vm.instantiate(this.module, buildImports(vm, this.services(kind)));
+    vm.restricted = true;
+    if (vm.has("_initialize")) {
+      vm.call(vm.vmContext, "_initialize");
+      if (vm.has("main")) vm.call(vm.vmContext, "main", 0, 0);
+    } else {
+      vm.call(vm.vmContext, "_start");
+    }
+    vm.restricted = false;
+    if (vm.failed) {
+      this.startFailure = `${kind} VM failed to start: ${vm.failure}`;
+      return undefined;
+    }
+    return vm;
+  }
+
+  /** context_create(root, 0) → vm_start → configure, as Envoy's WasmBase::start + configure. */
+  private startRoot(
+    vm: WasmVm,
+    id: number,
+    contexts: Map<number, HostContext>,
+    kind: "main" | "canary",
+  ): PluginRoot | undefined {
+    const root = new PluginRoot(id, vm, this.pluginConfiguration, this.vmConfiguration, this.pluginProperties);
+    contexts.set(id, root);
+    if (kind === "main") this.roots.set(id, root);
+    vm.call(root, "proxy_on_context_create", id, 0);
+    const started = vm.call(root, "proxy_on_vm_start", id, this.vmConfiguration.length);
+    if (vm.failed || started === 0) {
+      this.startFailure = `${kind}: ${vm.failed ? vm.failure : "proxy_on_vm_start returned false"}`;
+      return undefined;
+    }
+    root.configuring = true;
+    const configured = vm.call(root, "proxy_on_configure", id, this.pluginConfiguration.length);
+    root.configuring = false;
+    if (vm.failed || configured === 0) {
+      this.startFailure = `${kind}: ${vm.failed ? vm.failure : "proxy_on_configure returned false (plugin rejected)"}`;
+      return undefined;
+    }
+    return root;
+  }
+
+  private services(kind: "main" | "canary"): HostServices {
+    return {
+      logs: this.logSink,
+      sharedData: this.sharedData,
+      clock: this.clock,
+      environment: this.options.environment ?? {},
+      setTickPeriod: (rootId, ms) => {
+        const root = this.roots.get(rootId);
+        if (root && kind === "main") root.tickPeriodMs = ms;
+      },
+      rootOf: (contextId) => {
+        const context = this.contexts.get(contextId);
+        return context instanceof Connection ? (context.root?.id ?? 0) : contextId;
+      },
+      rootDone: (contextId) => {
+        const root = this.roots.get(contextId);
+        if (kind !== "main" || !root || !root.pendingDone) return 1; // NOT_FOUND
+        this.vm!.defer(() => {
+          root.delete();
+          this.contexts.delete(root.id);
+          this.roots.delete(root.id);
+        });
+        return 0;
+      },
+      configurationFor: (contextId) => {
+        const root = this.roots.get(contextId);
+        return root?.configuring ? root.pluginConfiguration : this.vmConfiguration;
+      },
+      notice: (message) => this.notices.push(message),
+    };
+  }
+}

@@ -1,0 +1,83 @@
+// The root (plugin) context: one per plugin configuration in a VM. It sees the VM and plugin
+// configuration buffers and the plugin-level properties, but has no connection (no stream info):
+// connection properties, set_property and filter state are NOT_FOUND there, as in Envoy.
+import { BufferType, StreamType, WasmResult } from "./abi.js";
+import { ConstBuffer, type HostBuffer } from "./buffers.js";
+import type { HostContext, PropertyResult } from "./context.js";
+import { findProperty, type PropertyMap } from "./properties.js";
+import type { WasmVm } from "./vm.js";
+
+export class PluginRoot implements HostContext {
+  readonly kind = "root" as const;
+  hostCalls = 0;
+  /** Open connections created under this root (it is shut down after the last one when retired). */
+  openConnections = 0;
+  /** Tick period the guest asked for (0 = none). */
+  tickPeriodMs = 0;
+  /** Set by reconfigure(): new connections go to the newer root. */
+  retired = false;
+  /** on_done returned false: waiting for proxy_done. */
+  pendingDone = false;
+  deleted = false;
+  /** True only during proxy_on_configure: the plugin configuration buffer exists only then. */
+  configuring = false;
+
+  constructor(
+    readonly id: number,
+    readonly vm: WasmVm,
+    readonly pluginConfiguration: Uint8Array,
+    private readonly vmConfiguration: Uint8Array,
+    private readonly pluginProperties: PropertyMap,
+  ) {}
+
+  getProperty(segments: readonly string[]): PropertyResult {
+    const node = segments.length === 0 ? undefined : findProperty(this.pluginProperties, segments);
+    if (node === undefined) return { status: WasmResult.NotFound };
+    if (node instanceof Map) return { status: WasmResult.SerializationFailure };
+    return { status: WasmResult.Ok, bytes: node };
+  }
+
+  setProperty(): number {
+    return WasmResult.NotFound;
+  }
+
+  setEnvoyFilterState(): number {
+    return WasmResult.NotFound;
+  }
+
+  buffer(type: number): HostBuffer | undefined {
+    if (type === BufferType.VmConfiguration) return new ConstBuffer(this.vmConfiguration);
+    if (type === BufferType.PluginConfiguration && this.configuring) {
+      return new ConstBuffer(this.pluginConfiguration);
+    }
+    return undefined;
+  }
+
+  continueStream(type: number): number {
+    if (type === StreamType.Upstream) return WasmResult.Unimplemented;
+    return type <= StreamType.Downstream ? WasmResult.Ok : WasmResult.BadArgument;
+  }
+
+  closeStream(type: number): number {
+    return type <= StreamType.Upstream ? WasmResult.Ok : WasmResult.BadArgument;
+  }
+
+  /** Envoy's startShutdown for this plugin: on_done, then on_delete unless the guest defers. */
+  shutdown(): void {
+    if (this.deleted || this.pendingDone) return;
+    const done = this.vm.call(this, "proxy_on_done", this.id);
+    if (done === 0 && !this.vm.failed) {
+      this.pendingDone = true;
+      return;
+    }
+    this.delete();
+  }
+
+  /** proxy_done (or on_done returning true): on_delete and forget. */
+  delete(): void {
+    if (this.deleted) return;
+    this.deleted = true;
+    this.pendingDone = false;
+    this.vm.call(this, "proxy_on_delete", this.id);
+  }
+}
