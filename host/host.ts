@@ -43,6 +43,8 @@ export interface HostOptions {
   readonly environment?: Readonly<Record<string, string>>;
   /** Record every guest call in `host.calls` (tests of callback order). Default false. */
   readonly recordCalls?: boolean;
+  /** Accumulate the wall time spent inside guest calls (see guestTimeNs). Default false. */
+  readonly measureGuestTime?: boolean;
   /** Also print captured log lines to stderr. Default false. */
   readonly echoLogs?: boolean;
 }
@@ -236,6 +238,11 @@ export class ProxyWasmHost {
     return { count: this.vm?.allocations ?? 0, bytes: this.vm?.allocatedBytes ?? 0 };
   }
 
+  /** Nanoseconds spent inside guest calls of the main VM since start (needs measureGuestTime). */
+  get guestTimeNs(): bigint {
+    return this.vm?.guestNanos ?? 0n;
+  }
+
   /** Host functions invoked so far in the main VM. */
   get hostCalls(): number {
     return this.vm?.hostCalls ?? 0;
@@ -310,6 +317,7 @@ export class ProxyWasmHost {
       vm.call(vm.vmContext, "_start");
     }
     vm.restricted = false;
+    vm.measureTime = kind === "main" && this.options.measureGuestTime === true;
     if (vm.failed) {
       this.startFailure = `${kind} VM failed to start: ${vm.failure}`;
       return undefined;

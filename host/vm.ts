@@ -62,6 +62,9 @@ export class WasmVm {
   allocations = 0;
   /** True while `_initialize`/`main` run: most host calls trap then (Envoy's restricted mode). */
   restricted = false;
+  /** When set, wall time spent in outermost guest calls (host functions they call included). */
+  measureTime = false;
+  guestNanos = 0n;
 
   private current: HostContext | null = null;
   private effective: HostContext | null = null;
@@ -122,6 +125,7 @@ export class WasmVm {
     this.depth++;
     let result: number | undefined;
     let trapped = false;
+    const started = outer && this.measureTime ? process.hrtime.bigint() : 0n;
     try {
       const value = (fn as (...a: number[]) => unknown)(...args);
       result = typeof value === "number" ? value >>> 0 : undefined;
@@ -129,6 +133,7 @@ export class WasmVm {
       trapped = true;
       this.fail(name, error);
     } finally {
+      if (started !== 0n) this.guestNanos += process.hrtime.bigint() - started;
       this.depth--;
       this.current = savedCurrent;
       this.effective = savedEffective;

@@ -1,0 +1,45 @@
+// Every filter the build produces must be loadable by Envoy: the ABI marker, the reactor entry,
+// malloc and the network callbacks exported, and no import Envoy does not provide.
+import assert from "node:assert/strict";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { checkModule } from "../../host/index.js";
+import { REPO_ROOT } from "../support/paths.js";
+
+const REQUIRED_EXPORTS = [
+  "proxy_abi_version_0_2_1",
+  "_initialize",
+  "malloc",
+  "memory",
+  "proxy_on_context_create",
+  "proxy_on_vm_start",
+  "proxy_on_configure",
+  "proxy_on_new_connection",
+  "proxy_on_downstream_data",
+  "proxy_on_upstream_data",
+  "proxy_on_downstream_connection_close",
+  "proxy_on_upstream_connection_close",
+  "proxy_on_done",
+  "proxy_on_log",
+  "proxy_on_delete",
+];
+
+const filters = readdirSync(join(REPO_ROOT, "filters")).filter((name) =>
+  existsSync(join(REPO_ROOT, "filters", name, "index.ts")),
+);
+
+describe("built filters", () => {
+  for (const name of filters) {
+    it(`build/${name}.wasm exports the network ABI and imports only what Envoy provides`, () => {
+      const path = join(REPO_ROOT, "build", `${name}.wasm`);
+      assert.ok(existsSync(path), `${path} missing: npm test builds it (npm run build)`);
+      const bytes = new Uint8Array(readFileSync(path));
+      checkModule(bytes); // throws ModuleRefusedError naming the import Envoy would refuse
+      const exports = WebAssembly.Module.exports(new WebAssembly.Module(bytes)).map((entry) => entry.name);
+      for (const name of REQUIRED_EXPORTS) assert.ok(exports.includes(name), `missing export ${name}`);
+      const imports = WebAssembly.Module.imports(new WebAssembly.Module(bytes));
+      assert.deepEqual(imports.filter((entry) => entry.module !== "env" || !entry.name.startsWith("proxy_")), []);
+    });
+  }
+});
