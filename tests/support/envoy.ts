@@ -11,7 +11,7 @@ export const ENVOY_BINARY = resolve(REPO_ROOT, ".venv/envoy");
 /** Fails loudly (never skips) when the pinned Envoy is missing. */
 export function requireEnvoy(): string {
   if (!existsSync(ENVOY_BINARY)) {
-    throw new Error(`Envoy not found at ${ENVOY_BINARY}: run \`npm run setup:envoy\` (npm test does it)`);
+    throw new Error(`Envoy not found at ${ENVOY_BINARY}: run \`npm run setup\` (npm test does it)`);
   }
   return ENVOY_BINARY;
 }

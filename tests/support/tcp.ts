@@ -49,12 +49,21 @@ export interface Exchange {
   errored: boolean;
 }
 
-/** Connects, sends `payload`, half-closes, and collects the reply until the peer closes. */
-export function exchange(host: string, port: number, payload: Buffer | string, timeoutMs = 10_000): Promise<Exchange> {
+/**
+ * Connects (from `localAddress` when given), sends `payload`, half-closes, and collects the
+ * reply until the peer closes.
+ */
+export function exchange(
+  host: string,
+  port: number,
+  payload: Buffer | string,
+  timeoutMs = 10_000,
+  localAddress?: string,
+): Promise<Exchange> {
   return new Promise((done) => {
     const chunks: Buffer[] = [];
     let errored = false;
-    const socket = connect({ host, port, allowHalfOpen: true });
+    const socket = connect({ host, port, allowHalfOpen: true, ...(localAddress ? { localAddress } : {}) });
     const timer = setTimeout(() => {
       errored = true;
       socket.destroy();
