@@ -1,0 +1,63 @@
+// Benchmark module for run.mjs: the mesh model alone, built with release flags, so memory
+// and lookup cost can be measured in node at 1k .. 1M pods. Not part of any filter.
+import { JsonValue, parseJson } from "../../json";
+import { Address, Mesh, parseMeshConfig, parseSocketAddress } from "../index";
+
+let mesh: Mesh = new Mesh();
+let tree: JsonValue | null = null;
+const probe = new Address();
+
+/** A buffer for the host to copy the configuration into (pin it while in use). */
+export function newBuffer(length: i32): ArrayBuffer {
+  return new ArrayBuffer(length);
+}
+
+/** Parses the configuration into the kept mesh; 1 on success. */
+export function configure(bytes: ArrayBuffer): i32 {
+  const result = parseMeshConfig(bytes);
+  const m = result.mesh;
+  if (m === null) return 0;
+  mesh = m;
+  return 1;
+}
+
+/** Parses the JSON only and keeps the tree (to size the tree alone); 1 on success. */
+export function parseTree(bytes: ArrayBuffer): i32 {
+  const result = parseJson(bytes);
+  tree = result.value;
+  return result.ok() ? 1 : 0;
+}
+
+export function dropTree(): void {
+  tree = null;
+}
+
+export function retainedBytes(): f64 {
+  return <f64>mesh.retainedBytes();
+}
+
+/** `iterations` lookups of pseudo-random pods 10.x.y.z = (10 << 24) | index; returns hits. */
+export function lookups(iterations: i32, pods: i32): i32 {
+  let x: u32 = 2463534242;
+  let found = 0;
+  for (let i = 0; i < iterations; i++) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    const pod = x % <u32>pods;
+    probe.setV4((10 << 24) | pod);
+    if (mesh.workloadByAddress(0, probe) == <i32>pod) found++;
+  }
+  return found;
+}
+
+/** What a filter does per connection: parse "ip:port" from memory, look up, read fields. */
+export function connections(ptr: usize, length: i32, iterations: i32): i32 {
+  let istio = 0;
+  for (let i = 0; i < iterations; i++) {
+    if (!parseSocketAddress(ptr, length, probe)) continue;
+    const w = mesh.workloadByAddress(0, probe);
+    if (w >= 0 && mesh.workloadIstio(w) && mesh.workloadIdentityUtf8(w).byteLength > 0) istio++;
+  }
+  return istio;
+}

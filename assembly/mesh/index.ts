@@ -1,0 +1,31 @@
+// The shared mesh model: import from "../../assembly/mesh" (filters) or "../mesh" (assembly).
+// See README.md for the configuration schema, the API and the memory budget.
+export {
+  Address,
+  FAMILY_NONE,
+  FAMILY_V4,
+  FAMILY_V6,
+  formatAddress,
+  formatAddressUtf8,
+  formatIp,
+  IpParse,
+  parseIpBytes,
+  parseIpString,
+  parseSocketAddress,
+  parseSocketAddressString,
+} from "./ip";
+export { LbMode, Mesh, RefTarget, Scope, TlsMode } from "./model";
+export {
+  DEFAULT_HBONE_PORT,
+  MAX_ADDRESSES,
+  MAX_NETWORKS,
+  MAX_SERVICE_ITEMS,
+  MAX_SERVICES,
+  MAX_WORKLOADS,
+  MESH_FIELDS,
+  MeshLimits,
+  MeshParseResult,
+  parseMesh,
+  parseMeshConfig,
+  parseMeshConfigString,
+} from "./parse";

@@ -1,0 +1,256 @@
+// Open-addressing hash tables in flat arrays: no object per entry, no Map.
+//
+// All use linear probing over a power-of-two capacity kept at most 2/3 full, and store
+// `value + 1` so a zero slot means "empty" (the arrays start zeroed). Lookups never allocate
+// and never index out of bounds: every probe index is masked, and the probe count is bounded.
+//
+// The address tables hash the IP only and keep the owner's network in the entry, so the same
+// IP on two networks is two entries in one probe chain, told apart without leaving the slot.
+
+/** Per-object overhead of the incremental runtime (block + object header), for accounting. */
+export const OBJECT_OVERHEAD: i64 = 20;
+
+/** murmur3's 32-bit finaliser: sequential pod IPs spread over the whole table. */
+// @ts-ignore: decorator
+@inline export function mix32(x: u32): u32 {
+  x ^= x >> 16;
+  x *= 0x85ebca6b;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35;
+  x ^= x >> 16;
+  return x;
+}
+
+/** murmur3's 64-bit finaliser. */
+// @ts-ignore: decorator
+@inline export function mix64(x: u64): u64 {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccd;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53;
+  x ^= x >> 33;
+  return x;
+}
+
+/** Smallest power of two >= 8 that holds `expected` entries at a load of at most 2/3. */
+export function tableCapacity(expected: i32): i32 {
+  const need = <i64>expected + (<i64>expected >> 1) + 1;
+  let cap: i64 = 8;
+  while (cap < need) cap <<= 1;
+  return <i32>cap;
+}
+
+/** Result of an insert that added the entry. Any value >= 0 is the clashing existing owner. */
+export const ADDED: i32 = -1;
+/** Result of an insert into a full table (cannot happen when sized with the expected count). */
+export const FULL: i32 = -2;
+
+// An address-table entry packs the owner and its network into one u32, so a probe touches a
+// single cache line: bits 0..20 hold owner + 1 (0 = empty slot), bits 21..31 the network id.
+const OWNER_BITS: u32 = 21;
+const OWNER_MASK: u32 = (1 << OWNER_BITS) - 1;
+
+/** Owners (workloads, VIPs) an address table can name: 2^21 - 2. */
+export const MAX_OWNERS: i32 = <i32>OWNER_MASK - 1;
+/** Network ids an address table can hold: 2^11. */
+export const MAX_TABLE_NETWORKS: i32 = 1 << (32 - <i32>OWNER_BITS);
+
+// @ts-ignore: decorator
+@inline function pack(owner: i32, network: i32): u32 {
+  return (<u32>network << OWNER_BITS) | (<u32>owner + 1);
+}
+
+// @ts-ignore: decorator
+@inline function fits(owner: i32, network: i32): bool {
+  return <u32>owner < <u32>MAX_OWNERS && <u32>network < <u32>MAX_TABLE_NETWORKS;
+}
+
+/** IPv4 → owner index, per network. 8 bytes per slot: [ip, packed owner + network]. */
+export class AddrTable4 {
+  private slots: StaticArray<u32>;
+  private mask: u32;
+  private used: i32 = 0;
+
+  constructor(expected: i32) {
+    const cap = tableCapacity(expected);
+    this.slots = new StaticArray<u32>(cap << 1);
+    this.mask = <u32>cap - 1;
+  }
+
+  get size(): i32 {
+    return this.used;
+  }
+
+  /** The owner of `ip` on `network`, or -1. */
+  find(ip: u32, network: i32): i32 {
+    const slots = this.slots;
+    const mask = this.mask;
+    const net = <u32>network;
+    let i = mix32(ip) & mask;
+    for (let probes: u32 = 0; probes <= mask; probes++) {
+      const at = <i32>(i << 1);
+      const packed = unchecked(slots[at + 1]);
+      if (packed == 0) return -1;
+      if (unchecked(slots[at]) == ip && packed >> OWNER_BITS == net) {
+        return <i32>(packed & OWNER_MASK) - 1;
+      }
+      i = (i + 1) & mask;
+    }
+    return -1;
+  }
+
+  /**
+   * Adds ip → owner on `network`. ADDED, or the owner already holding `ip` on that network
+   * (nothing changes), or FULL (also for an owner or network id the packing cannot hold).
+   */
+  insert(ip: u32, owner: i32, network: i32): i32 {
+    if (!fits(owner, network)) return FULL;
+    const existing = this.find(ip, network);
+    if (existing >= 0) return existing;
+    if (this.used >= <i32>this.mask) return FULL; // always keep one empty slot
+    const slots = this.slots;
+    const mask = this.mask;
+    let i = mix32(ip) & mask;
+    while (unchecked(slots[<i32>(i << 1) + 1]) != 0) i = (i + 1) & mask;
+    unchecked((slots[<i32>(i << 1)] = ip));
+    unchecked((slots[<i32>(i << 1) + 1] = pack(owner, network)));
+    this.used++;
+    return ADDED;
+  }
+
+  byteSize(): i64 {
+    return <i64>this.slots.length * 4 + OBJECT_OVERHEAD * 2;
+  }
+}
+
+/**
+ * IPv6 (hi, lo) → owner index, per network. 20 bytes per slot: the key pair in one array, the
+ * packed owner in another (interleaving would cost 24 bytes a slot for alignment).
+ */
+export class AddrTable6 {
+  private keys: StaticArray<u64>; // [hi, lo] per slot
+  private owners: StaticArray<u32>; // packed owner + network
+  private mask: u32;
+  private used: i32 = 0;
+
+  constructor(expected: i32) {
+    const cap = tableCapacity(expected);
+    this.keys = new StaticArray<u64>(cap << 1);
+    this.owners = new StaticArray<u32>(cap);
+    this.mask = <u32>cap - 1;
+  }
+
+  get size(): i32 {
+    return this.used;
+  }
+
+  find(hi: u64, lo: u64, network: i32): i32 {
+    const keys = this.keys;
+    const owners = this.owners;
+    const mask = this.mask;
+    const net = <u32>network;
+    let i = <u32>mix64(hi ^ mix64(lo)) & mask;
+    for (let probes: u32 = 0; probes <= mask; probes++) {
+      const packed = unchecked(owners[<i32>i]);
+      if (packed == 0) return -1;
+      const at = <i32>(i << 1);
+      if (packed >> OWNER_BITS == net && unchecked(keys[at]) == hi && unchecked(keys[at + 1]) == lo) {
+        return <i32>(packed & OWNER_MASK) - 1;
+      }
+      i = (i + 1) & mask;
+    }
+    return -1;
+  }
+
+  insert(hi: u64, lo: u64, owner: i32, network: i32): i32 {
+    if (!fits(owner, network)) return FULL;
+    const existing = this.find(hi, lo, network);
+    if (existing >= 0) return existing;
+    if (this.used >= <i32>this.mask) return FULL;
+    const mask = this.mask;
+    let i = <u32>mix64(hi ^ mix64(lo)) & mask;
+    while (unchecked(this.owners[<i32>i]) != 0) i = (i + 1) & mask;
+    unchecked((this.keys[<i32>(i << 1)] = hi));
+    unchecked((this.keys[<i32>(i << 1) + 1] = lo));
+    unchecked((this.owners[<i32>i] = pack(owner, network)));
+    this.used++;
+    return ADDED;
+  }
+
+  byteSize(): i64 {
+    return <i64>this.keys.length * 8 + <i64>this.owners.length * 4 + OBJECT_OVERHEAD * 3;
+  }
+}
+
+/**
+ * u64 → non-negative i32, growing as needed (configure time only), with [key, value + 1]
+ * interleaved so a probe touches one cache line. Used for small derived indexes:
+ * (service, port) → port slot, (endpoint, port) → target override, (workload, target port) →
+ * headless port slot.
+ */
+export class U64Table {
+  private slots: StaticArray<u64>; // [key, value + 1] per slot
+  private mask: u32;
+  private used: i32 = 0;
+
+  constructor(expected: i32 = 0) {
+    const cap = tableCapacity(expected);
+    this.slots = new StaticArray<u64>(cap << 1);
+    this.mask = <u32>cap - 1;
+  }
+
+  get size(): i32 {
+    return this.used;
+  }
+
+  /** The value stored for `key`, or -1. */
+  get(key: u64): i32 {
+    const slots = this.slots;
+    const mask = this.mask;
+    let i = <u32>mix64(key) & mask;
+    for (let probes: u32 = 0; probes <= mask; probes++) {
+      const at = <i32>(i << 1);
+      const stored = unchecked(slots[at + 1]);
+      if (stored == 0) return -1;
+      if (unchecked(slots[at]) == key) return <i32>(stored - 1);
+      i = (i + 1) & mask;
+    }
+    return -1;
+  }
+
+  /** Adds key → value (value >= 0) unless the key is present: ADDED or the existing value. */
+  add(key: u64, value: i32): i32 {
+    const existing = this.get(key);
+    if (existing >= 0) return existing;
+    if (value < 0) return FULL;
+    const cap = <i64>this.mask + 1;
+    if ((<i64>this.used + 1) * 3 > cap * 2) this.grow();
+    this.place(key, <u64>value + 1);
+    this.used++;
+    return ADDED;
+  }
+
+  byteSize(): i64 {
+    return <i64>this.slots.length * 8 + OBJECT_OVERHEAD * 2;
+  }
+
+  private place(key: u64, stored: u64): void {
+    const slots = this.slots;
+    const mask = this.mask;
+    let i = <u32>mix64(key) & mask;
+    while (unchecked(slots[<i32>(i << 1) + 1]) != 0) i = (i + 1) & mask;
+    unchecked((slots[<i32>(i << 1)] = key));
+    unchecked((slots[<i32>(i << 1) + 1] = stored));
+  }
+
+  private grow(): void {
+    const old = this.slots;
+    const cap = (<i32>this.mask + 1) << 1;
+    this.slots = new StaticArray<u64>(cap << 1);
+    this.mask = <u32>cap - 1;
+    for (let i = 0; i + 1 < old.length; i += 2) {
+      const stored = unchecked(old[i + 1]);
+      if (stored != 0) this.place(unchecked(old[i]), stored);
+    }
+  }
+}

@@ -1,0 +1,173 @@
+// passthrough_mtls: mTLS for connections made straight to a mesh pod's IP, with plain
+// passthrough as the fallback, headless services without per-pod listeners, and the endpoint
+// selection value envoy.lb.address. Everything is decided in on_new_connection, because
+// tcp_proxy picks its upstream right after it. See README.md.
+import { Address, formatAddress, parseSocketAddress } from "../../assembly/mesh";
+import {
+  closeDownstream,
+  ConnectionContext,
+  Counter,
+  fetchProperty,
+  FilterStatus,
+  hostValuePtr,
+  hostValueSize,
+  LogLevel,
+  logDebug,
+  logEnabled,
+  logError,
+  logInfo,
+  logWarn,
+  propertyPath,
+  registerRootContext,
+  releaseHostValue,
+  RootContext,
+  setEnvoyFilterStateBytes,
+  setPropertyBytes,
+  WasmResult,
+} from "../../assembly/runtime";
+import { parsePassthroughConfig, PassthroughConfig } from "./config";
+import { Decision, decide, Route } from "./decision";
+export * from "../../assembly/runtime/exports";
+
+const DESTINATION_ADDRESS = propertyPath(["destination", "address"]);
+// Envoy filter-state keys (registered object factories) and our own properties, encoded once.
+const TCP_PROXY_CLUSTER = String.UTF8.encode("envoy.tcp_proxy.cluster");
+const ORIGINAL_DST_ADDRESS = String.UTF8.encode("envoy.network.transport_socket.original_dst_address");
+const UPSTREAM_SANS = String.UTF8.encode("envoy.network.upstream_subject_alt_names");
+/** `%FILTER_STATE(wasm.lb_address:PLAIN)%`: the envoy.lb.address value, IP:PORT. */
+const LB_ADDRESS_PROPERTY = propertyPath(["lb_address"]);
+/** `%FILTER_STATE(wasm.upstream_sans:PLAIN)%`: the pod identity, for the subset mode relay. */
+const UPSTREAM_SANS_PROPERTY = propertyPath(["upstream_sans"]);
+
+class PassthroughRoot extends RootContext {
+  config: PassthroughConfig | null = null;
+  /** Reused for every connection of this root: decisions allocate nothing. */
+  readonly destination: Address = new Address();
+  readonly decision: Decision = new Decision();
+  // One counter per outcome; every connection bumps exactly one of the first five.
+  readonly mtls: Counter = new Counter("passthrough_mtls.mtls");
+  readonly headless: Counter = new Counter("passthrough_mtls.headless");
+  readonly passthrough: Counter = new Counter("passthrough_mtls.passthrough");
+  readonly noDestination: Counter = new Counter("passthrough_mtls.no_destination");
+  readonly rejected: Counter = new Counter("passthrough_mtls.rejected");
+  // Extra detail, counted on top of the outcome.
+  readonly localNetworkWins: Counter = new Counter("passthrough_mtls.local_network_wins");
+  readonly plaintextPod: Counter = new Counter("passthrough_mtls.plaintext_pod");
+
+  onConfigure(configuration: ArrayBuffer): bool {
+    const result = parsePassthroughConfig(configuration);
+    const config = result.config;
+    if (config === null) {
+      logError("invalid plugin configuration: " + result.error);
+      return false;
+    }
+    if (config.localNetwork < 0 && config.mesh.workloadCount() > 0) {
+      logWarn("localNetwork \"" + config.localNetworkName + "\" has no workloads: every connection will pass through");
+    }
+    logInfo(
+      "configured: " + config.mesh.workloadCount().toString() + " workloads, " +
+      config.mesh.serviceCount().toString() + " services, mode " + (config.subsetMode ? "subset" : "direct"),
+    );
+    this.config = config;
+    return true;
+  }
+
+  newConnection(id: u32): ConnectionContext {
+    return new PassthroughConnection(id, this);
+  }
+}
+
+class PassthroughConnection extends ConnectionContext {
+  constructor(id: u32, readonly root: PassthroughRoot) {
+    super(id);
+  }
+
+  onNewConnection(): FilterStatus {
+    const root = this.root;
+    const config = root.config;
+    if (config === null) return FilterStatus.Continue; // unreachable: Envoy refuses unconfigured plugins
+    const dst = root.destination;
+    const found = fetchProperty(DESTINATION_ADDRESS) == WasmResult.Ok &&
+      parseSocketAddress(hostValuePtr(), <i32>hostValueSize(), dst);
+    releaseHostValue();
+    if (!found || dst.port < 0) {
+      root.noDestination.inc();
+      return FilterStatus.Continue; // tcp_proxy's own cluster: the plain passthrough
+    }
+    const decision = root.decision;
+    decide(config.mesh, config.localNetwork, dst, decision);
+    if (decision.localWon) root.localNetworkWins.inc();
+    if (decision.route == Route.NotAPod) {
+      root.passthrough.inc();
+      if (logEnabled(LogLevel.Debug)) logDebug(formatAddress(dst) + " -> passthrough: not a mesh pod on this network");
+      return FilterStatus.Continue;
+    }
+    // Every mesh pod gets its endpoint-selection value (envoy.lb.address), whatever the route.
+    const lbAddress = String.UTF8.encode(formatAddress(dst));
+    let ok = setPropertyBytes(LB_ADDRESS_PROPERTY, lbAddress) == WasmResult.Ok;
+    if (decision.route == Route.PlaintextPod) {
+      ok = ok && (!config.subsetMode || this.pick(config.subsetCluster));
+      if (!ok) return this.reject(dst);
+      root.passthrough.inc();
+      root.plaintextPod.inc();
+      if (logEnabled(LogLevel.Debug)) logDebug(formatAddress(dst) + " -> plaintext: mesh pod with tlsMode disabled");
+      return FilterStatus.Continue;
+    }
+    ok = ok && this.pinIdentity(config, decision.workload, config.subsetMode && decision.route == Route.MtlsPod);
+    if (decision.route == Route.HeadlessMember) {
+      const cluster = config.mesh.headlessCluster(decision.workload, dst.port);
+      ok = ok && cluster !== null && this.pinAddress(lbAddress) && this.pick(cluster);
+      if (!ok) return this.reject(dst);
+      root.headless.inc();
+    } else if (config.subsetMode) {
+      if (!(ok && this.pick(config.subsetCluster))) return this.reject(dst);
+      root.mtls.inc();
+    } else {
+      if (!(ok && this.pinAddress(lbAddress) && this.pick(config.mtlsCluster))) return this.reject(dst);
+      root.mtls.inc();
+    }
+    if (logEnabled(LogLevel.Debug)) this.logDecision(config, dst, decision);
+    return FilterStatus.Continue;
+  }
+
+  /** The upstream TLS session must present this pod's own identity, not just any mesh cert. */
+  private pinIdentity(config: PassthroughConfig, workload: i32, relayForSubset: bool): bool {
+    const identity = config.mesh.workloadIdentityUtf8(workload);
+    if (setEnvoyFilterStateBytes(UPSTREAM_SANS, identity) != WasmResult.Ok) return false;
+    // Subset mode: the TLS handshake happens behind an internal listener, which only sees
+    // filter state shared with upstream; a native set_filter_state relays this value there.
+    return !relayForSubset || setPropertyBytes(UPSTREAM_SANS_PROPERTY, identity) == WasmResult.Ok;
+  }
+
+  /** Exactly that IP:port, whatever the cluster's own address choice would be. */
+  private pinAddress(address: ArrayBuffer): bool {
+    return setEnvoyFilterStateBytes(ORIGINAL_DST_ADDRESS, address) == WasmResult.Ok;
+  }
+
+  private pick(cluster: ArrayBuffer): bool {
+    return setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, cluster) == WasmResult.Ok;
+  }
+
+  /**
+   * Envoy refused a write, so the connection cannot be pinned to the pod and its identity:
+   * close it rather than let it reach a mesh pod unverified (or in clear).
+   */
+  private reject(dst: Address): FilterStatus {
+    this.root.rejected.inc();
+    logError("closing connection to " + formatAddress(dst) + ": Envoy refused the filter state that pins the pod and its identity");
+    closeDownstream();
+    return FilterStatus.StopIteration;
+  }
+
+  private logDecision(config: PassthroughConfig, dst: Address, decision: Decision): void {
+    const mesh = config.mesh;
+    const identity = mesh.workloadIdentity(decision.workload);
+    let route = decision.route == Route.HeadlessMember
+      ? "headless service " + mesh.serviceHostname(decision.service)
+      : config.subsetMode ? "mtls via subset" : "mtls";
+    if (decision.localWon) route += " (local network wins over another network's pod with this IP)";
+    logDebug(formatAddress(dst) + " -> " + route + ", verifying " + identity);
+  }
+}
+
+registerRootContext("passthrough_mtls", (id: u32): RootContext => new PassthroughRoot(id));
