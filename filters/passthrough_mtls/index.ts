@@ -113,7 +113,7 @@ class PassthroughConnection extends ConnectionContext {
       if (logEnabled(LogLevel.Debug)) logDebug(formatAddress(dst) + " -> plaintext: mesh pod with tlsMode disabled");
       return FilterStatus.Continue;
     }
-    ok = ok && this.pinIdentity(config, decision.workload, config.subsetMode && decision.route == Route.MtlsPod);
+    ok = ok && this.pinIdentity(config, decision.workload, config.subsetMode);
     if (decision.route == Route.HeadlessMember) {
       const cluster = config.mesh.headlessCluster(decision.workload, dst.port);
       ok = ok && cluster !== null && this.pinAddress(lbAddress) && this.pick(cluster);
@@ -134,8 +134,10 @@ class PassthroughConnection extends ConnectionContext {
   private pinIdentity(config: PassthroughConfig, workload: i32, relayForSubset: bool): bool {
     const identity = config.mesh.workloadIdentityUtf8(workload);
     if (setEnvoyFilterStateBytes(UPSTREAM_SANS, identity) != WasmResult.Ok) return false;
-    // Subset mode: the TLS handshake happens behind an internal listener, which only sees
-    // filter state shared with upstream; a native set_filter_state relays this value there.
+    // Subset mode: the TLS handshake to a pod happens behind an internal listener, which only
+    // sees filter state shared with upstream; a native set_filter_state relays this value there.
+    // It runs for every connection of the chain, so headless members need it too (otherwise
+    // the relay would overwrite the identity with an empty value).
     return !relayForSubset || setPropertyBytes(UPSTREAM_SANS_PROPERTY, identity) == WasmResult.Ok;
   }
 

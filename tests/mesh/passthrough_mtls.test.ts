@@ -141,6 +141,11 @@ describe("passthrough_mtls, subset mode (envoy-configs/passthrough_mtls_subset.y
     assert.equal(reply.received.toString(), "legacy-0\nplain");
   });
 
+  it("sends a headless-service member through that service's own cluster in this mode too", async () => {
+    const reply = await dial("127.0.0.14", 5432, "select 1");
+    assert.equal(reply.received.toString(), `db-0 peer=${SIDECAR}\nselect 1`);
+  });
+
   it("keeps the plain passthrough for an address that is no pod", async () => {
     const reply = await dial("127.0.0.30", 9000, "outside");
     assert.equal(reply.received.toString(), "outside\noutside");
@@ -151,6 +156,8 @@ describe("passthrough_mtls, subset mode (envoy-configs/passthrough_mtls_subset.y
     assert.equal(stats.get("cluster.passthrough_mtls_pods.upstream_cx_total"), 3);
     assert.equal(stats.get("cluster.passthrough_mtls_pods.lb_subsets_selected"), 3);
     assert.equal(stats.get("cluster.PassthroughCluster.upstream_cx_total"), 1);
+    assert.equal(stats.get("cluster.outbound|5432||db.default.svc.cluster.local.upstream_cx_total"), 1);
     assert.equal(counter(stats, "mtls"), 2);
+    assert.equal(counter(stats, "headless"), 1);
   });
 });
