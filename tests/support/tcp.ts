@@ -69,7 +69,7 @@ export function exchange(
       socket.destroy();
     }, timeoutMs);
     socket.on("connect", () => socket.end(payload));
-    socket.on("data", (chunk) => chunks.push(chunk));
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
     socket.on("error", () => {
       errored = true;
     });
