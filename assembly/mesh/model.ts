@@ -55,9 +55,12 @@ export class Ref {
   index: i32 = -1;
 }
 
-// Workload flag bits.
-export const W_ISTIO: u8 = 1;
-export const W_HEALTHY: u8 = 2;
+// A workload's identity id and flags share one u32 (`wIdentityFlags`), so the fields a
+// connection decision reads first come from one cache line: bits 0..23 identity id (ids are
+// at most the number of workloads, < 2^24), bits 24..31 flags.
+export const IDENTITY_MASK: u32 = 0xffffff;
+export const W_ISTIO: u32 = 1 << 24;
+export const W_HEALTHY: u32 = 2 << 24;
 // Service flag bits.
 export const S_HEADLESS: u8 = 1;
 export const S_LB_STANDARD: u8 = 2;
@@ -102,9 +105,8 @@ export class Mesh {
 
   // ---- Workloads (n = workloadTotal) ----
   workloadTotal: i32 = 0;
-  wFlags: StaticArray<u8> = new StaticArray<u8>(0);
+  wIdentityFlags: StaticArray<u32> = new StaticArray<u32>(0);
   wNetwork: StaticArray<u16> = new StaticArray<u16>(0);
-  wIdentity: StaticArray<u32> = new StaticArray<u32>(0);
   wLocality: StaticArray<u32> = new StaticArray<u32>(0);
   /** Reference id + 1; 0 = none. */
   wWaypoint: StaticArray<u32> = new StaticArray<u32>(0);
@@ -211,7 +213,7 @@ export class Mesh {
 
   /** Interned identity id (0 = none). */
   workloadIdentityId(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>unchecked(this.wIdentity[w]) : 0;
+    return inRange(w, this.workloadTotal) ? <i32>(unchecked(this.wIdentityFlags[w]) & IDENTITY_MASK) : 0;
   }
 
   /** SPIFFE identity, "" when none. */
@@ -540,7 +542,7 @@ export class Mesh {
     t += this.networks.byteSize() + this.identities.byteSize();
     t += this.localities.byteSize() + this.localityPrefixes.byteSize();
     t += <i64>this.localityParts.length * 4 + OBJECT_OVERHEAD;
-    t += arrayBytes(this.wFlags) + arrayBytes(this.wNetwork) + arrayBytes(this.wIdentity);
+    t += arrayBytes(this.wIdentityFlags) + arrayBytes(this.wNetwork);
     t += arrayBytes(this.wLocality) + arrayBytes(this.wWaypoint) + arrayBytes(this.wGateway);
     t += arrayBytes(this.v4Start) + arrayBytes(this.v4Pool);
     t += arrayBytes(this.v6Start) + arrayBytes(this.v6Pool);
@@ -569,8 +571,8 @@ export class Mesh {
 
   // ================================================================ internals
 
-  private flag(w: i32, bit: u8): bool {
-    return inRange(w, this.workloadTotal) && (unchecked(this.wFlags[w]) & bit) != 0;
+  private flag(w: i32, bit: u32): bool {
+    return inRange(w, this.workloadTotal) && (unchecked(this.wIdentityFlags[w]) & bit) != 0;
   }
 
   private localityPart(w: i32, part: i32): i32 {

@@ -8,6 +8,7 @@ import { ConfigReader, JsonValue, parseJson, quoteForMessage } from "../json";
 import { Address, FAMILY_V4, IpParse, parseIpString } from "./ip";
 import {
   DEFAULT_LB_PREFS,
+  IDENTITY_MASK,
   Mesh,
   Ref,
   RefTarget,
@@ -175,9 +176,8 @@ class MeshParser {
     this.countAddresses(items);
     if (!this.withinLimit(path, this.total, this.limits.addresses, "addresses")) return;
     m.workloadTotal = n;
-    m.wFlags = new StaticArray<u8>(n);
+    m.wIdentityFlags = new StaticArray<u32>(n);
     m.wNetwork = new StaticArray<u16>(n);
-    m.wIdentity = new StaticArray<u32>(n);
     m.wLocality = new StaticArray<u32>(n);
     m.wWaypoint = new StaticArray<u32>(n);
     m.wGateway = new StaticArray<u32>(n);
@@ -243,12 +243,11 @@ class MeshParser {
     if (loc < 0) {
       return f.failField("locality", "not a locality (expected " + LOCALITY_SHAPE + "): " + q(locality));
     }
-    unchecked((m.wIdentity[i] = <u32>identity));
     unchecked((m.wLocality[i] = <u32>loc));
-    let flags: u8 = 0;
-    if (tls == "istio") flags |= W_ISTIO;
-    if (healthy) flags |= W_HEALTHY;
-    unchecked((m.wFlags[i] = flags));
+    let info = <u32>identity; // checked against IDENTITY_MASK when interned
+    if (tls == "istio") info |= W_ISTIO;
+    if (healthy) info |= W_HEALTHY;
+    unchecked((m.wIdentityFlags[i] = info));
 
     const waypoint = f.optionalObject(obj, "waypoint");
     if (waypoint !== null) {
@@ -287,7 +286,12 @@ class MeshParser {
       f.failField("identity", "not a SPIFFE identity (expected " + SPIFFE_SHAPE + "): " + q(text));
       return 0;
     }
-    return this.mesh.identities.intern(text);
+    const id = this.mesh.identities.intern(text);
+    if (<u32>id > IDENTITY_MASK) {
+      f.failField("identity", "more than " + IDENTITY_MASK.toString() + " distinct identities");
+      return 0;
+    }
+    return id;
   }
 
   /** Address k of workload w (the item `f` points at) on network `net` (named `network`). */
