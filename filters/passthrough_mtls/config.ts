@@ -13,7 +13,7 @@ const OWN_FIELDS = ["localNetwork", "mode", "mtlsCluster", "subsetCluster"];
 export class PassthroughConfig {
   constructor(
     readonly mesh: Mesh,
-    /** Interned id of this proxy's network, -1 when no workload is on it. */
+    /** Interned id of this proxy's network ("" is always 0; another unknown name is -1). */
     readonly localNetwork: i32,
     readonly localNetworkName: string,
     readonly subsetMode: bool,

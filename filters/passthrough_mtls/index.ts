@@ -39,6 +39,17 @@ const LB_ADDRESS_PROPERTY = propertyPath(["lb_address"]);
 /** `%FILTER_STATE(wasm.upstream_sans:PLAIN)%`: the pod identity, for the subset mode relay. */
 const UPSTREAM_SANS_PROPERTY = propertyPath(["upstream_sans"]);
 
+const LOCAL_WON = " (local network wins over another network's pod with this IP)";
+
+/** True when some workload lives on this proxy's network (configure time, one scan). */
+function hasWorkloadOn(config: PassthroughConfig): bool {
+  const mesh = config.mesh;
+  for (let w = 0, n = mesh.workloadCount(); w < n; w++) {
+    if (mesh.workloadNetwork(w) == config.localNetwork) return true;
+  }
+  return false;
+}
+
 class PassthroughRoot extends RootContext {
   config: PassthroughConfig | null = null;
   /** Reused for every connection of this root: decisions allocate nothing. */
@@ -61,7 +72,7 @@ class PassthroughRoot extends RootContext {
       logError("invalid plugin configuration: " + result.error);
       return false;
     }
-    if (config.localNetwork < 0 && config.mesh.workloadCount() > 0) {
+    if (config.mesh.workloadCount() > 0 && !hasWorkloadOn(config)) {
       logWarn("localNetwork \"" + config.localNetworkName + "\" has no workloads: every connection will pass through");
     }
     logInfo(
@@ -92,6 +103,7 @@ class PassthroughConnection extends ConnectionContext {
     releaseHostValue();
     if (!found || dst.port < 0) {
       root.noDestination.inc();
+      if (logEnabled(LogLevel.Debug)) logDebug("no usable destination.address -> passthrough");
       return FilterStatus.Continue; // tcp_proxy's own cluster: the plain passthrough
     }
     const decision = root.decision;
@@ -110,7 +122,9 @@ class PassthroughConnection extends ConnectionContext {
       if (!ok) return this.reject(dst);
       root.passthrough.inc();
       root.plaintextPod.inc();
-      if (logEnabled(LogLevel.Debug)) logDebug(formatAddress(dst) + " -> plaintext: mesh pod with tlsMode disabled");
+      if (logEnabled(LogLevel.Debug)) {
+        logDebug(formatAddress(dst) + " -> plaintext: mesh pod with tlsMode disabled" + (decision.localWon ? LOCAL_WON : ""));
+      }
       return FilterStatus.Continue;
     }
     ok = ok && this.pinIdentity(config, decision.workload, config.subsetMode);
@@ -167,7 +181,7 @@ class PassthroughConnection extends ConnectionContext {
     let route = decision.route == Route.HeadlessMember
       ? "headless service " + mesh.serviceHostname(decision.service)
       : config.subsetMode ? "mtls via subset" : "mtls";
-    if (decision.localWon) route += " (local network wins over another network's pod with this IP)";
+    if (decision.localWon) route += LOCAL_WON;
     logDebug(formatAddress(dst) + " -> " + route + ", verifying " + identity);
   }
 }
