@@ -13,3 +13,4 @@ function run(command: string, args: string[]): void {
 run(process.execPath, ["scripts/build.mjs"]);
 run(process.execPath, ["bench/stock-runtime/build.mjs"]);
 await runtimeOverhead(quick);
+await (await import("./passthrough_mtls.js")).passthroughMtlsBench(quick);

@@ -238,6 +238,11 @@ export class ProxyWasmHost {
     return { count: this.vm?.allocations ?? 0, bytes: this.vm?.allocatedBytes ?? 0 };
   }
 
+  /** The guest's linear memory size in bytes (it never shrinks). */
+  get guestMemoryBytes(): number {
+    return this.vm?.memory.size ?? 0;
+  }
+
   /** Nanoseconds spent inside guest calls of the main VM since start (needs measureGuestTime). */
   get guestTimeNs(): bigint {
     return this.vm?.guestNanos ?? 0n;

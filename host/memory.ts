@@ -30,6 +30,7 @@ export class GuestMemory {
     }
   }
 
+  /** Bytes of linear memory (the VM's memory footprint as Envoy would see it). */
   get size(): number {
     return this.memory.buffer.byteLength;
   }
@@ -43,31 +44,37 @@ export class GuestMemory {
 
   /** A copy of [ptr, ptr+length). */
   read(ptr: number, length: number): Uint8Array {
+    ptr >>>= 0; // wasm32 pointers are unsigned: above 2 GiB they arrive as negative i32
     this.check(ptr, length);
     return this.bytes.slice(ptr, ptr + length);
   }
 
   readString(ptr: number, length: number): string {
+    ptr >>>= 0; // wasm32 pointers are unsigned: above 2 GiB they arrive as negative i32
     this.check(ptr, length);
     return utf8.decode(this.bytes.subarray(ptr, ptr + length));
   }
 
   write(ptr: number, data: Uint8Array): void {
+    ptr >>>= 0; // wasm32 pointers are unsigned: above 2 GiB they arrive as negative i32
     this.check(ptr, data.length);
     this.bytes.set(data, ptr);
   }
 
   readU32(ptr: number): number {
+    ptr >>>= 0; // wasm32 pointers are unsigned: above 2 GiB they arrive as negative i32
     this.check(ptr, 4);
     return this.view.getUint32(ptr, true);
   }
 
   writeU32(ptr: number, value: number): void {
+    ptr >>>= 0; // wasm32 pointers are unsigned: above 2 GiB they arrive as negative i32
     this.check(ptr, 4);
     this.view.setUint32(ptr, value >>> 0, true);
   }
 
   writeU64(ptr: number, value: bigint): void {
+    ptr >>>= 0; // wasm32 pointers are unsigned: above 2 GiB they arrive as negative i32
     this.check(ptr, 8);
     this.view.setBigUint64(ptr, BigInt.asUintN(64, value), true);
   }
