@@ -68,6 +68,12 @@ export interface ConnectOptions {
    * on_new_connection has paused the chain. Default false (Envoy's default read-disable).
    */
   readonly earlyData?: boolean;
+  /**
+   * Filter state that already exists when the filter runs: set by an earlier filter, or shared
+   * from the hop before an internal listener (shared_with_upstream). Values are the bytes the
+   * property API returns for `filter_state.<key>` (a string, or its serialized form).
+   */
+  readonly filterState?: Readonly<Record<string, string | Uint8Array>>;
 }
 
 /** Everything the connection needs from its host. */
@@ -155,6 +161,9 @@ export class Connection implements HostContext {
     this.connectionId = connectionId;
     this.bypassed = id === 0 && host.failOpen;
     this.earlyData = options.earlyData ?? false;
+    for (const [key, value] of Object.entries(options.filterState ?? {})) {
+      this.filterStateStore.seed(key, typeof value === "string" ? new TextEncoder().encode(value) : value);
+    }
     this.properties = new Map();
     const source = endpointTree(options.source);
     const destination = endpointTree(options.destination);

@@ -105,7 +105,7 @@ export interface FilterStateWrite {
   /** Raw bytes (set_property values are bytes; filter-state values are their UTF-8). */
   readonly bytes: Uint8Array;
   readonly span: FilterStateSpanName | `unknown(${number})`;
-  readonly source: "set_envoy_filter_state" | "set_property";
+  readonly source: "set_envoy_filter_state" | "set_property" | "existing";
 }
 
 const utf8 = new TextEncoder();
@@ -123,6 +123,11 @@ export class FilterStateStore {
   /** proxy_set_property stores bytes under `wasm.<path>` (Envoy's CelState, life span FilterChain). */
   setWasmProperty(key: string, bytes: Uint8Array): void {
     this.record({ key, value: lenientUtf8.decode(bytes), bytes, span: "FilterChain", source: "set_property" });
+  }
+
+  /** State that existed before the filter ran: readable, but not one of the filter's writes. */
+  seed(key: string, bytes: Uint8Array): void {
+    this.values.set(key, { key, value: lenientUtf8.decode(bytes), bytes, span: "FilterChain", source: "existing" });
   }
 
   private record(write: FilterStateWrite): void {

@@ -7,7 +7,8 @@ import { parseArgs } from "node:util";
 import { ProxyWasmHost, type HostLogLevel, type PropertyInputTree } from "../host/index.js";
 
 const USAGE = `usage: npm run explain -- --filter NAME (--config JSON | --config-file PATH) --destination IP:PORT
-         [--source IP:PORT] [--properties PATH] [--mtls] [--sni NAME] [--log-level debug] [--wasm PATH]
+         [--source IP:PORT] [--properties PATH] [--filter-state KEY=VALUE ...] [--mtls] [--sni NAME]
+         [--log-level debug] [--wasm PATH]
    or: npm run explain -- --input PATH   (a JSON file with the same fields, see README.md)`;
 
 interface ExplainInput {
@@ -17,6 +18,8 @@ interface ExplainInput {
   source?: string;
   destination: string;
   properties?: PropertyInputTree;
+  /** Filter state set before the filter runs (e.g. shared by a CONNECT termination hop). */
+  filterState?: Record<string, string>;
   mtls?: boolean;
   requestedServerName?: string;
   logLevel?: HostLogLevel;
@@ -41,6 +44,7 @@ function readInput(): ExplainInput {
       mtls: { type: "boolean" },
       sni: { type: "string" },
       "log-level": { type: "string" },
+      "filter-state": { type: "string", multiple: true },
     },
     strict: true,
   });
@@ -57,6 +61,9 @@ function readInput(): ExplainInput {
     ...(values.mtls !== undefined && { mtls: values.mtls }),
     ...(values.sni && { requestedServerName: values.sni }),
     ...(values["log-level"] && { logLevel: values["log-level"] as HostLogLevel }),
+    ...(values["filter-state"] && {
+      filterState: Object.fromEntries(values["filter-state"].map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])),
+    }),
   };
   if (!input.filter) fail("--filter is required");
   if (!input.destination) fail("--destination is required");
@@ -82,6 +89,7 @@ async function explain(input: ExplainInput): Promise<object> {
       mtls: input.mtls,
       requestedServerName: input.requestedServerName,
       properties: input.properties,
+      filterState: input.filterState,
     });
     result.status = connection.status;
     result.closed = connection.closed;

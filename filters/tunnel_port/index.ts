@@ -1,0 +1,246 @@
+// tunnel_port: carries a connection's original service port and target port across the HBONE
+// tunnel (port 15008) inside mTLS, with no metadata exchange. One module, two roles:
+//   client - on the client sidecar's outbound: picks the endpoint and ITS target port, and sets
+//            up tcp_proxy's CONNECT (:authority = podIP:targetPort, service port in a header);
+//   server - behind the server sidecar's CONNECT termination: checks both ports and the peer
+//            against what this workload serves, and refuses anything else.
+// Everything is decided in on_new_connection; nothing waits for client bytes. See README.md.
+import { Address, formatAddress, formatIp, parseSocketAddress } from "../../assembly/mesh";
+import {
+  closeDownstream,
+  ConnectionContext,
+  Counter,
+  fetchProperty,
+  FilterStatus,
+  hostValuePtr,
+  hostValueSize,
+  LogLevel,
+  logDebug,
+  logEnabled,
+  logError,
+  logWarn,
+  propertyPath,
+  registerRootContext,
+  releaseHostValue,
+  RootContext,
+  setEnvoyFilterStateBytes,
+  setPropertyBytes,
+  WasmResult,
+} from "../../assembly/runtime";
+import { ClientDecision, ClientOutcome, Cursors, decideClient } from "./client";
+import { parseTunnelConfig, TunnelConfig } from "./config";
+import { checkServer, parsePortBytes, ServerVerdict } from "./server";
+export * from "../../assembly/runtime/exports";
+
+const DESTINATION_ADDRESS = propertyPath(["destination", "address"]);
+/** Shared by the server's CONNECT termination (HTTP set_filter_state, shared with upstream). */
+export const SERVICE_PORT_STATE = "io.tunnel_port.service_port";
+export const PEER_STATE = "io.tunnel_port.peer_principal";
+const SERVICE_PORT_PATH = propertyPath(["filter_state", SERVICE_PORT_STATE]);
+const PEER_PATH = propertyPath(["filter_state", PEER_STATE]);
+
+const TCP_PROXY_CLUSTER = String.UTF8.encode("envoy.tcp_proxy.cluster");
+const ORIGINAL_DST_ADDRESS = String.UTF8.encode("envoy.network.transport_socket.original_dst_address");
+const UPSTREAM_SANS = String.UTF8.encode("envoy.network.upstream_subject_alt_names");
+const DISABLE_TUNNELING = String.UTF8.encode("envoy.tcp_proxy.disable_tunneling");
+const TRUE = String.UTF8.encode("true");
+/** %FILTER_STATE(wasm.authority:PLAIN)%, %FILTER_STATE(wasm.service_port:PLAIN)%, ... */
+const AUTHORITY_PROPERTY = propertyPath(["authority"]);
+const SERVICE_PORT_PROPERTY = propertyPath(["service_port"]);
+const TARGET_PORT_PROPERTY = propertyPath(["target_port"]);
+
+class TunnelRoot extends RootContext {
+  config: TunnelConfig | null = null;
+  cursors: Cursors = new Cursors(0);
+  readonly destination: Address = new Address();
+  readonly endpoint: Address = new Address();
+  readonly decision: ClientDecision = new ClientDecision();
+  // client outcomes
+  readonly tunneled: Counter = new Counter("tunnel_port.client.tunneled");
+  readonly panic: Counter = new Counter("tunnel_port.client.panic_routing");
+  readonly unknownPassthrough: Counter = new Counter("tunnel_port.client.unknown_passthrough");
+  readonly unknownRefused: Counter = new Counter("tunnel_port.client.unknown_refused");
+  readonly noEndpoint: Counter = new Counter("tunnel_port.client.no_endpoint");
+  // server outcomes
+  readonly accepted: Counter = new Counter("tunnel_port.server.accepted");
+  readonly refusedNoPeer: Counter = new Counter("tunnel_port.server.refused_no_peer");
+  readonly refusedMissingPort: Counter = new Counter("tunnel_port.server.refused_missing_port");
+  readonly refusedForeignAuthority: Counter = new Counter("tunnel_port.server.refused_foreign_authority");
+  readonly refusedUnservedPort: Counter = new Counter("tunnel_port.server.refused_unserved_port");
+  readonly refusedPortMismatch: Counter = new Counter("tunnel_port.server.refused_port_mismatch");
+  // both roles: Envoy refused a filter-state write, connection closed
+  readonly rejected: Counter = new Counter("tunnel_port.rejected");
+
+  onConfigure(configuration: ArrayBuffer): bool {
+    const result = parseTunnelConfig(configuration);
+    const config = result.config;
+    if (config === null) {
+      logError("invalid plugin configuration: " + result.error);
+      return false;
+    }
+    this.config = config;
+    this.cursors = new Cursors(config.mesh.serviceCount());
+    return true;
+  }
+
+  newConnection(id: u32): ConnectionContext {
+    return new TunnelConnection(id, this);
+  }
+}
+
+class TunnelConnection extends ConnectionContext {
+  constructor(id: u32, readonly root: TunnelRoot) {
+    super(id);
+  }
+
+  onNewConnection(): FilterStatus {
+    const config = this.root.config;
+    if (config === null) return FilterStatus.Continue;
+    const dst = this.root.destination;
+    const found = fetchProperty(DESTINATION_ADDRESS) == WasmResult.Ok &&
+      parseSocketAddress(hostValuePtr(), <i32>hostValueSize(), dst) && dst.port > 0;
+    releaseHostValue();
+    return config.client ? this.client(config, found, dst) : this.server(config, found, dst);
+  }
+
+  private client(config: TunnelConfig, found: bool, dst: Address): FilterStatus {
+    const root = this.root;
+    const decision = root.decision;
+    if (found) decideClient(config, root.cursors, dst, decision);
+    else decision.outcome = ClientOutcome.Unknown;
+    if (decision.outcome == ClientOutcome.NoEndpoint) {
+      root.noEndpoint.inc();
+      return this.close("no endpoint of " + formatAddress(dst) + " can take a tunnel");
+    }
+    if (decision.outcome == ClientOutcome.Unknown) {
+      if (config.refuseUnknown) {
+        root.unknownRefused.inc();
+        return this.close((found ? formatAddress(dst) : "a connection without destination") + " is unknown to the mesh configuration");
+      }
+      root.unknownPassthrough.inc();
+      // tcp_proxy would tunnel its own cluster too: plain TCP for what the mesh does not know.
+      if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE) != WasmResult.Ok) return this.reject();
+      if (logEnabled(LogLevel.Debug)) logDebug((found ? formatAddress(dst) : "no destination") + " -> unknown, plain passthrough");
+      return FilterStatus.Continue;
+    }
+    const mesh = config.mesh;
+    const pod = root.endpoint;
+    mesh.workloadAddress(decision.workload, 0, pod);
+    pod.port = config.tunnelPort;
+    const tunnelAddress = String.UTF8.encode(formatAddress(pod));
+    pod.port = decision.targetPort;
+    const authority = formatAddress(pod);
+    const ok =
+      setEnvoyFilterStateBytes(UPSTREAM_SANS, mesh.workloadIdentityUtf8(decision.workload)) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(ORIGINAL_DST_ADDRESS, tunnelAddress) == WasmResult.Ok &&
+      setPropertyBytes(AUTHORITY_PROPERTY, String.UTF8.encode(authority)) == WasmResult.Ok &&
+      setPropertyBytes(SERVICE_PORT_PROPERTY, String.UTF8.encode(decision.servicePort.toString())) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.tunnelCluster) == WasmResult.Ok;
+    if (!ok) return this.reject();
+    root.tunneled.inc();
+    if (decision.panic) root.panic.inc();
+    if (logEnabled(LogLevel.Debug)) {
+      logDebug(
+        formatAddress(dst) + " -> tunnel to " + formatIp(pod) + ":" + config.tunnelPort.toString() +
+        ", :authority " + authority + ", service port " + decision.servicePort.toString() +
+        ", verifying " + mesh.workloadIdentity(decision.workload) + (decision.panic ? " (no healthy endpoint: panic routing)" : ""),
+      );
+    }
+    return FilterStatus.Continue;
+  }
+
+  private server(config: TunnelConfig, found: bool, dst: Address): FilterStatus {
+    const root = this.root;
+    let servicePort = -1;
+    if (fetchProperty(SERVICE_PORT_PATH) == WasmResult.Ok) servicePort = readPort(hostValuePtr(), <i32>hostValueSize());
+    releaseHostValue();
+    let peerLength = 0;
+    if (fetchProperty(PEER_PATH) == WasmResult.Ok) peerLength = peerIdentityLength(hostValuePtr(), <i32>hostValueSize());
+    releaseHostValue();
+    if (!found) dst.port = -1;
+    const verdict = checkServer(config, dst, servicePort, peerLength);
+    if (verdict != ServerVerdict.Accept) return this.refuse(verdict, dst, servicePort);
+    const ok =
+      setPropertyBytes(SERVICE_PORT_PROPERTY, String.UTF8.encode(servicePort.toString())) == WasmResult.Ok &&
+      setPropertyBytes(TARGET_PORT_PROPERTY, String.UTF8.encode(dst.port.toString())) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.appCluster) == WasmResult.Ok;
+    if (!ok) return this.reject();
+    root.accepted.inc();
+    if (logEnabled(LogLevel.Debug)) {
+      logDebug("accepted tunnel to " + formatAddress(dst) + ": service port " + servicePort.toString() + ", target port " + dst.port.toString());
+    }
+    return FilterStatus.Continue;
+  }
+
+  private refuse(verdict: ServerVerdict, dst: Address, servicePort: i32): FilterStatus {
+    const root = this.root;
+    let reason = "";
+    switch (verdict) {
+      case ServerVerdict.NoPeer:
+        root.refusedNoPeer.inc();
+        reason = "no authenticated mTLS peer";
+        break;
+      case ServerVerdict.MissingPort:
+        root.refusedMissingPort.inc();
+        reason = "missing or invalid service port / destination";
+        break;
+      case ServerVerdict.ForeignAuthority:
+        root.refusedForeignAuthority.inc();
+        reason = "the authority names another workload";
+        break;
+      case ServerVerdict.UnservedPort:
+        root.refusedUnservedPort.inc();
+        reason = "this workload does not serve that target port";
+        break;
+      default:
+        root.refusedPortMismatch.inc();
+        reason = "service port " + servicePort.toString() + " does not map to that target port here";
+    }
+    return this.close("refused tunnel to " + (dst.port > 0 ? formatAddress(dst) : "?") + ": " + reason);
+  }
+
+  private close(message: string): FilterStatus {
+    logWarn(message);
+    closeDownstream();
+    return FilterStatus.StopIteration;
+  }
+
+  /** Envoy refused a write: the connection cannot be set up as decided, so it must not go on. */
+  private reject(): FilterStatus {
+    this.root.rejected.inc();
+    logError("closing connection: Envoy refused the filter state tunnel_port needs");
+    closeDownstream();
+    return FilterStatus.StopIteration;
+  }
+}
+
+/**
+ * A filter-state string as Envoy's property API returns it: the raw bytes, or serialized as a
+ * google.protobuf.StringValue ({1: string}) for objects that serialize as protos.
+ */
+function stringPayload(ptr: usize, len: i32, wantLength: bool): i64 {
+  if (ptr == 0 || len <= 0) return -1;
+  if (len >= 2 && load<u8>(ptr) == 0x0a && <i32>load<u8>(ptr + 1) == len - 2 && len - 2 < 128) {
+    return wantLength ? <i64>(len - 2) : <i64>(ptr + 2);
+  }
+  return wantLength ? <i64>len : <i64>ptr;
+}
+
+function readPort(ptr: usize, len: i32): i32 {
+  const start = stringPayload(ptr, len, false);
+  const length = stringPayload(ptr, len, true);
+  if (start < 0 || length <= 0) return -1;
+  return parsePortBytes(<usize>start, <i32>length);
+}
+
+/** Length of a SPIFFE peer identity ("spiffe://..."), 0 when absent or anything else ("-"). */
+function peerIdentityLength(ptr: usize, len: i32): i32 {
+  const start = stringPayload(ptr, len, false);
+  const length = <i32>stringPayload(ptr, len, true);
+  if (start < 0 || length < 10) return 0;
+  const p = <usize>start;
+  const prefix = load<u64>(p); // "spiffe:/" little-endian
+  return prefix == 0x2f3a656666697073 ? length : 0;
+}
+
+registerRootContext("tunnel_port", (id: u32): RootContext => new TunnelRoot(id));
