@@ -14,10 +14,13 @@ export const DEMO_IDENTITIES: Record<string, string> = {
   "pod-a": spiffe("default", "httpbin"),
   "pod-c": spiffe("default", "imposter"),
   "pod-h": spiffe("default", "db"),
+  // tunnel_port's server pods (both endpoints of my-service run as its service account).
+  "my-service": spiffe("default", "my-service"),
 };
 
 export async function writeDemoCerts(force = false): Promise<void> {
-  if (!force && existsSync(`${CERT_DIR}/ca.crt`)) return;
+  const complete = ["ca", ...Object.keys(DEMO_IDENTITIES)].every((name) => existsSync(`${CERT_DIR}/${name}.crt`));
+  if (!force && complete) return;
   const ca = await createCa(CERT_DIR, "ca");
   for (const [name, identity] of Object.entries(DEMO_IDENTITIES)) await ca.issue(name, [identity]);
 }

@@ -1,7 +1,7 @@
 // Runs the real Envoy for end-to-end tests: writes a config, starts Envoy on loopback ports,
 // waits for readiness through the admin endpoint, reads /stats, and always stops it.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { stringify } from "yaml";
 import { REPO_ROOT } from "./paths.js";
@@ -28,6 +28,8 @@ export interface EnvoyOptions {
   name: string;
   /** Admin port the config uses (the harness polls it). */
   adminPort: number;
+  /** Admin address the config uses. Default 127.0.0.1. */
+  adminAddress?: string;
   logLevel?: string;
   /** Extra component log levels, e.g. "wasm:debug". */
   componentLogLevel?: string;
@@ -41,6 +43,7 @@ export class EnvoyProcess {
     readonly configPath: string,
     readonly logPath: string,
     readonly adminPort: number,
+    readonly adminAddress: string,
   ) {}
 
   static async start(options: EnvoyOptions): Promise<EnvoyProcess> {
@@ -62,10 +65,13 @@ export class EnvoyProcess {
       "--file-flush-interval-msec", "50",
     ];
     if (options.componentLogLevel) args.push("--component-log-level", options.componentLogLevel);
-    const child = spawn(binary, args, { stdio: ["ignore", "ignore", "ignore"], cwd: REPO_ROOT });
+    // Access logs written to /dev/stdout land in <dir>/stdout (see accessLog()).
+    const stdout = openSync(join(dir, "stdout"), "w");
+    const child = spawn(binary, args, { stdio: ["ignore", stdout, "ignore"], cwd: REPO_ROOT });
+    closeSync(stdout);
     running.add(child);
     child.on("exit", () => running.delete(child));
-    const envoy = new EnvoyProcess(child, dir, configPath, logPath, options.adminPort);
+    const envoy = new EnvoyProcess(child, dir, configPath, logPath, options.adminPort, options.adminAddress ?? "127.0.0.1");
     try {
       await envoy.waitReady(options.readyTimeoutMs ?? 20_000);
     } catch (error) {
@@ -79,12 +85,18 @@ export class EnvoyProcess {
     return this.child.exitCode !== null || this.child.signalCode !== null;
   }
 
+  /** What Envoy wrote to stdout: the access logs of configs that log to /dev/stdout. */
+  accessLog(): string {
+    const path = join(this.dir, "stdout");
+    return existsSync(path) ? readFileSync(path, "utf8") : "";
+  }
+
   log(): string {
     return existsSync(this.logPath) ? readFileSync(this.logPath, "utf8") : "";
   }
 
   async admin(path: string, method = "GET"): Promise<string> {
-    const response = await fetch(`http://127.0.0.1:${this.adminPort}${path}`, { method });
+    const response = await fetch(`http://${this.adminAddress}:${this.adminPort}${path}`, { method });
     return response.text();
   }
 
