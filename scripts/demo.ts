@@ -3,8 +3,9 @@
 // private network namespace (scripts/in-netns.sh), where it may capture traffic like a sidecar.
 import { passthroughMtlsScenario } from "./demo/passthrough_mtls.js";
 import { probeScenario } from "./demo/probe.js";
+import { tunnelPortScenario } from "./demo/tunnel_port.js";
 
-const results = [await probeScenario(), await passthroughMtlsScenario()];
+const results = [await probeScenario(), await passthroughMtlsScenario(), await tunnelPortScenario()];
 const ok = results.every(Boolean);
 console.log(ok ? "demo: every connection went where the filters said, bytes intact" : "demo: FAILED (see <-- WRONG)");
 process.exit(ok ? 0 : 1);

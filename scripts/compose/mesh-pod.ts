@@ -26,12 +26,17 @@ await startBackend("legacy-0", "127.0.0.12", 8080);
 await startTlsPod("reviews-0", "127.0.0.13", 8443, CERT_DIR, "pod-c");
 await startTlsPod("db-0", "127.0.0.14", 5432, CERT_DIR, "pod-h");
 await startBackend("outside", "127.0.0.30", 9000);
+// tunnel_port's application on pod p1 (its sidecar: the tunnel-port-server service).
+await startBackend("app-p1-9376", "127.0.0.21", 9376);
 captureOutbound(15001);
 console.log("mesh-pod: pods up, capture installed; waiting for the sidecar on 127.0.0.1:15000");
 await waitForSidecar();
-for (const [address, port] of [["127.0.0.11", 8443], ["127.0.0.13", 8443], ["127.0.0.12", 8080], ["127.0.0.14", 5432], ["127.0.0.30", 9000]] as const) {
+const destinations = process.env.MESH_POD_SCENARIO === "tunnel_port"
+  ? ([["127.10.0.2", 80], ["127.10.0.2", 81], ["127.0.0.30", 9000]] as const)
+  : ([["127.0.0.11", 8443], ["127.0.0.13", 8443], ["127.0.0.12", 8080], ["127.0.0.14", 5432], ["127.0.0.30", 9000]] as const);
+for (const [address, port] of destinations) {
   const reply = await exchange(address, port, "hello", 10_000, CLIENT_ADDRESS);
   const first = reply.received.toString().split("\n")[0] || "(refused, nothing sent)";
   console.log(`mesh-pod: ${address}:${port} -> ${first}`);
 }
-console.log("mesh-pod: done; counters: curl -s 127.0.0.1:15000/stats | grep passthrough_mtls");
+console.log("mesh-pod: done; counters: curl -s 127.0.0.1:15000/stats | grep wasmcustom");

@@ -13,17 +13,11 @@ import { shippedConfig } from "../support/envoy_yaml.js";
 import { hboneConnect } from "../support/hbone.js";
 import { exchange, startBackend, type Backend } from "../support/tcp.js";
 import { CERT_DIR, writeDemoCerts } from "../../scripts/demo-certs.js";
+import { serverForPod } from "../../scripts/demo/tunnel_port.js";
 
 const SLEEP = "spiffe://cluster.local/ns/default/sa/sleep";
 const VIP = "127.10.0.1"; // my-service: 80 -> 9376 (p1), 9377 (p2, per-endpoint override)
 const ADMIN_VIP = "127.10.0.2"; // admin: 80 and 81 -> 9376, p1 only; the server denies 81
-
-/** The shipped server config (pod 127.0.0.21) for the sidecar of another pod of the same mesh. */
-function serverForPod(config: string, pod: string): string {
-  return config
-    .replaceAll("address: 127.0.0.21,", `address: ${pod},`)
-    .replace('"localWorkload": "127.0.0.21"', `"localWorkload": "${pod}"`);
-}
 
 function counter(stats: Map<string, number>, name: string): number {
   return stats.get(`wasmcustom.tunnel_port.${name}`) ?? 0;
