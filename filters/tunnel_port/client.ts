@@ -68,6 +68,19 @@ function pickEndpoint(config: TunnelConfig, cursors: Cursors, s: i32, out: Clien
   return false;
 }
 
+/**
+ * For a pod-IP destination: prefer the service port the route's cluster declared (an HTTP route
+ * may have chosen one of several service ports that share this target), when the mesh agrees
+ * that it maps to this target on this pod. Returns whether it was taken.
+ */
+export function preferServicePort(config: TunnelConfig, out: ClientDecision, servicePort: i32): bool {
+  if (out.outcome != ClientOutcome.Tunnel || out.service >= 0 || servicePort <= 0) return false;
+  const triple = (<u64>out.workload << 32) | (<u64>servicePort << 16) | <u64>out.targetPort;
+  if (!config.podPortTriples.has(triple)) return false;
+  out.servicePort = servicePort;
+  return true;
+}
+
 export function decideClient(config: TunnelConfig, cursors: Cursors, dst: Address, out: ClientDecision): void {
   out.outcome = ClientOutcome.Unknown;
   out.workload = -1;

@@ -36,6 +36,8 @@ export class TunnelConfig {
    * directly; the first service in configuration order that maps to that target wins.
    */
   podServicePort: Map<u64, i32> = new Map<u64, i32>();
+  /** Client: every (workload << 32 | service port << 16 | target port) the mesh defines. */
+  podPortTriples: Set<u64> = new Set<u64>();
 
   constructor(mesh: Mesh) {
     this.mesh = mesh;
@@ -93,7 +95,9 @@ function readClient(reader: ConfigReader, root: JsonValue, config: TunnelConfig)
         const servicePort = mesh.servicePortAt(s, i);
         const target = mesh.targetPort(s, e, servicePort);
         const key = (<u64>w << 16) | <u64>target;
-        if (w >= 0 && target > 0 && !config.podServicePort.has(key)) config.podServicePort.set(key, servicePort);
+        if (w < 0 || target <= 0) continue;
+        if (!config.podServicePort.has(key)) config.podServicePort.set(key, servicePort);
+        config.podPortTriples.add((<u64>w << 32) | (<u64>servicePort << 16) | <u64>target);
       }
     }
   }

@@ -27,7 +27,7 @@ import {
   setPropertyBytes,
   WasmResult,
 } from "../../assembly/runtime";
-import { ClientDecision, ClientOutcome, Cursors, decideClient } from "./client";
+import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
 import { parseTunnelConfig, TunnelConfig } from "./config";
 import { checkServer, parsePortBytes, ServerVerdict } from "./server";
 export * from "../../assembly/runtime/exports";
@@ -37,6 +37,11 @@ const DESTINATION_ADDRESS = propertyPath(["destination", "address"]);
 export const SERVICE_PORT_STATE = "io.tunnel_port.service_port";
 export const PEER_STATE = "io.tunnel_port.peer_principal";
 const SERVICE_PORT_PATH = propertyPath(["filter_state", SERVICE_PORT_STATE]);
+/**
+ * Client, behind an HTTP route (internal listener): the service port of the route's cluster,
+ * passed through as dynamic metadata (cluster metadata tunnel_port.service_port).
+ */
+const ROUTE_SERVICE_PORT_PATH = propertyPath(["metadata", "filter_metadata", "tunnel_port", "service_port"]);
 const PEER_PATH = propertyPath(["filter_state", PEER_STATE]);
 
 const TCP_PROXY_CLUSTER = String.UTF8.encode("envoy.tcp_proxy.cluster");
@@ -108,6 +113,13 @@ class TunnelConnection extends ConnectionContext {
     const decision = root.decision;
     if (found) decideClient(config, root.cursors, dst, decision);
     else decision.outcome = ClientOutcome.Unknown;
+    if (decision.outcome == ClientOutcome.Tunnel && decision.service < 0) {
+      // A pod IP: an HTTP route in front may have said which service port this request used.
+      if (fetchProperty(ROUTE_SERVICE_PORT_PATH) == WasmResult.Ok) {
+        preferServicePort(config, decision, readPort(hostValuePtr(), <i32>hostValueSize()));
+      }
+      releaseHostValue();
+    }
     if (decision.outcome == ClientOutcome.NoEndpoint) {
       root.noEndpoint.inc();
       return this.close("no endpoint of " + formatAddress(dst) + " can take a tunnel");

@@ -3,6 +3,7 @@
 // test-made SPIFFE certificates), with sidecar-style capture in a private network namespace.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { createServer as createHttpServer, request as httpRequest, type Server } from "node:http";
 import { connect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { readFileSync } from "node:fs";
@@ -52,6 +53,7 @@ describe("tunnel_port: client and server sidecars in the real Envoy", () => {
   let appP1: Backend;
   let appP2: Backend;
   let sentinel: Backend;
+  let web: Server;
 
   before(async () => {
     await writeDemoCerts();
@@ -59,6 +61,9 @@ describe("tunnel_port: client and server sidecars in the real Envoy", () => {
     appP2 = await startBackend("app-p2-9377", "127.0.0.22", 9377);
     sentinel = await startBackend("sentinel-7777", "127.0.0.21", 7777); // a port p1 does not serve
     apps = [appP1, appP2, sentinel, await startBackend("outside", "127.0.0.30", 9000)];
+    // web.default's HTTP app on p1 (target port 9380): answers with the Host it received.
+    web = createHttpServer((request, response) => response.end(`host=${request.headers.host}`));
+    await new Promise<void>((done) => web.listen(9380, "127.0.0.21", done));
     const serverConfig = shippedConfig("tunnel_port_server.yaml");
     serverP1 = await EnvoyProcess.start({ name: "tunnel-port-server-p1", adminPort: 15000, adminAddress: "127.0.0.21", config: serverConfig });
     // The second pod's sidecar: the same shipped config for the workload at 127.0.0.22.
@@ -71,6 +76,7 @@ describe("tunnel_port: client and server sidecars in the real Envoy", () => {
     releaseCapture();
     for (const envoy of [client, serverP1, serverP2]) await envoy?.stop();
     for (const app of apps) await app.close();
+    await new Promise((done) => web?.close(done));
   });
 
   function serverStats(pod: "p1" | "p2"): Promise<Map<string, number>> {
@@ -154,6 +160,29 @@ describe("tunnel_port: client and server sidecars in the real Envoy", () => {
     await new Promise((done) => setTimeout(done, 200));
     const lines = serverP1.accessLog().split("\n").filter((line) => line.startsWith("app "));
     assert.match(lines.at(-1) ?? "", /service_port=80 target_port=9376/);
+  });
+
+  it("records service port 80 for an HTTP request whose route rewrote :authority to web:8080", async () => {
+    const acceptedBefore = counter(await serverStats("p1"), "server.accepted");
+    const body = await new Promise<string>((done, fail) => {
+      const request = httpRequest(
+        { host: "127.10.0.3", port: 80, path: "/", localAddress: CLIENT_ADDRESS, headers: { host: "web.default.svc.cluster.local" } },
+        (response) => {
+          let text = "";
+          response.on("data", (chunk) => (text += chunk));
+          response.on("end", () => done(text));
+        },
+      );
+      request.on("error", fail);
+      request.end();
+    });
+    assert.equal(body, "host=web.default.svc.cluster.local:8080", "the client route rewrote the authority");
+    // The tunnel (kept open by the HTTP connection pool) carried service port 80 to target 9380,
+    // and the server filter checked and accepted that pair.
+    const stats = await serverP1.waitForStats((s) => counter(s, "server.accepted") > acceptedBefore);
+    assert.match(serverP1.accessLog(), /tunnel authority=127\.0\.0\.21:9380 service_port=80 peer=\S+ code=200/);
+    assert.match(serverP1.accessLog(), /app service_port=80 target_port=9380 upstream=127\.0\.0\.21:9380/);
+    assert.ok(counter(stats, "server.accepted") > acceptedBefore);
   });
 
   it("sends a destination the mesh does not know as plain TCP, counted", async () => {
