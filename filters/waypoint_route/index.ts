@@ -1,0 +1,198 @@
+// waypoint_route: sends service traffic to its waypoint, on this network over HBONE or on a
+// remote network through that network's east-west gateway over double HBONE, keeping the
+// original service port; without a waypoint, to an endpoint the same way. Decided in
+// on_new_connection; every error closes the connection with a counter and a log line naming the
+// rule. See README.md.
+import { Address, formatAddress, parseSocketAddress } from "../../assembly/mesh";
+import {
+  closeDownstream,
+  ConnectionContext,
+  Counter,
+  fetchProperty,
+  FilterStatus,
+  hostValuePtr,
+  hostValueSize,
+  LogLevel,
+  logDebug,
+  logEnabled,
+  logError,
+  logWarn,
+  propertyPath,
+  registerRootContext,
+  releaseHostValue,
+  RootContext,
+  setEnvoyFilterStateBytes,
+  setPropertyBytes,
+  WasmResult,
+} from "../../assembly/runtime";
+import { parseWaypointConfig, WaypointConfig } from "./config";
+import { Decision, decide, Outcome, Scratch } from "./decide";
+export * from "../../assembly/runtime/exports";
+
+const DESTINATION_ADDRESS = propertyPath(["destination", "address"]);
+const TCP_PROXY_CLUSTER = String.UTF8.encode("envoy.tcp_proxy.cluster");
+const ORIGINAL_DST_ADDRESS = String.UTF8.encode("envoy.network.transport_socket.original_dst_address");
+const UPSTREAM_SANS = String.UTF8.encode("envoy.network.upstream_subject_alt_names");
+const DISABLE_TUNNELING = String.UTF8.encode("envoy.tcp_proxy.disable_tunneling");
+const TRUE = String.UTF8.encode("true");
+// Properties (%FILTER_STATE(wasm.<name>:PLAIN)%). Single HBONE uses `authority`; double HBONE
+// hands every value to the inner/outer internal listeners through set_filter_state relays.
+const AUTHORITY = propertyPath(["authority"]);
+const INNER_SANS = propertyPath(["inner_sans"]);
+const OUTER_SANS = propertyPath(["outer_sans"]);
+const NEXT_HOP = propertyPath(["next_hop"]);
+
+const OUTCOME_NAMES: string[] = [
+  "hbone_waypoint",
+  "double_hbone_waypoint",
+  "hbone_endpoint",
+  "double_hbone_endpoint",
+  "hbone_pod",
+  "unknown",
+  "plaintext_pod",
+  "error_unknown_waypoint",
+  "error_no_valid_destination",
+  "error_unknown_gateway",
+  "error_no_endpoint",
+];
+
+class WaypointRoot extends RootContext {
+  config: WaypointConfig | null = null;
+  readonly destination: Address = new Address();
+  readonly decision: Decision = new Decision();
+  readonly scratch: Scratch = new Scratch();
+  /** One counter per outcome, in Outcome order: `waypoint_route.<outcome>`. */
+  readonly outcomes: Counter[] = [];
+  readonly unknownRefused: Counter = new Counter("waypoint_route.unknown_refused");
+  readonly rejected: Counter = new Counter("waypoint_route.rejected");
+
+  constructor(id: u32) {
+    super(id);
+    for (let i = 0; i < OUTCOME_NAMES.length; i++) this.outcomes.push(new Counter("waypoint_route." + unchecked(OUTCOME_NAMES[i])));
+  }
+
+  count(outcome: Outcome): void {
+    const i = <i32>outcome;
+    if (i >= 0 && i < this.outcomes.length) unchecked(this.outcomes[i]).inc();
+  }
+
+  onConfigure(configuration: ArrayBuffer): bool {
+    const result = parseWaypointConfig(configuration);
+    const config = result.config;
+    if (config === null) {
+      logError("invalid plugin configuration: " + result.error);
+      return false;
+    }
+    this.config = config;
+    return true;
+  }
+
+  newConnection(id: u32): ConnectionContext {
+    return new WaypointConnection(id, this);
+  }
+}
+
+function utf8(text: string): ArrayBuffer {
+  return String.UTF8.encode(text);
+}
+
+class WaypointConnection extends ConnectionContext {
+  constructor(id: u32, readonly root: WaypointRoot) {
+    super(id);
+  }
+
+  onNewConnection(): FilterStatus {
+    const root = this.root;
+    const config = root.config;
+    if (config === null) return FilterStatus.Continue;
+    const dst = root.destination;
+    const found = fetchProperty(DESTINATION_ADDRESS) == WasmResult.Ok &&
+      parseSocketAddress(hostValuePtr(), <i32>hostValueSize(), dst) && dst.port > 0;
+    releaseHostValue();
+    const d = root.decision;
+    if (found) decide(config, dst, root.scratch, d);
+    else d.outcome = Outcome.Unknown;
+    root.count(d.outcome);
+    switch (d.outcome) {
+      case Outcome.HboneWaypoint:
+      case Outcome.HboneEndpoint:
+      case Outcome.HbonePod:
+        return this.single(config, dst, d);
+      case Outcome.DoubleHboneWaypoint:
+      case Outcome.DoubleHboneEndpoint:
+        return this.double(config, dst, d);
+      case Outcome.Unknown:
+      case Outcome.PlaintextPod:
+        return this.plain(config, found, dst, d);
+      default:
+        return this.error(dst, d);
+    }
+  }
+
+  private single(config: WaypointConfig, dst: Address, d: Decision): FilterStatus {
+    const ok =
+      setEnvoyFilterStateBytes(UPSTREAM_SANS, utf8(d.sans)) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(ORIGINAL_DST_ADDRESS, utf8(formatAddress(d.nextHop))) == WasmResult.Ok &&
+      setPropertyBytes(AUTHORITY, utf8(d.authority)) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.hboneCluster) == WasmResult.Ok;
+    if (!ok) return this.reject();
+    if (logEnabled(LogLevel.Debug)) this.trace(config, dst, d, "hbone");
+    return FilterStatus.Continue;
+  }
+
+  private double(config: WaypointConfig, dst: Address, d: Decision): FilterStatus {
+    const ok =
+      setPropertyBytes(AUTHORITY, utf8(d.authority)) == WasmResult.Ok &&
+      setPropertyBytes(INNER_SANS, utf8(d.sans)) == WasmResult.Ok &&
+      setPropertyBytes(OUTER_SANS, utf8(d.gatewaySans)) == WasmResult.Ok &&
+      setPropertyBytes(NEXT_HOP, utf8(formatAddress(d.nextHop))) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.doubleHboneCluster) == WasmResult.Ok;
+    if (!ok) return this.reject();
+    if (logEnabled(LogLevel.Debug)) this.trace(config, dst, d, "double_hbone");
+    return FilterStatus.Continue;
+  }
+
+  private plain(config: WaypointConfig, found: bool, dst: Address, d: Decision): FilterStatus {
+    const what = found ? formatAddress(dst) : "a connection without destination";
+    if (d.outcome == Outcome.Unknown && config.refuseUnknown) {
+      this.root.unknownRefused.inc();
+      logWarn(what + " is unknown to the mesh configuration: closed (unknownDestination: refuse)");
+      closeDownstream();
+      return FilterStatus.StopIteration;
+    }
+    if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE) != WasmResult.Ok) return this.reject();
+    if (logEnabled(LogLevel.Debug)) {
+      logDebug(what + (d.outcome == Outcome.PlaintextPod ? " -> plain TCP: pod without a sidecar" : " -> plain TCP: not in this network's mesh view"));
+    }
+    return FilterStatus.Continue;
+  }
+
+  private error(dst: Address, d: Decision): FilterStatus {
+    const rule = unchecked(OUTCOME_NAMES[<i32>d.outcome]);
+    const config = this.root.config;
+    let detail = "";
+    if (config !== null && d.service >= 0) detail = " (service " + config.mesh.serviceHostname(d.service) + ")";
+    logWarn("closing connection to " + formatAddress(dst) + detail + ": " + rule);
+    closeDownstream();
+    return FilterStatus.StopIteration;
+  }
+
+  private reject(): FilterStatus {
+    this.root.rejected.inc();
+    logError("closing connection: Envoy refused the filter state waypoint_route needs");
+    closeDownstream();
+    return FilterStatus.StopIteration;
+  }
+
+  private trace(config: WaypointConfig, dst: Address, d: Decision, protocol: string): void {
+    const mesh = config.mesh;
+    let line = formatAddress(dst) + " -> " + unchecked(OUTCOME_NAMES[<i32>d.outcome]) + ": " + protocol +
+      " next hop " + formatAddress(d.nextHop) + ", :authority " + d.authority;
+    if (protocol == "double_hbone") line += " (outer and inner), gateway identity " + d.gatewaySans + ", inner identity " + d.sans;
+    else line += ", identity " + d.sans;
+    if (d.instance >= 0) line += ", instance network " + mesh.networkName(mesh.workloadNetwork(d.instance)) + " locality " + mesh.workloadLocality(d.instance);
+    logDebug(line);
+  }
+}
+
+registerRootContext("waypoint_route", (id: u32): RootContext => new WaypointRoot(id));
