@@ -43,36 +43,38 @@ function tunnelable(mesh: Mesh, network: i32, w: i32): bool {
 }
 
 /**
- * Picks an endpoint of service `s` for `servicePort`: healthy endpoints first, in round-robin
- * order starting at the service's cursor; when none is healthy, the same order over all of them.
+ * Picks an endpoint of service `s` for `servicePort`: round robin over the healthy candidates
+ * (each gets an even share, whatever sits between them in the list); when none is healthy, round
+ * robin over all candidates (Envoy's panic routing). O(endpoints), no allocation.
  */
 function pickEndpoint(config: TunnelConfig, cursors: Cursors, s: i32, out: ClientDecision): bool {
   const mesh = config.mesh;
   const count = mesh.endpointCount(s);
-  if (count == 0) return false;
-  const start = cursors.take(s, count);
-  for (let pass = 0; pass < 2; pass++) {
-    for (let i = 0; i < count; i++) {
-      const e = (start + i) % count;
-      const w = mesh.endpointWorkload(s, e);
-      if (!tunnelable(mesh, config.localNetwork, w)) continue;
-      if (pass == 0 && !mesh.workloadHealthy(w)) continue;
-      const target = mesh.targetPort(s, e, out.servicePort);
-      if (target <= 0) continue;
-      out.workload = w;
-      out.targetPort = target;
-      out.panic = pass == 1;
-      return true;
-    }
+  let healthy = 0;
+  let usable = 0;
+  for (let e = 0; e < count; e++) {
+    const w = mesh.endpointWorkload(s, e);
+    if (!tunnelable(mesh, config.localNetwork, w) || mesh.targetPort(s, e, out.servicePort) <= 0) continue;
+    usable++;
+    if (mesh.workloadHealthy(w)) healthy++;
+  }
+  if (usable == 0) return false;
+  const panic = healthy == 0;
+  let k = cursors.take(s, panic ? usable : healthy);
+  for (let e = 0; e < count; e++) {
+    const w = mesh.endpointWorkload(s, e);
+    if (!tunnelable(mesh, config.localNetwork, w)) continue;
+    const target = mesh.targetPort(s, e, out.servicePort);
+    if (target <= 0 || (!panic && !mesh.workloadHealthy(w))) continue;
+    if (k-- > 0) continue;
+    out.workload = w;
+    out.targetPort = target;
+    out.panic = panic;
+    return true;
   }
   return false;
 }
 
-/**
- * For a pod-IP destination: prefer the service port the route's cluster declared (an HTTP route
- * may have chosen one of several service ports that share this target), when the mesh agrees
- * that it maps to this target on this pod. Returns whether it was taken.
- */
 export function preferServicePort(config: TunnelConfig, out: ClientDecision, servicePort: i32): bool {
   if (out.outcome != ClientOutcome.Tunnel || out.service >= 0 || servicePort <= 0) return false;
   const triple = (<u64>out.workload << 32) | (<u64>servicePort << 16) | <u64>out.targetPort;

@@ -5,7 +5,7 @@
 //   server - behind the server sidecar's CONNECT termination: checks both ports and the peer
 //            against what this workload serves, and refuses anything else.
 // Everything is decided in on_new_connection; nothing waits for client bytes. See README.md.
-import { Address, formatAddress, formatIp, parseSocketAddress } from "../../assembly/mesh";
+import { Address, formatAddress, parseSocketAddress } from "../../assembly/mesh";
 import {
   closeDownstream,
   ConnectionContext,
@@ -129,15 +129,18 @@ class TunnelConnection extends ConnectionContext {
         root.unknownRefused.inc();
         return this.close((found ? formatAddress(dst) : "a connection without destination") + " is unknown to the mesh configuration");
       }
-      root.unknownPassthrough.inc();
       // tcp_proxy would tunnel its own cluster too: plain TCP for what the mesh does not know.
       if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE) != WasmResult.Ok) return this.reject();
+      root.unknownPassthrough.inc();
       if (logEnabled(LogLevel.Debug)) logDebug((found ? formatAddress(dst) : "no destination") + " -> unknown, plain passthrough");
       return FilterStatus.Continue;
     }
     const mesh = config.mesh;
     const pod = root.endpoint;
-    mesh.workloadAddress(decision.workload, 0, pod);
+    // A pod dialled by IP keeps the address family the client used; a service endpoint uses its
+    // first address (IPv4 first).
+    if (decision.service < 0) pod.copyFrom(dst);
+    else mesh.workloadAddress(decision.workload, 0, pod);
     pod.port = config.tunnelPort;
     const tunnelAddress = String.UTF8.encode(formatAddress(pod));
     pod.port = decision.targetPort;
@@ -153,7 +156,7 @@ class TunnelConnection extends ConnectionContext {
     if (decision.panic) root.panic.inc();
     if (logEnabled(LogLevel.Debug)) {
       logDebug(
-        formatAddress(dst) + " -> tunnel to " + formatIp(pod) + ":" + config.tunnelPort.toString() +
+        formatAddress(dst) + " -> tunnel to " + String.UTF8.decode(tunnelAddress) +
         ", :authority " + authority + ", service port " + decision.servicePort.toString() +
         ", verifying " + mesh.workloadIdentity(decision.workload) + (decision.panic ? " (no healthy endpoint: panic routing)" : ""),
       );
@@ -228,31 +231,45 @@ class TunnelConnection extends ConnectionContext {
 
 /**
  * A filter-state string as Envoy's property API returns it: the raw bytes, or serialized as a
- * google.protobuf.StringValue ({1: string}) for objects that serialize as protos.
+ * google.protobuf.StringValue ({1: string}) for objects that serialize as protos. Returns the
+ * payload's start, and its length in `payloadLength`; -1 when empty.
  */
-function stringPayload(ptr: usize, len: i32, wantLength: bool): i64 {
+let payloadLength: i32 = 0;
+function stringPayload(ptr: usize, len: i32): i64 {
+  payloadLength = 0;
   if (ptr == 0 || len <= 0) return -1;
-  if (len >= 2 && load<u8>(ptr) == 0x0a && <i32>load<u8>(ptr + 1) == len - 2 && len - 2 < 128) {
-    return wantLength ? <i64>(len - 2) : <i64>(ptr + 2);
+  if (len >= 2 && load<u8>(ptr) == 0x0a) {
+    // field 1, length-delimited: a varint length (one or two bytes cover every sane value).
+    const b0 = <i32>load<u8>(ptr + 1);
+    let length = b0 & 0x7f;
+    let header = 2;
+    if (b0 >= 0x80 && len >= 3) {
+      length |= (<i32>load<u8>(ptr + 2) & 0x7f) << 7;
+      header = 3;
+    }
+    if (header + length == len) {
+      payloadLength = length;
+      return <i64>(ptr + <usize>header);
+    }
   }
-  return wantLength ? <i64>len : <i64>ptr;
+  payloadLength = len;
+  return <i64>ptr;
 }
 
 function readPort(ptr: usize, len: i32): i32 {
-  const start = stringPayload(ptr, len, false);
-  const length = stringPayload(ptr, len, true);
-  if (start < 0 || length <= 0) return -1;
-  return parsePortBytes(<usize>start, <i32>length);
+  const start = stringPayload(ptr, len);
+  if (start < 0 || payloadLength <= 0) return -1;
+  return parsePortBytes(<usize>start, payloadLength);
 }
 
 /** Length of a SPIFFE peer identity ("spiffe://..."), 0 when absent or anything else ("-"). */
 function peerIdentityLength(ptr: usize, len: i32): i32 {
-  const start = stringPayload(ptr, len, false);
-  const length = <i32>stringPayload(ptr, len, true);
-  if (start < 0 || length < 10) return 0;
+  const start = stringPayload(ptr, len);
+  if (start < 0 || payloadLength < 10) return 0;
   const p = <usize>start;
-  const prefix = load<u64>(p); // "spiffe:/" little-endian
-  return prefix == 0x2f3a656666697073 ? length : 0;
+  // "spiffe:/" as a little-endian u64, then the second '/'.
+  if (load<u64>(p) != 0x2f3a656666697073 || load<u8>(p + 8) != 0x2f) return 0;
+  return payloadLength;
 }
 
 registerRootContext("tunnel_port", (id: u32): RootContext => new TunnelRoot(id));
