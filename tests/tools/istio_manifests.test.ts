@@ -20,7 +20,7 @@ import { ProxyWasmHost } from "../../host/index.js";
 import { validateConfig } from "../support/envoy.js";
 import { REPO_ROOT } from "../support/paths.js";
 
-const ISTIO_DIR = join(REPO_ROOT, "istio");
+const ISTIO_DIR = join(REPO_ROOT, "istio", "passthrough_mtls");
 const FILTER = "passthrough_mtls";
 const WASM = join(REPO_ROOT, "build", `${FILTER}.wasm`);
 const WASM_NETWORK_FILTER_TYPE = "type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm";
