@@ -16,6 +16,11 @@ export const DEMO_IDENTITIES: Record<string, string> = {
   "pod-h": spiffe("default", "db"),
   // tunnel_port's server pods (both endpoints of my-service run as its service account).
   "my-service": spiffe("default", "my-service"),
+  // waypoint_route: waypoints (local and remote share the waypoint service's identity), the
+  // remote network's east-west gateway, and an impostor gateway for the refusal test.
+  waypoint: spiffe("default", "waypoint"),
+  eastwest: spiffe("istio-system", "eastwest"),
+  "eastwest-rogue": spiffe("istio-system", "not-eastwest"),
 };
 
 export async function writeDemoCerts(force = false): Promise<void> {

@@ -1,9 +1,10 @@
-import { MeshLimits, parseMeshConfigString } from "../mesh";
+import { MeshLimits } from "../mesh";
+import { parseMeshDocument } from "../mesh/parse";
 
 /** The error of a configuration that must be refused ("<accepted>" when it was not). */
-function refused(text: string): string {
-  const result = parseMeshConfigString(text);
-  return result.mesh === null ? result.error : "<accepted>";
+function refused(text: string, limits: MeshLimits = new MeshLimits()): string {
+  const doc = parseMeshDocument(String.UTF8.encode(text), [], limits);
+  return doc.mesh === null ? doc.error : "<accepted>";
 }
 
 /** One workload object, wrapped into a configuration. */
@@ -285,17 +286,17 @@ describe("mesh configuration errors: limits", () => {
     limits.services = 1;
     limits.serviceItems = 1;
     const two = `{"workloads": [{"uid": "a", "addresses": ["10.0.0.1"]}, {"uid": "b", "addresses": ["10.0.0.2"]}]}`;
-    expect(parseMeshConfigString(two, limits).error).toBe("workloads: 2 workloads exceed the limit of 1");
+    expect(refused(two, limits)).toBe("workloads: 2 workloads exceed the limit of 1");
     const three = `{"workloads": [{"uid": "a", "addresses": ["10.0.0.1", "10.0.0.2", "fd00::1"]}]}`;
-    expect(parseMeshConfigString(three, limits).error).toBe("workloads: 3 addresses exceed the limit of 2");
+    expect(refused(three, limits)).toBe("workloads: 3 addresses exceed the limit of 2");
     const services = `{"services": [{"hostname": "a"}, {"hostname": "b"}]}`;
-    expect(parseMeshConfigString(services, limits).error).toBe("services: 2 services exceed the limit of 1");
+    expect(refused(services, limits)).toBe("services: 2 services exceed the limit of 1");
     const endpoints = `{"workloads": [{"uid": "a", "addresses": ["10.0.0.1"]}],
       "services": [{"hostname": "a", "endpoints": [{"workload": "a"}, {"workload": "a"}]}]}`;
-    expect(parseMeshConfigString(endpoints, limits).error).toBe("services: 2 endpoints exceed the limit of 1");
+    expect(refused(endpoints, limits)).toBe("services: 2 endpoints exceed the limit of 1");
     const vips = `{"services": [{"hostname": "a", "vips": [{"address": "1.1.1.1"}, {"address": "1.1.1.2"},
       {"address": "1.1.1.3"}]}]}`;
-    expect(parseMeshConfigString(vips, limits).error).toBe("services: 3 VIPs exceed the limit of 2");
+    expect(refused(vips, limits)).toBe("services: 3 VIPs exceed the limit of 2");
   });
 
   it("refuses more distinct networks than an address-table entry can name", () => {

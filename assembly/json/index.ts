@@ -3,3 +3,5 @@ export { JsonKind, JsonValue, JsonParseResult } from "./value";
 export { parseJson, parseJsonString, MAX_DEPTH } from "./parser";
 export { ConfigReader } from "./reader";
 export { quoteForMessage, oneLine } from "./quote";
+export { hashBytes, JsonNames, JsonStream, JsonToken } from "./stream";
+export { writeJson } from "./write";

@@ -6,10 +6,15 @@
 
 /** Offset of the first byte that starts an invalid sequence, or -1 when `bytes` is valid. */
 export function findInvalidUtf8(bytes: Uint8Array): i32 {
-  const n = bytes.length;
+  return findInvalidUtf8At(bytes.dataStart, bytes.length);
+}
+
+/** The same over `length` bytes at `ptr` in linear memory (the streaming reader's input). */
+export function findInvalidUtf8At(ptr: usize, length: i32): i32 {
+  const n = length;
   let i = 0;
   while (i < n) {
-    const b0 = <u32>unchecked(bytes[i]);
+    const b0 = <u32>load<u8>(ptr + <usize>i);
     if (b0 < 0x80) {
       i++;
       continue;
@@ -41,10 +46,10 @@ export function findInvalidUtf8(bytes: Uint8Array): i32 {
       return i; // 80..C1 or F5..FF can never start a sequence
     }
     if (i + len > n) return i; // truncated sequence
-    const b1 = <u32>unchecked(bytes[i + 1]);
+    const b1 = <u32>load<u8>(ptr + <usize>(i + 1));
     if (b1 < lo || b1 > hi) return i;
     for (let k = 2; k < len; k++) {
-      const b = <u32>unchecked(bytes[i + k]);
+      const b = <u32>load<u8>(ptr + <usize>(i + k));
       if (b < 0x80 || b > 0xbf) return i;
     }
     i += len;

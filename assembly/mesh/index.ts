@@ -24,8 +24,10 @@ export {
   MAX_WORKLOADS,
   MESH_FIELDS,
   MeshLimits,
+  MeshDocument,
   MeshParseResult,
   parseMesh,
   parseMeshConfig,
   parseMeshConfigString,
+  parseMeshDocument,
 } from "./parse";

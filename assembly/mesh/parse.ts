@@ -1,11 +1,29 @@
-// Builds the Mesh from the plugin configuration's `workloads` and `services` fields.
+// Builds the Mesh from the plugin configuration's `workloads` and `services` fields, streaming
+// the configuration bytes (no JsonValue tree).
 //
-// Runs once per configuration. Every check goes through the ConfigReader, so the first
-// problem becomes one line naming the field ("workloads[3].addresses[1]: not an IP
-// address: ...") and the whole configuration is refused. Counts are taken in a first pass so
-// every column is allocated once at its exact size (no growth, no slack).
-import { ConfigReader, JsonValue, parseJson, quoteForMessage } from "../json";
-import { Address, FAMILY_V4, IpParse, parseIpString } from "./ip";
+// Two passes over the bytes, both with JsonStream:
+//   1. scan: validates the whole document exactly as parseJson would (so a JSON error anywhere
+//      wins, as before), refuses unknown top-level fields, copies the caller's own fields into a
+//      small JsonValue object, notes where `workloads` and `services` start, and counts what the
+//      columns need (items, addresses per family, endpoints, ports, VIPs, SANs).
+//   2. build: allocates every column once at its exact size, then reads each workload and
+//      service straight into them. Each item's fields are located in one pass and then checked
+//      in a fixed order (fields.ts), so messages and their precedence are the tree reader's.
+// Counting first instead of growing columns keeps the peak at the final size: a column grown
+// by doubling leaves its old block behind as a free region, and linear memory never shrinks.
+//
+// Per pod nothing is allocated that outlives the pod, except what the model keeps: uids are
+// matched by their bytes in the input (a transient index of 4-byte slots plus one 4-byte offset
+// per workload, freed at the end), interned texts (identity, network, locality) are looked up
+// by their bytes, and references are deduplicated by value. Strings are decoded only for the
+// first occurrence of a text, for the per-service texts the model keeps, and for messages.
+//
+// Every check goes through the ConfigReader, so the first problem becomes one line naming the
+// field ("workloads[3].addresses[1]: not an IP address: ...") and the whole configuration is
+// refused.
+import { ConfigReader, hashBytes, JsonNames, JsonStream, JsonToken, JsonValue, quoteForMessage, writeJson } from "../json";
+import { Address, FAMILY_V4, FAMILY_V6, IpParse, parseIpBytes, parseIpString } from "./ip";
+import { StringTable } from "./intern";
 import {
   DEFAULT_LB_PREFS,
   IDENTITY_MASK,
@@ -17,8 +35,8 @@ import {
   W_HEALTHY,
   W_ISTIO,
 } from "./model";
-import { ItemReader } from "./fields";
-import { ADDED, AddrTable4, AddrTable6, MAX_TABLE_NETWORKS, U64Table } from "./table";
+import { failElementString, failEnum, failInteger, FieldReader } from "./fields";
+import { ADDED, AddrTable4, AddrTable6, MAX_TABLE_NETWORKS, mix32, mix64, tableCapacity, U64Table } from "./table";
 import {
   isHostname,
   isLocality,
@@ -53,6 +71,7 @@ export class MeshLimits {
 
 const DEFAULT_LIMITS = new MeshLimits();
 
+// Known fields of each object, and each field's index in its list.
 const WORKLOAD_FIELDS = [
   "uid",
   "addresses",
@@ -64,6 +83,16 @@ const WORKLOAD_FIELDS = [
   "waypoint",
   "networkGateway",
 ];
+const WF_UID = 0;
+const WF_ADDRESSES = 1;
+const WF_NETWORK = 2;
+const WF_IDENTITY = 3;
+const WF_TLS_MODE = 4;
+const WF_HEALTHY = 5;
+const WF_LOCALITY = 6;
+const WF_WAYPOINT = 7;
+const WF_GATEWAY = 8;
+
 const SERVICE_FIELDS = [
   "hostname",
   "vips",
@@ -75,15 +104,58 @@ const SERVICE_FIELDS = [
   "cluster",
   "loadBalancing",
 ];
+const SF_HOSTNAME = 0;
+const SF_VIPS = 1;
+const SF_PORTS = 2;
+const SF_ENDPOINTS = 3;
+const SF_WAYPOINT = 4;
+const SF_SANS = 5;
+const SF_HEADLESS = 6;
+const SF_CLUSTER = 7;
+const SF_LB = 8;
+
 const VIP_FIELDS = ["network", "address"];
+const VF_NETWORK = 0;
+const VF_ADDRESS = 1;
+
 const ENDPOINT_FIELDS = ["workload", "ports"];
+const EF_WORKLOAD = 0;
+const EF_PORTS = 1;
+
+// A reference: the port field is "port" for a waypoint, "hboneMtlsPort" for a gateway.
 const WAYPOINT_FIELDS = ["address", "hostname", "port"];
 const GATEWAY_FIELDS = ["address", "hostname", "hboneMtlsPort"];
+const RF_ADDRESS = 0;
+const RF_HOSTNAME = 1;
+const RF_PORT = 2;
+
 const LB_FIELDS = ["routingPreference", "mode"];
-const TLS_MODES = ["istio", "disabled"];
-const LB_MODES = ["failover", "standard"];
+const LF_PREFERENCE = 0;
+const LF_MODE = 1;
+
+const TLS_MODES = new JsonNames(["istio", "disabled"]);
+const TLS_ISTIO = 0;
+const TLS_DISABLED = 1;
+const LB_MODES = new JsonNames(["failover", "standard"]);
+const LB_STANDARD = 1;
 /** In Scope order: index + 1 is the Scope value. */
-const SCOPES = ["network", "region", "zone", "subzone"];
+const SCOPES = new JsonNames(["network", "region", "zone", "subzone"]);
+
+// Keys the scan looks for.
+const MESH_NAMES = new JsonNames(MESH_FIELDS);
+const MESH_WORKLOADS = 0;
+const ADDRESSES_NAME = new JsonNames(["addresses"]);
+const ADDRESS_NAME = new JsonNames(["address"]);
+const SERVICE_COUNTED = new JsonNames(["ports", "endpoints", "subjectAltNames", "vips"]);
+const COUNT_PORTS = 0;
+const COUNT_ENDPOINTS = 1;
+const COUNT_SANS = 2;
+
+/**
+ * While one service's endpoints are read, this bit of a workload's wIdentityFlags marks it as
+ * already an endpoint of that service (the model uses bits 0..25); cleared right after.
+ */
+const W_ENDPOINT_MARK: u32 = 1 << 31;
 
 export class MeshParseResult {
   constructor(public mesh: Mesh | null, public error: string) {}
@@ -93,10 +165,24 @@ export class MeshParseResult {
   }
 }
 
-/** True when obj has `key` with a non-null value (the reader treats null as absent too). */
-function present(obj: JsonValue, key: string): bool {
-  const v = obj.get(key);
-  return v !== null && !v.isNull();
+/** A filter configuration streamed by parseMeshDocument: the mesh and the filter's own fields. */
+export class MeshDocument {
+  constructor(
+    /**
+     * The caller's own top-level fields that are present, as a JSON object (read them with a
+     * ConfigReader at path ""); null when the document failed before them: JSON syntax, a root
+     * that is not an object, or an unknown top-level field.
+     */
+    public own: JsonValue | null,
+    /** The mesh; null when `error` is set. */
+    public mesh: Mesh | null,
+    /** The first problem, "" when none: the document's when `own` is null, else the mesh's. */
+    public error: string,
+  ) {}
+
+  ok(): bool {
+    return this.own !== null && this.mesh !== null && this.error.length == 0;
+  }
 }
 
 // @ts-ignore: decorator
@@ -112,69 +198,552 @@ function onNetwork(name: string): string {
   return name.length == 0 ? "the default network" : "network " + q(name);
 }
 
-const EMPTY_LIST = new Array<JsonValue>();
-
-/** A key that identifies an address independent of how it was written. */
-function addressKey(a: Address): string {
-  if (a.family == FAMILY_V4) return "4:" + a.v4.toString();
-  return "6:" + a.hi.toString() + ":" + a.lo.toString();
+/** A one-field object, so ConfigReader.onlyKnownFields names `key` in its own words. */
+function objectWithKey(key: string): JsonValue {
+  const obj = JsonValue.newObject();
+  obj.addField(key, JsonValue.fromNull());
+  return obj;
 }
 
-class MeshParser {
-  mesh: Mesh = new Mesh();
+/** The family (FAMILY_V4 / FAMILY_V6) of the IP in the current string token, or 0. */
+function ipFamily(s: JsonStream, out: Address): i32 {
+  if (!s.stringEscaped()) {
+    return parseIpBytes(s.stringPtr(), s.stringByteLength(), out) == IpParse.Ok ? out.family : 0;
+  }
+  return parseIpString(s.stringValue(), out) == IpParse.Ok ? out.family : 0;
+}
+
+/** A port written as an object key (the current Key token), as parsePortKey; else -1. */
+function portOfKey(s: JsonStream): i32 {
+  if (s.stringEscaped()) return parsePortKey(s.stringValue());
+  const n = s.stringByteLength();
+  if (n == 0 || n > 5) return -1;
+  const ptr = s.stringPtr();
+  if (n > 1 && load<u8>(ptr) == 0x30) return -1;
+  let port = 0;
+  for (let i = 0; i < n; i++) {
+    const c = <i32>load<u8>(ptr + <usize>i);
+    if (c < 0x30 || c > 0x39) return -1;
+    port = port * 10 + (c - 0x30);
+  }
+  return port >= 1 && port <= 65535 ? port : -1;
+}
+
+/** The current Number token as an integer in [min, max], or -1 (min must be >= 0). */
+function integerIn(s: JsonStream, t: JsonToken, min: i64, max: i64): i64 {
+  if (t != JsonToken.Number || !s.numberIsInteger()) return -1;
+  const n = s.numberInteger();
+  return n >= min && n <= max ? n : -1;
+}
+
+// ==================================================================== pass 1: scan
+
+/** What the scan found: the own fields, where the mesh lists start, and their counts. */
+class MeshScan {
+  own: JsonValue = JsonValue.newObject();
+  error: string = "";
+  /** Offset and first token of each list's value; Null when absent. */
+  workloadsAt: i32 = 0;
+  workloadsToken: JsonToken = JsonToken.Null;
+  servicesAt: i32 = 0;
+  servicesToken: JsonToken = JsonToken.Null;
+  // Counts, exactly as the tree reader took them: addresses and VIPs of any type count
+  // toward the limits; only valid IPs count toward a family's table.
+  workloads: i64 = 0;
+  addresses: i64 = 0;
+  count4: i32 = 0;
+  count6: i32 = 0;
+  services: i64 = 0;
+  slots: i64 = 0;
+  endpoints: i64 = 0;
+  sans: i64 = 0;
+  vips: i64 = 0;
+  vip4: i32 = 0;
+  vip6: i32 = 0;
   private scratch: Address = new Address();
-  /** uid → workload index; only needed while parsing (uids are not kept). */
-  private uids: Map<string, i32> = new Map<string, i32>();
-  /** Canonical reference text → reference id, so identical references are stored once. */
-  private refIds: Map<string, i32> = new Map<string, i32>();
+
+  /**
+   * Scans the whole document. `own` are the caller's field names, `known` the full list for
+   * the unknown-field message. False with `error` set on the first problem.
+   */
+  run(s: JsonStream, own: JsonNames, known: string[]): bool {
+    let t = s.next();
+    if (t != JsonToken.BeginObject) {
+      // The JSON must still be valid as a whole before the root's type is the problem.
+      if (s.skip(t)) s.next();
+      if (s.failed()) return this.fail(s.error());
+      const r = new ConfigReader();
+      r.fail("", "expected an object");
+      return this.fail(r.error());
+    }
+    let unknown: string | null = null;
+    while (true) {
+      t = s.next();
+      if (t == JsonToken.EndObject) break;
+      if (t != JsonToken.Key) return this.fail(s.error());
+      const list = MESH_NAMES.find(s);
+      if (list == MESH_WORKLOADS) {
+        const v = s.next();
+        this.workloadsAt = s.tokenOffset();
+        this.workloadsToken = v;
+        if (!(v == JsonToken.BeginArray ? this.countWorkloads(s) : s.skip(v))) return this.fail(s.error());
+        continue;
+      }
+      if (list >= 0) {
+        const v = s.next();
+        this.servicesAt = s.tokenOffset();
+        this.servicesToken = v;
+        if (!(v == JsonToken.BeginArray ? this.countServices(s) : s.skip(v))) return this.fail(s.error());
+        continue;
+      }
+      if (own.find(s) >= 0) {
+        const key = s.stringValue();
+        const value = s.readValue();
+        if (value === null) return this.fail(s.error());
+        this.own.addField(key, value);
+        continue;
+      }
+      // Unknown: remembered, refused once the whole document is known to be valid JSON.
+      if (unknown === null) unknown = s.stringValue();
+      if (!s.skipValue()) return this.fail(s.error());
+    }
+    if (s.next() != JsonToken.End) return this.fail(s.error());
+    if (unknown !== null) {
+      const r = new ConfigReader();
+      r.onlyKnownFields(objectWithKey(unknown), "", known);
+      return this.fail(r.error());
+    }
+    return true;
+  }
+
+  private fail(error: string): bool {
+    this.error = error.length > 0 ? error : "invalid JSON";
+    return false;
+  }
+
+  /** Counts the workloads (just inside the array) and their addresses. */
+  private countWorkloads(s: JsonStream): bool {
+    while (true) {
+      let t = s.next();
+      if (t == JsonToken.EndArray) return true;
+      this.workloads++;
+      if (t != JsonToken.BeginObject) {
+        if (!s.skip(t)) return false;
+        continue;
+      }
+      while (true) {
+        t = s.next();
+        if (t == JsonToken.EndObject) break;
+        if (t != JsonToken.Key) return false;
+        const addresses = ADDRESSES_NAME.find(s) == 0;
+        t = s.next();
+        if (!addresses || t != JsonToken.BeginArray) {
+          if (!s.skip(t)) return false;
+          continue;
+        }
+        while (true) {
+          t = s.next();
+          if (t == JsonToken.EndArray) break;
+          this.addresses++;
+          if (t == JsonToken.String) {
+            const family = ipFamily(s, this.scratch);
+            if (family == FAMILY_V4) this.count4++;
+            else if (family == FAMILY_V6) this.count6++;
+          } else if (!s.skip(t)) {
+            return false;
+          }
+        }
+      }
+    }
+  }
+
+  /** Counts the services (just inside the array) and their ports, endpoints, SANs and VIPs. */
+  private countServices(s: JsonStream): bool {
+    while (true) {
+      let t = s.next();
+      if (t == JsonToken.EndArray) return true;
+      this.services++;
+      if (t != JsonToken.BeginObject) {
+        if (!s.skip(t)) return false;
+        continue;
+      }
+      while (true) {
+        t = s.next();
+        if (t == JsonToken.EndObject) break;
+        if (t != JsonToken.Key) return false;
+        const counted = SERVICE_COUNTED.find(s);
+        const ports = counted == COUNT_PORTS;
+        const endpoints = counted == COUNT_ENDPOINTS;
+        const sans = counted == COUNT_SANS;
+        const vips = counted > COUNT_SANS;
+        t = s.next();
+        if (ports && t == JsonToken.BeginObject) {
+          while (true) {
+            t = s.next();
+            if (t == JsonToken.EndObject) break;
+            if (t != JsonToken.Key || !s.skipValue()) return false;
+            this.slots++;
+          }
+        } else if ((endpoints || sans || vips) && t == JsonToken.BeginArray) {
+          while (true) {
+            t = s.next();
+            if (t == JsonToken.EndArray) break;
+            if (endpoints) this.endpoints++;
+            else if (sans) this.sans++;
+            else this.vips++;
+            if (!(vips && t == JsonToken.BeginObject ? this.countVip(s) : s.skip(t))) return false;
+          }
+        } else if (!s.skip(t)) {
+          return false;
+        }
+      }
+    }
+  }
+
+  /** One VIP object (just inside it): counts its address's family. */
+  private countVip(s: JsonStream): bool {
+    while (true) {
+      let t = s.next();
+      if (t == JsonToken.EndObject) return true;
+      if (t != JsonToken.Key) return false;
+      const address = ADDRESS_NAME.find(s) == 0;
+      t = s.next();
+      if (address && t == JsonToken.String) {
+        const family = ipFamily(s, this.scratch);
+        if (family == FAMILY_V4) this.vip4++;
+        else if (family == FAMILY_V6) this.vip6++;
+      } else if (!s.skip(t)) {
+        return false;
+      }
+    }
+  }
+}
+
+// ==================================================================== lookups by bytes
+
+/**
+ * Finds interned texts by the UTF-8 bytes of a string token, so a text repeated by a million
+ * pods is decoded once. Indexes every id of `table` (hash → id, compared with its UTF-8).
+ */
+class TextIndex {
+  private slots: StaticArray<u32> = new StaticArray<u32>(32); // [hash, id + 1] per slot
+  private mask: i32 = 15;
+  private used: i32 = 0;
+
+  constructor(private table: StringTable) {
+    for (let id = 0; id < table.size; id++) this.add(id);
+  }
+
+  /** The id of the current string token's text, or -1. */
+  find(s: JsonStream): i32 {
+    if (s.stringEscaped()) return this.table.find(s.stringValue());
+    const hash = s.stringHash();
+    const ptr = s.stringPtr();
+    const len = s.stringByteLength();
+    const slots = this.slots;
+    let i = <i32>hash & this.mask;
+    for (let probes = 0; probes <= this.mask; probes++) {
+      const at = i << 1;
+      const entry = unchecked(slots[at + 1]);
+      if (entry == 0) return -1;
+      if (unchecked(slots[at]) == hash) {
+        const id = <i32>entry - 1;
+        const bytes = this.table.utf8(id);
+        if (bytes.byteLength == len && memory.compare(changetype<usize>(bytes), ptr, <usize>len) == 0) return id;
+      }
+      i = (i + 1) & this.mask;
+    }
+    return -1;
+  }
+
+  /** Interns `text` in the table (and here). */
+  intern(text: string): i32 {
+    const before = this.table.size;
+    const id = this.table.intern(text);
+    if (id >= before) this.add(id);
+    return id;
+  }
+
+  private add(id: i32): void {
+    if ((this.used + 1) * 2 > this.mask + 1) this.grow();
+    const bytes = this.table.utf8(id);
+    this.place(hashBytes(changetype<usize>(bytes), bytes.byteLength), <u32>id + 1);
+    this.used++;
+  }
+
+  private place(hash: u32, entry: u32): void {
+    const slots = this.slots;
+    let i = <i32>hash & this.mask;
+    while (unchecked(slots[(i << 1) + 1]) != 0) i = (i + 1) & this.mask;
+    unchecked((slots[i << 1] = hash));
+    unchecked((slots[(i << 1) + 1] = entry));
+  }
+
+  private grow(): void {
+    const old = this.slots;
+    const capacity = (this.mask + 1) << 1;
+    this.slots = new StaticArray<u32>(capacity << 1);
+    this.mask = capacity - 1;
+    for (let i = 0; i + 1 < old.length; i += 2) {
+      if (unchecked(old[i + 1]) != 0) this.place(unchecked(old[i]), unchecked(old[i + 1]));
+    }
+  }
+}
+
+/**
+ * uid → workload index while parsing (uids are not kept). The slots and the per-workload uid
+ * offsets are raw heap blocks, freed as soon as the services are read: 4 bytes per slot (owner
+ * + 1 in the low bits, hash bits above) and 4 per workload (where its uid is in the input), so
+ * the peak stays small. uids are compared by their text in the input.
+ */
+class UidIndex {
+  private slots: usize = 0;
+  private offsets: usize = 0;
+  private mask: u32 = 0;
+  private capacity: i32 = 0;
+  private count: i32 = 0;
+  private limit: i32 = 0;
+  private ownerMask: u32 = 0;
+
+  /** Room for `n` workloads. */
+  init(n: i32): void {
+    this.release();
+    const capacity = tableCapacity(n);
+    this.slots = heap.alloc(<usize>capacity << 2);
+    memory.fill(this.slots, 0, <usize>capacity << 2);
+    this.offsets = heap.alloc(<usize>max(n, 1) << 2);
+    this.capacity = capacity;
+    this.mask = <u32>capacity - 1;
+    this.limit = n;
+    this.count = 0;
+    // Enough low bits for n + 1; the rest of the slot holds hash bits that rule out most
+    // non-matching slots without touching the input.
+    const bits = 32 - clz<u32>(<u32>n + 1);
+    this.ownerMask = bits >= 32 ? 0xffffffff : (<u32>1 << <u32>bits) - 1;
+  }
+
+  /** The workload whose uid equals the current string token of `s`, or -1. */
+  find(s: JsonStream): i32 {
+    return this.probe(s, s.stringHash(), -1);
+  }
+
+  /**
+   * Adds workload w (= the count so far) with the current string token of `s` as its uid,
+   * unless a workload already has that uid: then nothing is added and that workload is
+   * returned. -1 when added.
+   */
+  add(s: JsonStream, w: i32): i32 {
+    if (w != this.count || w >= this.limit || this.count + 1 >= this.capacity) return -1;
+    return this.probe(s, s.stringHash(), w);
+  }
+
+  /** Finds the uid; when absent and `add` >= 0, stores it as workload `add` in the free slot. */
+  private probe(s: JsonStream, hash: u32, add: i32): i32 {
+    if (this.capacity == 0) return -1;
+    const tag = hash & ~this.ownerMask;
+    let i = hash & this.mask;
+    for (let probes = 0; probes < this.capacity; probes++) {
+      const slot = this.slots + (<usize>i << 2);
+      const entry = load<u32>(slot);
+      if (entry == 0) {
+        if (add >= 0) {
+          store<u32>(this.offsets + (<usize>add << 2), <u32>s.tokenOffset());
+          store<u32>(slot, tag | (<u32>add + 1));
+          this.count++;
+        }
+        return -1;
+      }
+      if ((entry & ~this.ownerMask) == tag) {
+        const w = <i32>(entry & this.ownerMask) - 1;
+        if (w >= 0 && w < this.count && s.sameStringAt(<i32>load<u32>(this.offsets + (<usize>w << 2)))) return w;
+      }
+      i = (i + 1) & this.mask;
+    }
+    return -1;
+  }
+
+  release(): void {
+    if (this.slots != 0) heap.free(this.slots);
+    if (this.offsets != 0) heap.free(this.offsets);
+    this.slots = 0;
+    this.offsets = 0;
+    this.capacity = 0;
+    this.count = 0;
+  }
+}
+
+/** Identical references share one id: hostname + port, or address + port + network. */
+class RefIndex {
+  private slots: StaticArray<u32> = new StaticArray<u32>(32); // [hash, id + 1]
+  private mask: i32 = 15;
+  private used: i32 = 0;
+
+  constructor(private refs: Array<Ref>) {}
+
+  findHostname(s: JsonStream, port: i32): i32 {
+    const hash = RefIndex.hostnameHash(s.stringHash(), port);
+    let i = <i32>hash & this.mask;
+    for (let probes = 0; probes <= this.mask; probes++) {
+      const entry = unchecked(this.slots[(i << 1) + 1]);
+      if (entry == 0) return -1;
+      if (unchecked(this.slots[i << 1]) == hash) {
+        const id = <i32>entry - 1;
+        if (id < this.refs.length) {
+          const ref = unchecked(this.refs[id]);
+          if (ref.hostname.length > 0 && ref.port == port && s.stringEquals(ref.hostname)) return id;
+        }
+      }
+      i = (i + 1) & this.mask;
+    }
+    return -1;
+  }
+
+  findAddress(a: Address, port: i32, network: i32): i32 {
+    const hash = RefIndex.addressHash(a, port, network);
+    let i = <i32>hash & this.mask;
+    for (let probes = 0; probes <= this.mask; probes++) {
+      const entry = unchecked(this.slots[(i << 1) + 1]);
+      if (entry == 0) return -1;
+      if (unchecked(this.slots[i << 1]) == hash) {
+        const id = <i32>entry - 1;
+        if (id < this.refs.length) {
+          const ref = unchecked(this.refs[id]);
+          if (ref.hostname.length == 0 && ref.port == port && ref.network == network && ref.address.sameIp(a)) {
+            return id;
+          }
+        }
+      }
+      i = (i + 1) & this.mask;
+    }
+    return -1;
+  }
+
+  /** Adds `ref` as a new reference; its id. */
+  add(ref: Ref, hash: u32): i32 {
+    const id = this.refs.length;
+    this.refs.push(ref);
+    if ((this.used + 1) * 2 > this.mask + 1) this.grow();
+    this.place(hash, <u32>id + 1);
+    this.used++;
+    return id;
+  }
+
+  static hostnameHash(textHash: u32, port: i32): u32 {
+    return mix32(textHash ^ mix32(<u32>port + 0x9e3779b9));
+  }
+
+  static addressHash(a: Address, port: i32, network: i32): u32 {
+    const key = a.family == FAMILY_V4 ? <u64>a.v4 : a.hi ^ mix64(a.lo);
+    return <u32>mix64(key ^ ((<u64>port << 40) | (<u64>network << 8) | <u64>a.family));
+  }
+
+  private place(hash: u32, entry: u32): void {
+    let i = <i32>hash & this.mask;
+    while (unchecked(this.slots[(i << 1) + 1]) != 0) i = (i + 1) & this.mask;
+    unchecked((this.slots[i << 1] = hash));
+    unchecked((this.slots[(i << 1) + 1] = entry));
+  }
+
+  private grow(): void {
+    const old = this.slots;
+    const capacity = (this.mask + 1) << 1;
+    this.slots = new StaticArray<u32>(capacity << 1);
+    this.mask = capacity - 1;
+    for (let i = 0; i + 1 < old.length; i += 2) {
+      if (unchecked(old[i + 1]) != 0) this.place(unchecked(old[i]), unchecked(old[i + 1]));
+    }
+  }
+}
+
+// ==================================================================== pass 2: build
+
+class MeshParser {
+  mesh: Mesh;
+  private scratch: Address = new Address();
+  private uids: UidIndex = new UidIndex();
+  private refs: RefIndex;
+  private identityIds: TextIndex;
+  private networkIds: TextIndex;
+  private localityIds: TextIndex;
   private v4Next: i32 = 0;
   private v6Next: i32 = 0;
   private slotNext: i32 = 0;
   private epNext: i32 = 0;
   private vipNext: i32 = 0;
-  // First-pass counts.
-  private total: i64 = 0;
-  private count4: i32 = 0;
-  private count6: i32 = 0;
   // Paths of the two lists, for messages that point at another entry.
   private workloadsPath: string = "workloads";
   private servicesPath: string = "services";
-  // Lazy-path readers (see fields.ts): `item` for a workload, `nested` for what sits inside a
-  // workload or service (a reference, a VIP, an endpoint).
-  private item: ItemReader;
-  private nested: ItemReader;
+  /** Walks the workloads / services arrays. */
+  private outer: JsonStream;
+  // One reader per object shape, each with its own stream, so they can nest.
+  private workloadFields: FieldReader;
+  private serviceFields: FieldReader;
+  private vipFields: FieldReader;
+  private endpointFields: FieldReader;
+  private waypointFields: FieldReader;
+  private gatewayFields: FieldReader;
+  private lbFields: FieldReader;
 
   constructor(
     private reader: ConfigReader,
     private limits: MeshLimits,
+    document: JsonStream,
   ) {
-    this.item = new ItemReader(reader);
-    this.nested = new ItemReader(reader);
+    const m = new Mesh();
+    this.mesh = m;
+    this.refs = new RefIndex(m.refs);
+    this.identityIds = new TextIndex(m.identities);
+    this.networkIds = new TextIndex(m.networks);
+    this.localityIds = new TextIndex(m.localities);
+    this.outer = document.fork(true); // the scan read it all: no duplicate-key check again
+    this.workloadFields = new FieldReader(reader, document, WORKLOAD_FIELDS);
+    this.serviceFields = new FieldReader(reader, document, SERVICE_FIELDS);
+    this.vipFields = new FieldReader(reader, document, VIP_FIELDS);
+    this.endpointFields = new FieldReader(reader, document, ENDPOINT_FIELDS);
+    this.waypointFields = new FieldReader(reader, document, WAYPOINT_FIELDS);
+    this.gatewayFields = new FieldReader(reader, document, GATEWAY_FIELDS);
+    this.lbFields = new FieldReader(reader, document, LB_FIELDS);
   }
 
-  run(root: JsonValue, path: string): Mesh | null {
+  run(scan: MeshScan, path: string): Mesh | null {
     const r = this.reader;
-    const workloads = r.optionalArray(root, "workloads", path);
-    const services = r.optionalArray(root, "services", path);
     this.workloadsPath = r.childPath(path, "workloads");
     this.servicesPath = r.childPath(path, "services");
-    if (workloads !== null) this.workloads(workloads.items(), this.workloadsPath);
-    if (services !== null) this.services(services.items(), this.servicesPath);
+    // Both lists' types first, as ConfigReader.optionalArray on each did.
+    const workloads = this.isList(scan.workloadsToken, this.workloadsPath);
+    const services = this.isList(scan.servicesToken, this.servicesPath);
+    if (workloads && !r.failed()) this.workloads(scan);
+    if (services && !r.failed()) this.services(scan);
+    this.uids.release();
     if (r.failed()) return null;
     this.resolveRefs();
     this.buildHeadlessIndex();
     return this.mesh;
   }
 
+  /** A list field's first token: true for an array, false when absent / null / wrong (recorded). */
+  private isList(t: JsonToken, path: string): bool {
+    if (t == JsonToken.Null) return false;
+    if (t == JsonToken.BeginArray) return true;
+    this.reader.fail(path, "expected an array");
+    return false;
+  }
+
+  /** Positions `outer` just inside the array at `offset`. */
+  private enter(offset: i32): bool {
+    this.outer.valueAt(offset);
+    return this.outer.next() == JsonToken.BeginArray;
+  }
+
   // ================================================================ workloads
 
-  private workloads(items: Array<JsonValue>, path: string): void {
+  private workloads(scan: MeshScan): void {
     const r = this.reader;
     const m = this.mesh;
-    const n = items.length;
-    if (!this.withinLimit(path, n, this.limits.workloads, "workloads")) return;
-    this.countAddresses(items);
-    if (!this.withinLimit(path, this.total, this.limits.addresses, "addresses")) return;
+    const path = this.workloadsPath;
+    if (!this.withinLimit(path, scan.workloads, this.limits.workloads, "workloads")) return;
+    if (!this.withinLimit(path, scan.addresses, this.limits.addresses, "addresses")) return;
+    const n = <i32>scan.workloads;
     m.workloadTotal = n;
     m.wIdentityFlags = new StaticArray<u32>(n);
     m.wNetwork = new StaticArray<u16>(n);
@@ -182,111 +751,107 @@ class MeshParser {
     m.wWaypoint = new StaticArray<u32>(n);
     m.wGateway = new StaticArray<u32>(n);
     m.v4Start = new StaticArray<u32>(n + 1);
-    m.v4Pool = new StaticArray<u32>(this.count4);
-    m.v4Table = new AddrTable4(this.count4);
-    if (this.count6 > 0) {
+    m.v4Pool = new StaticArray<u32>(scan.count4);
+    m.v4Table = new AddrTable4(scan.count4);
+    if (scan.count6 > 0) {
       m.v6Start = new StaticArray<u32>(n + 1);
-      m.v6Pool = new StaticArray<u64>(this.count6 * 2);
-      m.v6Table = new AddrTable6(this.count6);
+      m.v6Pool = new StaticArray<u64>(scan.count6 * 2);
+      m.v6Table = new AddrTable6(scan.count6);
     }
+    this.uids.init(n);
+    if (!this.enter(scan.workloadsAt)) return r.fail(path, "invalid JSON");
+    const outer = this.outer;
     for (let i = 0; i < n; i++) {
-      this.workload(i, unchecked(items[i]), path);
+      this.workload(i, outer.next());
       if (r.failed()) return;
       unchecked((m.v4Start[i + 1] = <u32>this.v4Next));
       if (m.v6Start.length > i + 1) unchecked((m.v6Start[i + 1] = <u32>this.v6Next));
     }
   }
 
-  /** First pass: how many addresses there are, and how many of each family are valid. */
-  private countAddresses(items: Array<JsonValue>): void {
-    for (let i = 0; i < items.length; i++) {
-      const addresses = unchecked(items[i]).get("addresses");
-      if (addresses === null) continue;
-      const list = addresses.items();
-      this.total += list.length;
-      for (let k = 0; k < list.length; k++) {
-        const a = unchecked(list[k]);
-        if (!a.isString() || parseIpString(a.asString(), this.scratch) != IpParse.Ok) continue;
-        if (this.scratch.family == FAMILY_V4) this.count4++;
-        else this.count6++;
-      }
-    }
-  }
-
-  private workload(i: i32, value: JsonValue, listPath: string): void {
+  private workload(i: i32, t: JsonToken): void {
     const r = this.reader;
     const m = this.mesh;
-    const f = this.item.at(listPath, i);
-    const obj = f.object(value, WORKLOAD_FIELDS);
-    if (obj === null) return;
+    const f = this.workloadFields.at(this.workloadsPath, i);
+    if (!f.read(this.outer, t)) return;
+    const s = f.stream;
 
-    const uid = f.requireString(obj, "uid");
-    if (r.failed()) return;
-    if (uid.length == 0) return f.failField("uid", "must not be empty");
-    if (this.uids.has(uid)) {
-      const first = r.indexPath(listPath, this.uids.get(uid));
-      return f.failField("uid", "duplicate uid " + q(uid) + " (first at " + first + ")");
+    if (!f.requireString(WF_UID)) return;
+    if (s.stringByteLength() == 0) return f.failField("uid", "must not be empty");
+    const first = this.uids.add(s, i);
+    if (first >= 0) {
+      const where = r.indexPath(this.workloadsPath, first);
+      return f.failField("uid", "duplicate uid " + q(s.stringValue()) + " (first at " + where + ")");
     }
-    this.uids.set(uid, i);
 
-    const network = f.optionalString(obj, "network", "");
-    const net = this.networkId(network, f, "network");
-    if (net < 0) return;
+    let net = 0;
+    if (f.optionalString(WF_NETWORK)) net = this.networkId(s, f, "network");
+    if (r.failed()) return;
     unchecked((m.wNetwork[i] = <u16>net));
 
-    const tls = f.optionalEnum(obj, "tlsMode", TLS_MODES, "disabled");
-    const identity = this.identity(obj, f, tls == "istio");
-    const healthy = f.optionalBool(obj, "healthy", true);
-    const locality = f.optionalString(obj, "locality", "");
-    if (r.failed()) return;
-    const loc = this.localityId(locality);
-    if (loc < 0) {
-      return f.failField("locality", "not a locality (expected " + LOCALITY_SHAPE + "): " + q(locality));
+    const istio = f.optionalEnum(WF_TLS_MODE, TLS_MODES, TLS_DISABLED) == TLS_ISTIO;
+    const identity = this.identity(f, istio);
+    const healthy = f.optionalBool(WF_HEALTHY, true);
+    let loc = 0;
+    if (f.optionalString(WF_LOCALITY)) {
+      loc = this.localityId(s);
+      if (loc < 0) {
+        return f.failField("locality", "not a locality (expected " + LOCALITY_SHAPE + "): " + q(s.stringValue()));
+      }
     }
+    if (r.failed()) return;
     unchecked((m.wLocality[i] = <u32>loc));
     let info = <u32>identity; // checked against IDENTITY_MASK when interned
-    if (tls == "istio") info |= W_ISTIO;
+    if (istio) info |= W_ISTIO;
     if (healthy) info |= W_HEALTHY;
     unchecked((m.wIdentityFlags[i] = info));
 
-    const waypoint = f.optionalObject(obj, "waypoint");
-    if (waypoint !== null) {
-      const ref = this.ref(waypoint, this.nested.atField(listPath, i, "waypoint"), "port", net);
-      unchecked((m.wWaypoint[i] = <u32>(ref + 1)));
+    if (f.optionalObject(WF_WAYPOINT)) {
+      const where = this.waypointFields.atField(this.workloadsPath, i, "waypoint");
+      unchecked((m.wWaypoint[i] = <u32>(this.ref(f.offset(WF_WAYPOINT), where, net) + 1)));
     }
-    const gateway = f.optionalObject(obj, "networkGateway");
-    if (gateway !== null) {
-      const ref = this.ref(gateway, this.nested.atField(listPath, i, "networkGateway"), "hboneMtlsPort", net);
-      unchecked((m.wGateway[i] = <u32>(ref + 1)));
-    }
-
-    const addresses = f.optionalArray(obj, "addresses");
     if (r.failed()) return;
-    const list = addresses === null ? EMPTY_LIST : addresses.items();
-    if (list.length == 0 && gateway === null) {
-      return f.failField("addresses", "must not be empty unless networkGateway is set");
+    let gateway = false;
+    if (f.optionalObject(WF_GATEWAY)) {
+      gateway = true;
+      const where = this.gatewayFields.atField(this.workloadsPath, i, "networkGateway");
+      unchecked((m.wGateway[i] = <u32>(this.ref(f.offset(WF_GATEWAY), where, net) + 1)));
     }
-    for (let k = 0; k < list.length && !r.failed(); k++) {
-      this.workloadAddress(i, unchecked(list[k]), f, k, net, network);
+    if (r.failed()) return;
+
+    let count = 0;
+    if (f.optionalArray(WF_ADDRESSES)) {
+      while (true) {
+        const e = s.next();
+        if (e == JsonToken.EndArray) break;
+        this.workloadAddress(i, f, e, count, net);
+        if (r.failed()) return;
+        count++;
+      }
+    }
+    if (r.failed()) return;
+    if (count == 0 && !gateway) {
+      return f.failField("addresses", "must not be empty unless networkGateway is set");
     }
   }
 
   /** The interned identity id (0 = none); validates the SPIFFE shape once per distinct text. */
-  private identity(obj: JsonValue, f: ItemReader, required: bool): i32 {
-    const r = this.reader;
-    if (!present(obj, "identity")) {
+  private identity(f: FieldReader, required: bool): i32 {
+    if (this.reader.failed()) return 0;
+    if (!f.has(WF_IDENTITY)) {
       if (required) f.failField("identity", 'required when tlsMode is "istio"');
       return 0;
     }
-    const text = f.requireString(obj, "identity");
-    if (r.failed()) return 0;
-    const known = this.mesh.identities.find(text);
+    if (!f.requireString(WF_IDENTITY)) return 0;
+    const s = f.stream;
+    const known = this.identityIds.find(s);
     if (known > 0) return known; // only valid identities are interned
+    const text = s.stringValue();
     if (!isSpiffeIdentity(text)) {
       f.failField("identity", "not a SPIFFE identity (expected " + SPIFFE_SHAPE + "): " + q(text));
       return 0;
     }
-    const id = this.mesh.identities.intern(text);
+    const id = this.identityIds.intern(text);
     if (<u32>id > IDENTITY_MASK) {
       f.failField("identity", "more than " + IDENTITY_MASK.toString() + " distinct identities");
       return 0;
@@ -294,12 +859,13 @@ class MeshParser {
     return id;
   }
 
-  /** Address k of workload w (the item `f` points at) on network `net` (named `network`). */
-  private workloadAddress(w: i32, value: JsonValue, f: ItemReader, k: i32, net: i32, network: string): void {
+  /** Address k (first token `t` on f's stream) of workload w on network `net`. */
+  private workloadAddress(w: i32, f: FieldReader, t: JsonToken, k: i32, net: i32): void {
     const r = this.reader;
     const m = this.mesh;
-    const text = f.elementString(value, "addresses", k);
-    if (!this.parseAddress(text, f, "addresses", k)) return;
+    if (!f.elementString(t, "addresses", k)) return;
+    const s = f.stream;
+    if (!this.parseAddress(s, f, "addresses", k)) return;
     const a = this.scratch;
     let clash = ADDED;
     if (a.family == FAMILY_V4) {
@@ -318,20 +884,25 @@ class MeshParser {
     }
     if (clash == ADDED) return;
     const path = r.indexPath(f.fieldPath("addresses"), k);
+    const text = s.stringValue();
     if (clash == w) return r.fail(path, "duplicate address " + q(text));
     if (clash < 0) return r.fail(path, "address table full");
     const owner = r.indexPath(this.workloadsPath, clash);
-    r.fail(path, "address " + q(text) + " on " + onNetwork(network) + " is already used by " + owner);
+    r.fail(path, "address " + q(text) + " on " + onNetwork(m.networkName(net)) + " is already used by " + owner);
   }
 
   /**
-   * Parses `text` into the scratch address; false (with the failure recorded) if invalid. The
-   * failure is reported at field `key` of the item `f` points at, or at its element `index`
-   * when index >= 0.
+   * Parses the current string token of `s` into the scratch address; false (with the failure
+   * recorded) if invalid. The failure is reported at field `key` of the item `f` points at, or
+   * at its element `index` when index >= 0.
    */
-  private parseAddress(text: string, f: ItemReader, key: string, index: i32): bool {
+  private parseAddress(s: JsonStream, f: FieldReader, key: string, index: i32): bool {
     const r = this.reader;
     if (r.failed()) return false;
+    if (!s.stringEscaped() && parseIpBytes(s.stringPtr(), s.stringByteLength(), this.scratch) == IpParse.Ok) {
+      return true;
+    }
+    const text = s.stringValue();
     const status = parseIpString(text, this.scratch);
     if (status == IpParse.Ok) return true;
     const path = index < 0 ? f.fieldPath(key) : r.indexPath(f.fieldPath(key), index);
@@ -340,10 +911,11 @@ class MeshParser {
     return false;
   }
 
-  /** The network's id, interning it; -1 (failure recorded at f's field `key`) past the limit. */
-  private networkId(name: string, f: ItemReader, key: string): i32 {
+  /** The id of the network named by the current string token; -1 (recorded) past the limit. */
+  private networkId(s: JsonStream, f: FieldReader, key: string): i32 {
     if (this.reader.failed()) return -1;
-    const id = this.mesh.networks.intern(name);
+    let id = this.networkIds.find(s);
+    if (id < 0) id = this.networkIds.intern(s.stringValue());
     if (id >= MAX_NETWORKS) {
       f.failField(key, "more than " + MAX_NETWORKS.toString() + " distinct networks");
       return -1;
@@ -352,15 +924,16 @@ class MeshParser {
   }
 
   /**
-   * Interns a locality and its region / region-zone / full prefixes; -1 when it is not a valid
-   * locality. Validated once per distinct text.
+   * The locality of the current string token, interned with its region / region-zone / full
+   * prefixes; -1 when it is not a valid locality. Validated once per distinct text.
    */
-  private localityId(text: string): i32 {
+  private localityId(s: JsonStream): i32 {
     const m = this.mesh;
-    const known = m.localities.find(text);
+    const known = this.localityIds.find(s);
     if (known >= 0) return known;
+    const text = s.stringValue();
     if (!isLocality(text)) return -1;
-    const id = m.localities.intern(text);
+    const id = this.localityIds.intern(text);
     const parts = text.split("/");
     const n = parts.length;
     const region = m.localityPrefixes.intern(unchecked(parts[0]));
@@ -373,16 +946,15 @@ class MeshParser {
   }
 
   /**
-   * A waypoint (`portField` "port") or network gateway ("hboneMtlsPort") reference, the object
-   * `f` points at: exactly one of address / hostname. Returns the shared reference id, or -1
-   * after a failure. `network` is where an address reference is looked up first.
+   * The waypoint or network-gateway reference object at `offset` (`f` knows which, and where
+   * it is for messages): exactly one of address / hostname. Returns the shared reference id,
+   * or -1 after a failure. `network` is where an address reference is looked up first.
    */
-  private ref(obj: JsonValue, f: ItemReader, portField: string, network: i32): i32 {
+  private ref(offset: i32, f: FieldReader, network: i32): i32 {
     const r = this.reader;
-    const known = portField == "port" ? WAYPOINT_FIELDS : GATEWAY_FIELDS;
-    if (f.object(obj, known) === null) return -1;
-    const hasAddress = present(obj, "address");
-    const hasHostname = present(obj, "hostname");
+    if (!f.readAt(offset)) return -1;
+    const hasAddress = f.has(RF_ADDRESS);
+    const hasHostname = f.has(RF_HOSTNAME);
     if (hasAddress && hasHostname) {
       f.fail('both "address" and "hostname" are set; exactly one is allowed');
       return -1;
@@ -391,100 +963,77 @@ class MeshParser {
       f.fail('one of "address" or "hostname" is required');
       return -1;
     }
-    const port = <i32>f.optionalInteger(obj, portField, 1, 65535, DEFAULT_HBONE_PORT);
-    let key = "";
-    let hostname = "";
+    const port = <i32>f.optionalInteger(RF_PORT, 1, 65535, DEFAULT_HBONE_PORT);
+    if (r.failed()) return -1;
+    const s = f.stream;
     if (hasHostname) {
-      hostname = f.requireString(obj, "hostname");
-      if (r.failed()) return -1;
+      if (!f.requireString(RF_HOSTNAME)) return -1;
+      const known = this.refs.findHostname(s, port);
+      if (known >= 0) return known; // same text: already validated
+      const hash = RefIndex.hostnameHash(s.stringHash(), port);
+      const hostname = s.stringValue();
       if (!isHostname(hostname)) {
         f.failField("hostname", "not a hostname: " + q(hostname));
         return -1;
       }
-      key = "h|" + port.toString() + "|" + hostname;
-    } else {
-      const text = f.requireString(obj, "address");
-      if (!this.parseAddress(text, f, "address", -1)) return -1;
-      key = "a|" + network.toString() + "|" + port.toString() + "|" + addressKey(this.scratch);
+      const ref = new Ref();
+      ref.hostname = hostname;
+      ref.port = port;
+      ref.network = network;
+      return this.refs.add(ref, hash);
     }
-    if (this.refIds.has(key)) return this.refIds.get(key);
+    if (!f.requireString(RF_ADDRESS)) return -1;
+    if (!this.parseAddress(s, f, "address", -1)) return -1;
+    const a = this.scratch;
+    const known = this.refs.findAddress(a, port, network);
+    if (known >= 0) return known;
     const ref = new Ref();
-    ref.hostname = hostname;
-    if (!hasHostname) ref.address.copyFrom(this.scratch);
+    ref.address.copyFrom(a);
     ref.port = port;
     ref.network = network;
-    const id = this.mesh.refs.length;
-    this.mesh.refs.push(ref);
-    this.refIds.set(key, id);
-    return id;
+    return this.refs.add(ref, RefIndex.addressHash(a, port, network));
   }
 
   // ================================================================ services
 
-  private services(items: Array<JsonValue>, path: string): void {
+  private services(scan: MeshScan): void {
     const r = this.reader;
     const m = this.mesh;
-    const n = items.length;
-    if (!this.withinLimit(path, n, this.limits.services, "services")) return;
-    // First pass: sizes of every pool.
-    let slots: i64 = 0;
-    let endpoints: i64 = 0;
-    let sans: i64 = 0;
-    let vips: i64 = 0;
-    let vip4 = 0;
-    let vip6 = 0;
-    for (let i = 0; i < n; i++) {
-      const s = unchecked(items[i]);
-      const ports = s.get("ports");
-      if (ports !== null) slots += ports.keys().length;
-      const eps = s.get("endpoints");
-      if (eps !== null) endpoints += eps.items().length;
-      const names = s.get("subjectAltNames");
-      if (names !== null) sans += names.items().length;
-      const list = s.get("vips");
-      if (list === null) continue;
-      const vipItems = list.items();
-      vips += vipItems.length;
-      for (let k = 0; k < vipItems.length; k++) {
-        const a = unchecked(vipItems[k]).get("address");
-        if (a === null || !a.isString()) continue;
-        if (parseIpString(a.asString(), this.scratch) != IpParse.Ok) continue;
-        if (this.scratch.family == FAMILY_V4) vip4++;
-        else vip6++;
-      }
-    }
+    const path = this.servicesPath;
     const limits = this.limits;
-    if (!this.withinLimit(path, vips, limits.addresses, "VIPs")) return;
-    if (!this.withinLimit(path, endpoints, limits.serviceItems, "endpoints")) return;
-    if (!this.withinLimit(path, slots, limits.serviceItems, "service ports")) return;
-    if (!this.withinLimit(path, sans, limits.serviceItems, "subject alt names")) return;
-
+    if (!this.withinLimit(path, scan.services, limits.services, "services")) return;
+    if (!this.withinLimit(path, scan.vips, limits.addresses, "VIPs")) return;
+    if (!this.withinLimit(path, scan.endpoints, limits.serviceItems, "endpoints")) return;
+    if (!this.withinLimit(path, scan.slots, limits.serviceItems, "service ports")) return;
+    if (!this.withinLimit(path, scan.sans, limits.serviceItems, "subject alt names")) return;
+    const n = <i32>scan.services;
+    const slots = <i32>scan.slots;
+    const nv = <i32>scan.vips;
     m.serviceTotal = n;
     m.sFlags = new StaticArray<u8>(n);
     m.sWaypoint = new StaticArray<u32>(n);
     m.sLbPrefs = new StaticArray<u32>(n);
     m.sPortStart = new StaticArray<u32>(n + 1);
-    m.slotPort = new StaticArray<u16>(<i32>slots);
-    m.slotTarget = new StaticArray<u16>(<i32>slots);
-    m.slotService = new StaticArray<u32>(<i32>slots);
-    m.portIndex = new U64Table(<i32>slots);
+    m.slotPort = new StaticArray<u16>(slots);
+    m.slotTarget = new StaticArray<u16>(slots);
+    m.slotService = new StaticArray<u32>(slots);
+    m.portIndex = new U64Table(slots);
     m.sEpStart = new StaticArray<u32>(n + 1);
-    m.epWorkload = new StaticArray<u32>(<i32>endpoints);
+    m.epWorkload = new StaticArray<u32>(<i32>scan.endpoints);
     m.sSanStart = new StaticArray<u32>(n + 1);
     m.sVipStart = new StaticArray<u32>(n + 1);
-    const nv = <i32>vips;
     m.vipService = new StaticArray<u32>(nv);
     m.vipNetwork = new StaticArray<u16>(nv);
     m.vipFamily = new StaticArray<u8>(nv);
     m.vipV4 = new StaticArray<u32>(nv);
     m.vipHi = new StaticArray<u64>(nv);
     m.vipLo = new StaticArray<u64>(nv);
-    m.vipTable4 = new AddrTable4(vip4);
-    m.vipTable6 = new AddrTable6(vip6);
-    // (service, workload) pairs seen, to refuse a workload listed twice in one service.
-    const seen = new U64Table(<i32>endpoints);
+    m.vipTable4 = new AddrTable4(scan.vip4);
+    m.vipTable6 = new AddrTable6(scan.vip6);
+    if (!this.enter(scan.servicesAt)) return r.fail(path, "invalid JSON");
+    const outer = this.outer;
     for (let i = 0; i < n && !r.failed(); i++) {
-      this.service(i, unchecked(items[i]), path, seen);
+      this.service(i, outer.next());
       unchecked((m.sPortStart[i + 1] = <u32>this.slotNext));
       unchecked((m.sEpStart[i + 1] = <u32>this.epNext));
       unchecked((m.sVipStart[i + 1] = <u32>this.vipNext));
@@ -500,208 +1049,230 @@ class MeshParser {
     return false;
   }
 
-  private service(i: i32, item: JsonValue, listPath: string, seen: U64Table): void {
+  private service(i: i32, t: JsonToken): void {
     const r = this.reader;
     const m = this.mesh;
-    const p = r.indexPath(listPath, i);
-    const obj = r.expectObject(item, p);
-    if (obj === null || !r.onlyKnownFields(obj, p, SERVICE_FIELDS)) return;
+    const f = this.serviceFields.at(this.servicesPath, i);
+    if (!f.read(this.outer, t)) return;
+    const s = f.stream;
 
-    const hostname = r.requireString(obj, "hostname", p);
-    if (r.failed()) return;
-    const hostPath = r.childPath(p, "hostname");
-    if (!isHostname(hostname)) return r.fail(hostPath, "not a hostname: " + q(hostname));
+    if (!f.requireString(SF_HOSTNAME)) return;
+    const hostname = s.stringValue();
+    if (!isHostname(hostname)) return f.failField("hostname", "not a hostname: " + q(hostname));
     if (m.hostnames.has(hostname)) {
-      const first = r.indexPath(listPath, m.hostnames.get(hostname));
-      return r.fail(hostPath, "duplicate hostname " + q(hostname) + " (first at " + first + ")");
+      const first = r.indexPath(this.servicesPath, m.hostnames.get(hostname));
+      return f.failField("hostname", "duplicate hostname " + q(hostname) + " (first at " + first + ")");
     }
     m.hostnames.set(hostname, i);
     m.sHostname.push(hostname);
 
-    const headless = r.optionalBool(obj, "headless", p, false);
+    const headless = f.optionalBool(SF_HEADLESS, false);
     let cluster: ArrayBuffer | null = null;
-    if (present(obj, "cluster")) {
-      const name = r.requireString(obj, "cluster", p);
-      if (r.failed()) return;
-      if (name.length == 0) return r.fail(r.childPath(p, "cluster"), "must not be empty");
-      cluster = String.UTF8.encode(name);
+    if (f.has(SF_CLUSTER)) {
+      if (!f.requireString(SF_CLUSTER)) return;
+      if (s.stringByteLength() == 0) return f.failField("cluster", "must not be empty");
+      cluster = String.UTF8.encode(s.stringValue());
     }
-    this.servicePorts(i, obj, p, hostname, cluster);
-    this.vips(i, obj, p);
-    this.endpoints(i, obj, p, seen);
+    if (r.failed()) return;
+    this.servicePorts(i, f, hostname, cluster);
+    this.vips(i, f);
+    this.endpoints(i, f);
+    if (r.failed()) return;
 
-    const waypoint = r.optionalObject(obj, "waypoint", p);
-    if (waypoint !== null) {
-      const ref = this.ref(waypoint, this.nested.atField(listPath, i, "waypoint"), "port", 0);
-      unchecked((m.sWaypoint[i] = <u32>(ref + 1)));
+    if (f.optionalObject(SF_WAYPOINT)) {
+      const where = this.waypointFields.atField(this.servicesPath, i, "waypoint");
+      unchecked((m.sWaypoint[i] = <u32>(this.ref(f.offset(SF_WAYPOINT), where, 0) + 1)));
     }
-    const sans = r.optionalArray(obj, "subjectAltNames", p);
-    if (sans !== null) {
-      const sanPath = r.childPath(p, "subjectAltNames");
-      const list = sans.items();
-      for (let k = 0; k < list.length && !r.failed(); k++) {
-        const at = r.indexPath(sanPath, k);
-        const name = r.expectString(unchecked(list[k]), at);
-        if (r.failed()) return;
-        if (name.length == 0) return r.fail(at, "must not be empty");
-        m.sans.push(name);
+    if (r.failed()) return;
+    if (f.optionalArray(SF_SANS)) {
+      for (let k = 0; ; k++) {
+        const e = s.next();
+        if (e == JsonToken.EndArray) break;
+        if (e != JsonToken.String) return failElementString(r, r.indexPath(f.fieldPath("subjectAltNames"), k));
+        if (s.stringByteLength() == 0) return r.fail(r.indexPath(f.fieldPath("subjectAltNames"), k), "must not be empty");
+        m.sans.push(s.stringValue());
       }
     }
+    if (r.failed()) return;
     let flags: u8 = headless ? S_HEADLESS : 0;
-    if (this.loadBalancing(i, obj, p)) flags |= S_LB_STANDARD;
+    if (this.loadBalancing(i, f)) flags |= S_LB_STANDARD;
     unchecked((m.sFlags[i] = flags));
   }
 
   /** `ports`: service port → default target port; one port slot each, with its cluster name. */
-  private servicePorts(s: i32, obj: JsonValue, p: string, hostname: string, cluster: ArrayBuffer | null): void {
+  private servicePorts(si: i32, f: FieldReader, hostname: string, cluster: ArrayBuffer | null): void {
     const r = this.reader;
     const m = this.mesh;
-    const ports = r.optionalObject(obj, "ports", p);
-    if (ports === null) return;
-    const path = r.childPath(p, "ports");
-    const keys = ports.keys();
-    for (let k = 0; k < keys.length && !r.failed(); k++) {
-      const key = unchecked(keys[k]);
-      const port = parsePortKey(key);
-      if (port < 0) return r.fail(r.childPath(path, key), "not a port number (1..65535): " + q(key));
-      const target = <i32>r.requireInteger(ports, key, path, 1, 65535);
-      if (r.failed()) return;
+    if (!f.optionalObject(SF_PORTS)) return;
+    const s = f.stream;
+    while (true) {
+      const t = s.next();
+      if (t == JsonToken.EndObject) return;
+      if (t != JsonToken.Key) return f.failField("ports", "invalid JSON");
+      const keyAt = s.tokenOffset();
+      const port = portOfKey(s);
+      if (port < 0) {
+        const key = s.stringValue();
+        return r.fail(r.childPath(f.fieldPath("ports"), key), "not a port number (1..65535): " + q(key));
+      }
+      const v = s.next();
+      const target = <i32>integerIn(s, v, 1, 65535);
+      if (target < 0) return failInteger(r, v, r.childPath(f.fieldPath("ports"), keyText(s, keyAt)), 1, 65535);
       const slot = this.slotNext;
-      if (slot >= m.slotPort.length) return r.fail(path, "port count changed while parsing");
+      if (slot >= m.slotPort.length) return f.failField("ports", "port count changed while parsing");
       this.slotNext++;
-      m.portIndex.add(portKey(s, port), slot);
+      m.portIndex.add(portKey(si, port), slot);
       unchecked((m.slotPort[slot] = <u16>port));
       unchecked((m.slotTarget[slot] = <u16>target));
-      unchecked((m.slotService[slot] = <u32>s));
+      unchecked((m.slotService[slot] = <u32>si));
       const name = cluster !== null ? cluster : String.UTF8.encode("outbound|" + port.toString() + "||" + hostname);
       m.slotCluster.push(name);
     }
   }
 
-  private vips(s: i32, obj: JsonValue, p: string): void {
+  private vips(si: i32, f: FieldReader): void {
     const r = this.reader;
     const m = this.mesh;
-    const vips = r.optionalArray(obj, "vips", p);
-    if (vips === null) return;
-    const path = r.childPath(p, "vips");
-    const list = vips.items();
-    for (let k = 0; k < list.length && !r.failed(); k++) {
-      const f = this.nested.at(path, k);
-      const vip = f.object(unchecked(list[k]), VIP_FIELDS);
-      if (vip === null) return;
-      const network = f.optionalString(vip, "network", "");
-      const net = this.networkId(network, f, "network");
-      const text = f.requireString(vip, "address");
-      if (net < 0 || !this.parseAddress(text, f, "address", -1)) return;
+    if (!f.optionalArray(SF_VIPS)) return;
+    const list = f.stream;
+    const path = f.fieldPath("vips");
+    for (let k = 0; !r.failed(); k++) {
+      const t = list.next();
+      if (t == JsonToken.EndArray) return;
+      const vf = this.vipFields.at(path, k);
+      if (!vf.read(list, t)) return;
+      const s = vf.stream;
+      let net = 0;
+      if (vf.optionalString(VF_NETWORK)) net = this.networkId(s, vf, "network");
+      if (r.failed()) return;
+      if (!vf.requireString(VF_ADDRESS) || !this.parseAddress(s, vf, "address", -1)) return;
       const v = this.vipNext;
       if (v >= m.vipService.length) return r.fail(path, "VIP count changed while parsing");
       const a = this.scratch;
-      unchecked((m.vipService[v] = <u32>s));
+      unchecked((m.vipService[v] = <u32>si));
       unchecked((m.vipNetwork[v] = <u16>net));
       unchecked((m.vipFamily[v] = <u8>a.family));
       unchecked((m.vipV4[v] = a.v4));
       unchecked((m.vipHi[v] = a.hi));
       unchecked((m.vipLo[v] = a.lo));
       const clash =
-        a.family == FAMILY_V4
-          ? m.vipTable4.insert(a.v4, v, net)
-          : m.vipTable6.insert(a.hi, a.lo, v, net);
+        a.family == FAMILY_V4 ? m.vipTable4.insert(a.v4, v, net) : m.vipTable6.insert(a.hi, a.lo, v, net);
       if (clash == ADDED) {
         this.vipNext++;
         continue;
       }
-      if (clash < 0 || clash >= m.vipService.length) return f.failField("address", "VIP table full");
+      if (clash < 0 || clash >= m.vipService.length) return vf.failField("address", "VIP table full");
+      const text = s.stringValue();
       const owner = <i32>unchecked(m.vipService[clash]);
-      if (owner == s) return f.failField("address", "duplicate VIP " + q(text));
+      if (owner == si) return vf.failField("address", "duplicate VIP " + q(text));
       const other = r.indexPath(this.servicesPath, owner);
-      return f.failField("address", "VIP " + q(text) + " on " + onNetwork(network) + " is already used by " + other);
+      const where = onNetwork(m.networkName(net));
+      return vf.failField("address", "VIP " + q(text) + " on " + where + " is already used by " + other);
     }
   }
 
-  /** Endpoints of service s (one per pod, so paths are built only on failure). */
-  private endpoints(s: i32, obj: JsonValue, p: string, seen: U64Table): void {
+  /** Endpoints of service si (one per pod: paths are built only on failure). */
+  private endpoints(si: i32, f: FieldReader): void {
+    const m = this.mesh;
+    if (!f.optionalArray(SF_ENDPOINTS)) return;
+    const from = this.epNext;
+    this.readEndpoints(si, f, from);
+    // Clear the "already an endpoint" marks this service set.
+    const flags = m.wIdentityFlags;
+    for (let g = from; g < this.epNext && g < m.epWorkload.length; g++) {
+      const w = <i32>unchecked(m.epWorkload[g]);
+      if (w < flags.length) unchecked((flags[w] &= ~W_ENDPOINT_MARK));
+    }
+  }
+
+  private readEndpoints(si: i32, f: FieldReader, from: i32): void {
     const r = this.reader;
     const m = this.mesh;
-    const endpoints = r.optionalArray(obj, "endpoints", p);
-    if (endpoints === null) return;
-    const path = r.childPath(p, "endpoints");
-    const list = endpoints.items();
-    for (let k = 0; k < list.length && !r.failed(); k++) {
-      const f = this.nested.at(path, k);
-      const ep = f.object(unchecked(list[k]), ENDPOINT_FIELDS);
-      if (ep === null) return;
-      const uid = f.requireString(ep, "workload");
-      if (r.failed()) return;
-      if (!this.uids.has(uid)) return f.failField("workload", "unknown workload uid " + q(uid));
-      const w = this.uids.get(uid);
-      const before = seen.add((<u64>s << 32) | <u64>w, k);
-      if (before != ADDED) {
-        const first = r.indexPath(path, before);
-        return f.failField("workload", "workload " + q(uid) + " is already an endpoint (at " + first + ")");
+    const list = f.stream;
+    const path = f.fieldPath("endpoints");
+    const flags = m.wIdentityFlags;
+    for (let k = 0; !r.failed(); k++) {
+      const t = list.next();
+      if (t == JsonToken.EndArray) return;
+      const ef = this.endpointFields.at(path, k);
+      if (!ef.read(list, t) || !ef.requireString(EF_WORKLOAD)) return;
+      const s = ef.stream;
+      const w = this.uids.find(s);
+      if (w < 0 || w >= flags.length) return ef.failField("workload", "unknown workload uid " + q(s.stringValue()));
+      if ((unchecked(flags[w]) & W_ENDPOINT_MARK) != 0) {
+        let before = from;
+        while (before < this.epNext && <i32>unchecked(m.epWorkload[before]) != w) before++;
+        const first = r.indexPath(path, before - from);
+        return ef.failField("workload", "workload " + q(s.stringValue()) + " is already an endpoint (at " + first + ")");
       }
       const g = this.epNext;
       if (g >= m.epWorkload.length) return r.fail(path, "endpoint count changed while parsing");
+      unchecked((flags[w] |= W_ENDPOINT_MARK));
       this.epNext++;
       unchecked((m.epWorkload[g] = <u32>w));
-      const overrides = f.optionalObject(ep, "ports");
-      if (overrides !== null) this.endpointPorts(s, g, overrides, f, p);
+      if (ef.optionalObject(EF_PORTS)) this.endpointPorts(si, g, ef, f.path());
     }
   }
 
-  /** An endpoint's `ports` overrides: service port (which s must have) → target port. */
-  private endpointPorts(s: i32, g: i32, overrides: JsonValue, f: ItemReader, servicePath: string): void {
+  /** An endpoint's `ports` overrides: service port (which si must have) → target port. */
+  private endpointPorts(si: i32, g: i32, ef: FieldReader, servicePath: string): void {
     const r = this.reader;
     const m = this.mesh;
-    const keys = overrides.keys();
-    for (let j = 0; j < keys.length && !r.failed(); j++) {
-      const key = unchecked(keys[j]);
-      const port = parsePortKey(key);
+    const s = ef.stream;
+    while (true) {
+      const t = s.next();
+      if (t == JsonToken.EndObject) return;
+      if (t != JsonToken.Key) return ef.failField("ports", "invalid JSON");
+      const keyAt = s.tokenOffset();
+      const port = portOfKey(s);
       if (port < 0) {
-        return r.fail(r.childPath(f.fieldPath("ports"), key), "not a port number (1..65535): " + q(key));
+        const key = s.stringValue();
+        return r.fail(r.childPath(ef.fieldPath("ports"), key), "not a port number (1..65535): " + q(key));
       }
-      if (m.portIndex.get(portKey(s, port)) < 0) {
+      if (m.portIndex.get(portKey(si, port)) < 0) {
         const reason = "service port " + port.toString() + " is not in " + r.childPath(servicePath, "ports");
-        return r.fail(r.childPath(f.fieldPath("ports"), key), reason);
+        return r.fail(r.childPath(ef.fieldPath("ports"), s.stringValue()), reason);
       }
-      const v = overrides.get(key);
-      let target: i64 = v !== null && v.isInteger() ? v.asInteger() : 0;
-      if (target < 1 || target > 65535) target = r.requireInteger(overrides, key, f.fieldPath("ports"), 1, 65535);
-      if (r.failed()) return;
-      m.overrides.add(portKey(g, port), <i32>target);
+      const v = s.next();
+      const target = <i32>integerIn(s, v, 1, 65535);
+      if (target < 0) return failInteger(r, v, r.childPath(ef.fieldPath("ports"), keyText(s, keyAt)), 1, 65535);
+      m.overrides.add(portKey(g, port), target);
     }
   }
 
   /** Fills the routing preference; true when mode is "standard". */
-  private loadBalancing(s: i32, obj: JsonValue, p: string): bool {
+  private loadBalancing(si: i32, f: FieldReader): bool {
     const r = this.reader;
     const m = this.mesh;
-    unchecked((m.sLbPrefs[s] = DEFAULT_LB_PREFS));
-    const lb = r.optionalObject(obj, "loadBalancing", p);
-    if (lb === null) return false;
-    const path = r.childPath(p, "loadBalancing");
-    if (!r.onlyKnownFields(lb, path, LB_FIELDS)) return false;
-    const prefs = r.optionalArray(lb, "routingPreference", path);
-    if (prefs !== null) {
-      const prefsPath = r.childPath(path, "routingPreference");
-      const list = prefs.items();
+    unchecked((m.sLbPrefs[si] = DEFAULT_LB_PREFS));
+    if (!f.optionalObject(SF_LB)) return false;
+    const lb = this.lbFields.atField(this.servicesPath, si, "loadBalancing");
+    if (!lb.readAt(f.offset(SF_LB))) return false;
+    if (lb.optionalArray(LF_PREFERENCE)) {
+      const s = lb.stream;
       let packed: u32 = 0;
-      for (let k = 0; k < list.length && !r.failed(); k++) {
-        const at = r.indexPath(prefsPath, k);
-        const name = r.expectEnum(unchecked(list[k]), at, SCOPES);
-        if (r.failed()) return false;
-        const scope = <u32>SCOPES.indexOf(name) + 1;
+      for (let k = 0; ; k++) {
+        const t = s.next();
+        if (t == JsonToken.EndArray) break;
+        const scope = t == JsonToken.String ? SCOPES.find(s) + 1 : 0;
+        if (scope <= 0) {
+          failEnum(r, r.indexPath(lb.fieldPath("routingPreference"), k), SCOPES.names);
+          return false;
+        }
         for (let j = 0; j < k; j++) {
-          if (((packed >> (<u32>j * 8)) & 0xff) == scope) {
-            r.fail(at, "duplicate scope " + q(name));
+          if (((packed >> (<u32>j * 8)) & 0xff) == <u32>scope) {
+            const at = r.indexPath(lb.fieldPath("routingPreference"), k);
+            r.fail(at, "duplicate scope " + q(unchecked(SCOPES.names[scope - 1])));
             return false;
           }
         }
         // Four distinct scopes at most, so k < 4 here.
-        packed |= scope << (<u32>k * 8);
+        packed |= <u32>scope << (<u32>k * 8);
       }
-      unchecked((m.sLbPrefs[s] = packed));
+      unchecked((m.sLbPrefs[si] = packed));
     }
-    return r.optionalEnum(lb, "mode", path, LB_MODES, "failover") == "standard";
+    if (r.failed()) return false;
+    return lb.optionalEnum(LF_MODE, LB_MODES, 0) == LB_STANDARD;
   }
 
   // ================================================================ derived indexes
@@ -767,11 +1338,49 @@ class MeshParser {
   }
 }
 
+/** The text of the key whose opening quote is at `keyAt` (for a message; moves `s`). */
+function keyText(s: JsonStream, keyAt: i32): string {
+  s.valueAt(keyAt);
+  return s.next() == JsonToken.String ? s.stringValue() : "";
+}
+
+// ==================================================================== entry points
+
 /**
- * Reads `workloads` and `services` of `root` (the filter's own configuration object) into a
- * Mesh. `path` is root's path for messages ("" at the top). Failures are recorded in `reader`
- * (first one wins) and give null. The caller checks unknown fields itself, with MESH_FIELDS
- * added to its own list.
+ * Streams a filter's whole configuration object: `workloads` and `services` go straight into
+ * the Mesh, the filter's own top-level fields (`ownFields`) come back as a small JsonValue
+ * object to read with a ConfigReader, and any other top-level field is refused
+ * (`x: unknown field (known: <ownFields>, workloads, services)`).
+ *
+ * The first problem wins in the order the tree reader had: JSON syntax anywhere ("byte N:
+ * ..."), a root that is not an object, an unknown field (these three leave `own` null); then
+ * the mesh. The caller checks its own fields between the two (see MeshDocument), so its
+ * messages keep their place before the mesh's.
+ */
+export function parseMeshDocument(
+  bytes: ArrayBuffer,
+  ownFields: string[],
+  limits: MeshLimits = DEFAULT_LIMITS,
+): MeshDocument {
+  const stream = new JsonStream(bytes);
+  const scan = new MeshScan();
+  const known = ownFields.concat(MESH_FIELDS);
+  if (!scan.run(stream, new JsonNames(ownFields), known)) return new MeshDocument(null, null, scan.error);
+  const reader = new ConfigReader();
+  const mesh = new MeshParser(reader, limits, stream).run(scan, "");
+  if (mesh === null || reader.failed()) return new MeshDocument(scan.own, null, reader.error());
+  return new MeshDocument(scan.own, mesh, "");
+}
+
+/**
+ * Reads `workloads` and `services` of `root` (the filter's own configuration object, already
+ * parsed into a tree) into a Mesh. `path` is root's path for messages ("" at the top).
+ * Failures are recorded in `reader` (first one wins) and give null. The caller checks unknown
+ * fields itself, with MESH_FIELDS added to its own list.
+ *
+ * For small configurations and tests: the two fields are written back to JSON and streamed
+ * through the same parser as parseMeshDocument, so both give the same model and messages.
+ * Large configurations should use parseMeshDocument and never build the tree.
  */
 export function parseMesh(
   root: JsonValue,
@@ -784,19 +1393,26 @@ export function parseMesh(
     reader.fail(path, "expected an object");
     return null;
   }
-  return new MeshParser(reader, limits).run(root, path);
+  const subset = JsonValue.newObject();
+  for (let i = 0; i < MESH_FIELDS.length; i++) {
+    const key = unchecked(MESH_FIELDS[i]);
+    const value = root.get(key);
+    if (value !== null) subset.addField(key, value);
+  }
+  const stream = JsonStream.fromString(writeJson(subset));
+  const scan = new MeshScan();
+  if (!scan.run(stream, new JsonNames([]), MESH_FIELDS)) {
+    // Only a tree no JSON text can spell (a lone surrogate in a string) gets here.
+    reader.fail(path, scan.error);
+    return null;
+  }
+  return new MeshParser(reader, limits, stream).run(scan, path);
 }
 
 /** Parses a configuration that holds only the mesh (tests, tools). */
 export function parseMeshConfig(bytes: ArrayBuffer, limits: MeshLimits = DEFAULT_LIMITS): MeshParseResult {
-  const parsed = parseJson(bytes);
-  const root = parsed.value;
-  if (!parsed.ok() || root === null) return new MeshParseResult(null, parsed.error);
-  const reader = new ConfigReader();
-  if (!reader.onlyKnownFields(root, "", MESH_FIELDS)) return new MeshParseResult(null, reader.error());
-  const mesh = parseMesh(root, reader, "", limits);
-  if (mesh === null || reader.failed()) return new MeshParseResult(null, reader.error());
-  return new MeshParseResult(mesh, "");
+  const doc = parseMeshDocument(bytes, [], limits);
+  return new MeshParseResult(doc.mesh, doc.error);
 }
 
 /** parseMeshConfig for a string. */

@@ -1,7 +1,8 @@
 // passthrough_mtls plugin configuration: the shared mesh model plus four fields of its own,
 // parsed once per root context. See README.md for every field.
-import { ConfigReader, parseJson } from "../../assembly/json";
-import { Mesh, MESH_FIELDS, parseMesh } from "../../assembly/mesh";
+import { ConfigReader } from "../../assembly/json";
+
+import { Mesh, parseMeshDocument } from "../../assembly/mesh";
 
 export const MODE_DIRECT = "direct";
 export const MODE_SUBSET = "subset";
@@ -31,24 +32,25 @@ function refuse(error: string): PassthroughConfigResult {
   return new PassthroughConfigResult(null, error);
 }
 
+/**
+ * Streams the configuration (no JSON tree: a million pods fit) and reads the four own fields
+ * from the small object parseMeshDocument hands back. Own-field problems are reported before
+ * mesh problems, as the fields are checked first.
+ */
 export function parsePassthroughConfig(bytes: ArrayBuffer): PassthroughConfigResult {
-  const parsed = parseJson(bytes);
-  const root = parsed.value;
-  if (!parsed.ok() || root === null) return refuse(parsed.error);
+  const doc = parseMeshDocument(bytes, OWN_FIELDS);
+  const root = doc.own;
+  if (root === null) return refuse(doc.error); // JSON, root type or unknown field
   const reader = new ConfigReader();
-  if (!root.isObject()) {
-    reader.fail("", "expected an object");
-    return refuse(reader.error());
-  }
-  reader.onlyKnownFields(root, "", OWN_FIELDS.concat(MESH_FIELDS));
   const localNetwork = reader.optionalString(root, "localNetwork", "", "");
   const mode = reader.optionalEnum(root, "mode", "", [MODE_DIRECT, MODE_SUBSET], MODE_DIRECT);
   const mtlsCluster = reader.optionalString(root, "mtlsCluster", "", DEFAULT_MTLS_CLUSTER);
   const subsetCluster = reader.optionalString(root, "subsetCluster", "", DEFAULT_SUBSET_CLUSTER);
   if (!reader.failed() && mtlsCluster.length == 0) reader.fail("mtlsCluster", "must not be empty");
   if (!reader.failed() && subsetCluster.length == 0) reader.fail("subsetCluster", "must not be empty");
-  const mesh: Mesh | null = reader.failed() ? null : parseMesh(root, reader, "");
-  if (mesh === null || reader.failed()) return refuse(reader.error());
+  if (reader.failed()) return refuse(reader.error());
+  const mesh = doc.mesh;
+  if (mesh === null) return refuse(doc.error);
   return new PassthroughConfigResult(
     new PassthroughConfig(
       mesh,

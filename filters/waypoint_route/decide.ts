@@ -128,9 +128,11 @@ function resolveGateway(config: WaypointConfig, instance: i32, scratch: Scratch,
   }
   const port = mesh.refPort(g);
   const target = mesh.refTarget(g);
+  const remoteNetwork = mesh.workloadNetwork(instance);
   if (target == RefTarget.Workload) {
+    // A gateway workload must be usable: healthy, on the instance's network, addressed.
     const gw = mesh.refIndex(g);
-    if (!mesh.workloadAddress(gw, 0, out.nextHop)) {
+    if (!usableGateway(mesh, gw, remoteNetwork) || !mesh.workloadAddress(gw, 0, out.nextHop)) {
       out.outcome = Outcome.ErrorUnknownGateway;
       return false;
     }
@@ -140,15 +142,16 @@ function resolveGateway(config: WaypointConfig, instance: i32, scratch: Scratch,
   } else if (target == RefTarget.Service) {
     // A gateway service: one of its healthy instances on the remote network; the HBONE port may
     // be translated by the service's port map.
+    // A gateway service: its first usable instance on the remote network (gateways need no
+    // sidecar of their own, so tlsMode does not matter here).
     const gs = mesh.refIndex(g);
-    const count = endpointsOf(mesh, gs, scratch);
     let chosen = -1;
     let chosenEndpoint = -1;
-    for (let i = 0; i < count; i++) {
-      const w = unchecked(scratch.candidates[i]);
-      if (mesh.workloadHealthy(w) && mesh.workloadNetwork(w) == mesh.workloadNetwork(instance) && mesh.workloadAddressCount(w) > 0) {
+    for (let e = 0, n = mesh.endpointCount(gs); e < n; e++) {
+      const w = mesh.endpointWorkload(gs, e);
+      if (usableGateway(mesh, w, remoteNetwork)) {
         chosen = w;
-        chosenEndpoint = unchecked(scratch.endpointOf[i]);
+        chosenEndpoint = e;
         break;
       }
     }
@@ -170,6 +173,10 @@ function resolveGateway(config: WaypointConfig, instance: i32, scratch: Scratch,
     return false;
   }
   return true;
+}
+
+function usableGateway(mesh: Mesh, w: i32, network: i32): bool {
+  return w >= 0 && mesh.workloadHealthy(w) && mesh.workloadNetwork(w) == network && mesh.workloadAddressCount(w) > 0;
 }
 
 function hostAuthority(mesh: Mesh, s: i32, port: i32): string {
@@ -211,7 +218,8 @@ function decideWaypoint(config: WaypointConfig, s: i32, r: i32, dst: Address, sc
   if (target == RefTarget.Service) {
     waypointService = mesh.refIndex(r);
     const count = endpointsOf(mesh, waypointService, scratch);
-    instance = bestOf(mesh, s, config.source, scratch.candidates, count);
+    // Ranked by the waypoint service's own load-balancing preference, as ztunnel does.
+    instance = bestOf(mesh, waypointService, config.source, scratch.candidates, count);
   } else if (target == RefTarget.Workload) {
     const w = mesh.refIndex(r);
     scratch.ensure(1);

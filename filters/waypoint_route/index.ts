@@ -35,12 +35,14 @@ const ORIGINAL_DST_ADDRESS = String.UTF8.encode("envoy.network.transport_socket.
 const UPSTREAM_SANS = String.UTF8.encode("envoy.network.upstream_subject_alt_names");
 const DISABLE_TUNNELING = String.UTF8.encode("envoy.tcp_proxy.disable_tunneling");
 const TRUE = String.UTF8.encode("true");
-// Properties (%FILTER_STATE(wasm.<name>:PLAIN)%). Single HBONE uses `authority`; double HBONE
-// hands every value to the inner/outer internal listeners through set_filter_state relays.
+// Properties (%FILTER_STATE(wasm.<name>:PLAIN)%). `authority` is the CONNECT this listener's
+// tcp_proxy opens (the only one for HBONE, the inner one for double HBONE). The outer layer's
+// values go to the internal listener that opens the outer CONNECT through a set_filter_state
+// relay in the shipped config (wasm-written state is not shared with upstream).
 const AUTHORITY = propertyPath(["authority"]);
-const INNER_SANS = propertyPath(["inner_sans"]);
+const OUTER_AUTHORITY = propertyPath(["outer_authority"]);
+const OUTER_ADDRESS = propertyPath(["outer_address"]);
 const OUTER_SANS = propertyPath(["outer_sans"]);
-const NEXT_HOP = propertyPath(["next_hop"]);
 
 const OUTCOME_NAMES: string[] = [
   "hbone_waypoint",
@@ -140,12 +142,19 @@ class WaypointConnection extends ConnectionContext {
     return FilterStatus.Continue;
   }
 
+  /**
+   * Double HBONE: this listener's tcp_proxy opens the INNER CONNECT (inner mTLS to the waypoint or
+   * target, whose identity is pinned here) over the double-HBONE cluster, whose endpoint is an
+   * internal listener that opens the OUTER CONNECT to the gateway with the relayed values.
+   */
   private double(config: WaypointConfig, dst: Address, d: Decision): FilterStatus {
+    const authority = utf8(d.authority);
     const ok =
-      setPropertyBytes(AUTHORITY, utf8(d.authority)) == WasmResult.Ok &&
-      setPropertyBytes(INNER_SANS, utf8(d.sans)) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(UPSTREAM_SANS, utf8(d.sans)) == WasmResult.Ok &&
+      setPropertyBytes(AUTHORITY, authority) == WasmResult.Ok &&
+      setPropertyBytes(OUTER_AUTHORITY, authority) == WasmResult.Ok &&
+      setPropertyBytes(OUTER_ADDRESS, utf8(formatAddress(d.nextHop))) == WasmResult.Ok &&
       setPropertyBytes(OUTER_SANS, utf8(d.gatewaySans)) == WasmResult.Ok &&
-      setPropertyBytes(NEXT_HOP, utf8(formatAddress(d.nextHop))) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.doubleHboneCluster) == WasmResult.Ok;
     if (!ok) return this.reject();
     if (logEnabled(LogLevel.Debug)) this.trace(config, dst, d, "double_hbone");

@@ -12,7 +12,28 @@ export function newBuffer(length: i32): ArrayBuffer {
   return new ArrayBuffer(length);
 }
 
-/** Parses the configuration into the kept mesh; 1 on success. */
+/** A raw block, as the host gets from the guest's `malloc` for proxy_get_buffer_bytes. */
+export function hostBlock(length: i32): usize {
+  return heap.alloc(<usize>max(length, 1));
+}
+
+/** Frees a hostBlock. */
+export function freeBlock(ptr: usize): void {
+  heap.free(ptr);
+}
+
+/**
+ * What assembly/runtime does with the configuration the host wrote into a `malloc` block:
+ * copy it into a managed ArrayBuffer and free the block (takeHostValue).
+ */
+export function takeHostBlock(ptr: usize, length: i32): ArrayBuffer {
+  const copy = new ArrayBuffer(length);
+  memory.copy(changetype<usize>(copy), ptr, <usize>length);
+  heap.free(ptr);
+  return copy;
+}
+
+/** Parses the configuration (streaming) into the kept mesh; 1 on success. */
 export function configure(bytes: ArrayBuffer): i32 {
   const result = parseMeshConfig(bytes);
   const m = result.mesh;
@@ -21,7 +42,7 @@ export function configure(bytes: ArrayBuffer): i32 {
   return 1;
 }
 
-/** Parses the JSON only and keeps the tree (to size the tree alone); 1 on success. */
+/** Parses the JSON only and keeps the tree (what the tree-based configure used to need). */
 export function parseTree(bytes: ArrayBuffer): i32 {
   const result = parseJson(bytes);
   tree = result.value;

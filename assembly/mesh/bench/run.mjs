@@ -1,9 +1,21 @@
 #!/usr/bin/env node
-// Measures the mesh model at several sizes: configure time, linear memory, retained model
-// bytes per pod, and lookup cost. Usage (repo root):
-//   node assembly/mesh/bench/run.mjs [pods ...]        default: 1000 100000
-// 1M pods needs ~4 GB of wasm memory and ~1 min (the JSON tree, see README.md); run it as
-//   node --expose-gc assembly/mesh/bench/run.mjs 1000000
+// Measures the mesh model at several sizes: the VM's linear memory after configure, configure
+// time, retained model bytes per pod, and lookup cost. Usage (repo root):
+//   node --expose-gc assembly/mesh/bench/run.mjs [--tree] [--peak] [pods ...]   default: 1000 100000
+// 1M pods takes ~20 s and ~1 GB. --tree also sizes the JsonValue tree parseJson would build
+// (what configure needed before it streamed): ~3.6 KB per pod, 3.6 GB at 1M pods. --peak
+// also bisects configure's own peak heap need (configurePeakBytesPerPod; ~10 more runs).
+//
+// Memory figures are the wasm memory's byteLength, which only ever grows: what the VM keeps.
+//   vmBytesPerPod          the configuration arrives as proxy_on_configure delivers it
+//                          (host writes a malloc'd block, the runtime copies it into an
+//                          ArrayBuffer and frees the block), then configure; total ÷ pods
+//   managedInputBytesPerPod the configuration is one ArrayBuffer from the start; total ÷ pods
+//   configureBytesPerPod   what configure adds to linear memory on top of its input; the
+//                          allocator grows memory by at least its current size, so this is
+//                          about the input size again, whatever configure needs
+//   configurePeakBytesPerPod (--peak) the heap configure needs at its peak, without that effect
+//   inputBytesPerPod       the JSON text itself
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 
@@ -51,27 +63,38 @@ async function instance() {
   return (await WebAssembly.instantiate(wasm, { env })).instance.exports;
 }
 
+/** The configuration as one pinned ArrayBuffer; its pointer. */
 function copyIn(x, bytes) {
   const ptr = x.__pin(x.newBuffer(bytes.length)) >>> 0; // addresses above 2 GB come back negative
   new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
   return ptr;
 }
 
+/** The configuration the way proxy_on_configure gets it (malloc'd block → ArrayBuffer). */
+function deliver(x, bytes) {
+  const block = x.hostBlock(bytes.length) >>> 0;
+  new Uint8Array(x.memory.buffer, block, bytes.length).set(bytes);
+  return x.__pin(x.takeHostBlock(block, bytes.length)) >>> 0;
+}
+
 const MB = 1048576;
 
-async function measure(pods) {
+async function measure(pods, withTree) {
   const text = snapshot(pods);
-  // 1. The JSON tree alone, in a fresh instance (dropped before the next one is made).
-  let treeBytes = 0;
+  const result = { pods, ok: true, jsonMB: +(text.length / MB).toFixed(1) };
+  // 1. As the filter gets it, in a fresh instance.
   {
-    const a = await instance();
-    const inA = copyIn(a, text);
-    const baseA = a.memory.buffer.byteLength;
-    a.parseTree(inA);
-    treeBytes = a.memory.buffer.byteLength - baseA;
+    const v = await instance();
+    const input = deliver(v, text);
+    const t = performance.now();
+    result.ok &&= v.configure(input) === 1;
+    result.firstConfigureMs = performance.now() - t;
+    v.__unpin(input);
+    v.__collect();
+    result.vmBytesPerPod = Math.round(v.memory.buffer.byteLength / pods);
   }
   globalThis.gc?.();
-  // 2. The whole configure in another fresh instance (its peak includes the tree).
+  // 2. The input as one managed buffer: timing, memory above the input, lookups.
   const x = await instance();
   const input = copyIn(x, text);
   const base = x.memory.buffer.byteLength;
@@ -80,8 +103,7 @@ async function measure(pods) {
   const configureMs = performance.now() - t0;
   x.__unpin(input);
   x.__collect();
-  const peak = x.memory.buffer.byteLength;
-  // 3. Lookups.
+  const after = x.memory.buffer.byteLength;
   const iterations = 2_000_000;
   x.lookups(10_000, pods);
   const t1 = performance.now();
@@ -91,19 +113,65 @@ async function measure(pods) {
   const t2 = performance.now();
   const istio = x.connections(iterations, pods);
   const connectionNs = ((performance.now() - t2) * 1e6) / iterations;
-  return {
-    pods,
-    ok: ok === 1 && hits === iterations && istio === iterations,
-    jsonMB: +(text.length / MB).toFixed(1),
-    configureMs: Math.round(configureMs),
+  Object.assign(result, {
+    ok: result.ok && ok === 1 && hits === iterations && istio === iterations,
+    // Each configure runs once in a fresh instance; the faster of the two (shared machine).
+    configureMs: Math.round(Math.min(configureMs, result.firstConfigureMs)),
+    configureUsPerPod: +((Math.min(configureMs, result.firstConfigureMs) * 1000) / pods).toFixed(2),
+    managedInputBytesPerPod: Math.round(after / pods),
+    configureBytesPerPod: +((after - base) / pods).toFixed(1),
+    inputBytesPerPod: Math.round(text.length / pods),
     retainedBytesPerPod: +(x.retainedBytes() / pods).toFixed(1),
-    jsonTreeBytesPerPod: Math.round(treeBytes / pods),
-    peakLinearMemoryMB: Math.round(peak / MB),
-    peakBytesPerPodAboveInput: Math.round((peak - base) / pods),
+    linearMemoryMB: Math.round(after / MB),
     randomLookupNs: +lookupNs.toFixed(1),
     perConnectionNs: +connectionNs.toFixed(1),
-  };
+  });
+  delete result.firstConfigureMs;
+  // 3. Optionally: the JsonValue tree alone, in a fresh instance.
+  if (withTree) {
+    globalThis.gc?.();
+    const a = await instance();
+    const inA = copyIn(a, text);
+    const baseA = a.memory.buffer.byteLength;
+    a.parseTree(inA);
+    result.jsonTreeBytesPerPod = Math.round((a.memory.buffer.byteLength - baseA) / pods);
+  }
+  return result;
 }
 
-const sizes = process.argv.slice(2).map(Number);
-for (const pods of sizes.length ? sizes : [1000, 100000]) console.log(JSON.stringify(await measure(pods)));
+/**
+ * The heap configure needs at its peak (model + parse temporaries + fragmentation), free of
+ * the allocator's growth policy: the smallest free space R, reserved right after the input,
+ * in which configure runs without growing memory (bisection, fresh instance per try).
+ */
+async function peakNeed(text) {
+  const fits = async (reserve) => {
+    const x = await instance();
+    const block = x.hostBlock(text.length + reserve) >>> 0; // grows memory to hold both
+    x.freeBlock(block); // one free region
+    const input = copyIn(x, text); // placed at its start
+    const before = x.memory.buffer.byteLength;
+    const ok = x.configure(input) === 1;
+    return ok && x.memory.buffer.byteLength == before;
+  };
+  let lo = 0;
+  let hi = 64 * 1024 * 1024 + text.length;
+  while (!(await fits(hi))) hi *= 2;
+  while (hi - lo > Math.max(65536, hi / 100)) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (await fits(mid)) hi = mid;
+    else lo = mid;
+    globalThis.gc?.();
+  }
+  return hi;
+}
+
+const args = process.argv.slice(2);
+const withTree = args.includes("--tree");
+const withPeak = args.includes("--peak");
+const sizes = args.filter((a) => !a.startsWith("--")).map(Number);
+for (const pods of sizes.length ? sizes : [1000, 100000]) {
+  const result = await measure(pods, withTree);
+  if (withPeak) result.configurePeakBytesPerPod = +((await peakNeed(snapshot(pods))) / pods).toFixed(1);
+  console.log(JSON.stringify(result));
+}

@@ -1,0 +1,1117 @@
+// A pull (streaming) JSON reader over UTF-8 bytes already in linear memory.
+//
+// `parseJson` builds a JsonValue tree: about 15 bytes of tree per byte of text, which at a
+// million pods is gigabytes of linear memory that the VM keeps forever (wasm memory never
+// shrinks). JsonStream hands out one token at a time instead and builds nothing: the caller
+// copies what it wants to keep straight into its own structures.
+//
+// Use: `next()` returns the next JsonToken; after a Key the next token starts its value. The
+// string accessors (stringEquals, stringHash, stringPtr, sameStringAt; JsonNames.find) work on
+// the current key or string in place; stringValue() decodes it. skip(t) skips the rest of a
+// value, readValue() builds it as a JsonValue. A value's tokenOffset() can be kept and the
+// value read later with valueAt(offset) on a fork() (same bytes, its own position).
+//
+// Validation is exactly parseJson's (same checks, same order, same offsets and messages):
+// strict UTF-8 (checked once up front, as parseJson does), string escapes and lone
+// surrogates, the number grammar and range, the nesting limit, duplicate keys, trailing data.
+// A document therefore fails here with the very "byte N: reason" that parseJson would give.
+//
+// Never traps: every read is bounds-checked (-1 past the end), the container stack is bounded
+// by MAX_DEPTH, and the first error is sticky (every later `next()` answers Error).
+//
+// Allocation: none per token, except when the caller asks for a string (`stringValue`) or a
+// tree (`readValue`), and for the rare number that needs exact big-number arithmetic (one
+// with more than 15 significant digits or a fraction/exponent, and only when the caller asks
+// for its value, or when it is 1e308 or larger and must be range-checked). Bookkeeping grows
+// amortised: the key stack (16 bytes per key of the objects currently open) and, for objects
+// with more than SMALL_OBJECT keys, a hash index of their keys.
+//
+// Duplicate keys: every object is checked, as parseJson does, so the reader is a drop-in
+// validator. The keys of the objects currently open are kept as byte ranges of the input
+// (hash, start, end, escaped) on one stack; a key is compared with the earlier keys of its own
+// object by hash first, then by bytes (or by decoded code points when either has escapes, so
+// "a" and "\u0061" are duplicates). Objects with up to SMALL_OBJECT keys are scanned
+// linearly; a larger one gets a hash index (reused per depth), so a hostile object with a
+// million keys costs linear time, not quadratic.
+import { Decimal } from "./number";
+import { MAX_DEPTH } from "./parser";
+import { quoteForMessage } from "./quote";
+import { findInvalidUtf8At } from "./utf8";
+import { JsonValue } from "./value";
+
+/** What `next()` read. */
+export enum JsonToken {
+  /** Malformed input (or a misuse): see `error()`. Sticky. */
+  Error = 0,
+  /** The document is complete (after `valueAt`: that one value is complete). */
+  End = 1,
+  BeginObject = 2,
+  EndObject = 3,
+  BeginArray = 4,
+  EndArray = 5,
+  /** An object key (its ':' already read); the next token starts its value. */
+  Key = 6,
+  String = 7,
+  Number = 8,
+  True = 9,
+  False = 10,
+  Null = 11,
+}
+
+// Where the reader stands between tokens.
+const S_VALUE: i32 = 0; // a value must come next
+const S_FIRST_MEMBER: i32 = 1; // just after '{': '}' or a key
+const S_FIRST_ITEM: i32 = 2; // just after '[': ']' or a value
+const S_AFTER_VALUE: i32 = 3; // after a value in a container: ',' or the closing bracket
+const S_DONE: i32 = 4; // the outermost value is complete
+const S_ENDED: i32 = 5; // End was returned
+
+const IN_OBJECT: u8 = 1;
+const IN_ARRAY: u8 = 2;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** Objects with at most this many keys check duplicates by a linear scan. */
+const SMALL_OBJECT: i32 = 16;
+/** Ints per key on the key stack: hash, content start, content end, escaped (0/1). */
+const KEY_INTS: i32 = 4;
+
+const EMPTY_INDEX = new StaticArray<i32>(0);
+
+function isDigit(c: i32): bool {
+  return c >= 0x30 && c <= 0x39;
+}
+
+function hexValue(c: i32): i32 {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
+  if (c >= 0x41 && c <= 0x46) return c - 0x41 + 10;
+  return -1;
+}
+
+/** How an unexpected byte is named in a message (as parseJson names it). */
+function describeByte(c: i32): string {
+  if (c >= 0x21 && c <= 0x7e) return "character '" + String.fromCharCode(c) + "'";
+  const hex = "0123456789abcdef";
+  return "byte 0x" + hex.charAt((c >> 4) & 15) + hex.charAt(c & 15);
+}
+
+// FNV-1a over bytes, finished with murmur3's mixer so every bit depends on every byte.
+const FNV_OFFSET: u32 = 2166136261;
+const FNV_PRIME: u32 = 16777619;
+
+// @ts-ignore: decorator
+@inline function fnvStep(h: u32, b: u32): u32 {
+  return (h ^ b) * FNV_PRIME;
+}
+
+// @ts-ignore: decorator
+@inline function fnvFinish(h: u32): u32 {
+  h ^= h >> 16;
+  h *= 0x85ebca6b;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35;
+  h ^= h >> 16;
+  return h;
+}
+
+/**
+ * Hash of `len` UTF-8 bytes at `ptr`. A string token's `stringHash()` equals hashBytes of its
+ * decoded text's UTF-8, so callers can index texts by their bytes and look tokens up.
+ */
+export function hashBytes(ptr: usize, len: i32): u32 {
+  let h = FNV_OFFSET;
+  for (let i = 0; i < len; i++) h = fnvStep(h, <u32>load<u8>(ptr + <usize>i));
+  return fnvFinish(h);
+}
+
+// ---- Byte-level work as free functions over (base, n, index) -------------------------------
+//
+// A method would spill `this` to the GC's shadow stack (and zero a frame) around every field
+// access, which costs more than the work itself; these take plain integers instead.
+
+/** The byte at `i` of [0, n), or -1 outside. */
+// @ts-ignore: decorator
+@inline function byteAt(base: usize, n: i32, i: i32): i32 {
+  return <u32>i < <u32>n ? <i32>load<u8>(base + <usize>i) : -1;
+}
+
+/** The first index >= i that is not JSON whitespace. */
+function skipSpace(base: usize, n: i32, i: i32): i32 {
+  while (i < n) {
+    const c = load<u8>(base + <usize>i);
+    // RFC 8259 whitespace is exactly these four bytes.
+    if (c != 0x20 && c != 0x0a && c != 0x0d && c != 0x09) break;
+    i++;
+  }
+  return i;
+}
+
+// Results of scanLiteral: the closing quote's index in the low 32 bits, plus these flags.
+const SCAN_ESCAPED: i64 = 1 << 32;
+const SCAN_CONTROL: i64 = 1 << 33; // the low bits are the control character's index
+const SCAN_UNTERMINATED: i64 = 1 << 34;
+
+/** Finds the end of the string literal opening at `open` (see the SCAN_ flags). */
+function scanLiteral(base: usize, n: i32, open: i32): i64 {
+  let i = open + 1;
+  let escaped: i64 = 0;
+  while (i < n) {
+    const c = <i32>load<u8>(base + <usize>i);
+    if (c == QUOTE) return escaped | <i64>i;
+    if (c < 0x20) return SCAN_CONTROL | <i64>i;
+    if (c == BACKSLASH) {
+      escaped = SCAN_ESCAPED;
+      i += 2; // the escaped byte cannot end the string; it is checked with the escapes
+    } else {
+      i++;
+    }
+  }
+  return SCAN_UNTERMINATED | <i64>open;
+}
+
+/** 4 hex digits at `i`; -1 when any is missing or not hex. */
+function hex4(base: usize, n: i32, i: i32): i32 {
+  let v = 0;
+  for (let k = 0; k < 4; k++) {
+    const d = hexValue(byteAt(base, n, i + k));
+    if (d < 0) return -1;
+    v = (v << 4) | d;
+  }
+  return v;
+}
+
+// Results of escapeProblem: the escape's index in the low 32 bits, plus the kind.
+const ESCAPE_INVALID: i64 = 1 << 32;
+const ESCAPE_BAD_U: i64 = 2 << 32;
+const ESCAPE_SURROGATE: i64 = 3 << 32;
+
+/** The first bad escape in string content [from, to) (parseJson's checks, in its order), or -1. */
+function escapeProblem(base: usize, n: i32, from: i32, to: i32): i64 {
+  let i = from;
+  while (i < to) {
+    const c = byteAt(base, n, i);
+    if (c != BACKSLASH) {
+      // Raw UTF-8, already validated: the lead byte gives the length.
+      i += c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+      continue;
+    }
+    const e = byteAt(base, n, i + 1);
+    if (e == QUOTE || e == BACKSLASH || e == 0x2f || e == 0x62 || e == 0x66 || e == 0x6e || e == 0x72 || e == 0x74) {
+      i += 2;
+      continue;
+    }
+    if (e != 0x75) return ESCAPE_INVALID | <i64>i;
+    const u = hex4(base, n, i + 2);
+    if (u < 0) return ESCAPE_BAD_U | <i64>i;
+    if (u >= 0xdc00 && u <= 0xdfff) return ESCAPE_SURROGATE | <i64>i;
+    if (u >= 0xd800 && u <= 0xdbff) {
+      // A high surrogate must be followed by a low one, as a second escape.
+      const low = byteAt(base, n, i + 6) == BACKSLASH && byteAt(base, n, i + 7) == 0x75 ? hex4(base, n, i + 8) : -1;
+      if (low < 0xdc00 || low > 0xdfff) return ESCAPE_SURROGATE | <i64>i;
+      i += 12;
+      continue;
+    }
+    i += 6;
+  }
+  return -1;
+}
+
+/**
+ * The code point at `i` of validated string content (an escape, a surrogate-pair escape or
+ * raw UTF-8): the code point in the low 32 bits, the index of the next one in the high 32.
+ */
+function codePointAt(base: usize, n: i32, i: i32): i64 {
+  const c = byteAt(base, n, i);
+  let cp = c;
+  let next = i + 1;
+  if (c == BACKSLASH) {
+    const e = byteAt(base, n, i + 1);
+    next = i + 2;
+    if (e == 0x62) cp = 0x08;
+    else if (e == 0x66) cp = 0x0c;
+    else if (e == 0x6e) cp = 0x0a;
+    else if (e == 0x72) cp = 0x0d;
+    else if (e == 0x74) cp = 0x09;
+    else if (e != 0x75) cp = e; // '"', '\\', '/'
+    else {
+      cp = hex4(base, n, i + 2);
+      next = i + 6;
+      if (cp >= 0xd800 && cp <= 0xdbff) {
+        const low = hex4(base, n, i + 8);
+        if (low >= 0xdc00 && low <= 0xdfff) {
+          cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+          next = i + 12;
+        }
+      }
+    }
+  } else if (c >= 0xf0) {
+    cp = ((c & 0x07) << 18) | ((byteAt(base, n, i + 1) & 0x3f) << 12) | ((byteAt(base, n, i + 2) & 0x3f) << 6);
+    cp |= byteAt(base, n, i + 3) & 0x3f;
+    next = i + 4;
+  } else if (c >= 0xe0) {
+    cp = ((c & 0x0f) << 12) | ((byteAt(base, n, i + 1) & 0x3f) << 6) | (byteAt(base, n, i + 2) & 0x3f);
+    next = i + 3;
+  } else if (c >= 0x80) {
+    cp = ((c & 0x1f) << 6) | (byteAt(base, n, i + 1) & 0x3f);
+    next = i + 2;
+  }
+  return (<i64>next << 32) | <i64>(<u32>cp);
+}
+
+/** Hash of the decoded text of content [from, to): the hash of its UTF-8 bytes. */
+function hashContent(base: usize, n: i32, from: i32, to: i32, escaped: bool): u32 {
+  if (!escaped) return hashBytes(base + <usize>from, to - from);
+  let h = FNV_OFFSET;
+  let i = from;
+  while (i < to) {
+    const r = codePointAt(base, n, i);
+    const cp = <u32>r;
+    i = <i32>(r >> 32);
+    // The code point's UTF-8 bytes, as an unescaped spelling would have them.
+    if (cp < 0x80) {
+      h = fnvStep(h, cp);
+    } else if (cp < 0x800) {
+      h = fnvStep(h, 0xc0 | (cp >> 6));
+      h = fnvStep(h, 0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      h = fnvStep(h, 0xe0 | (cp >> 12));
+      h = fnvStep(h, 0x80 | ((cp >> 6) & 0x3f));
+      h = fnvStep(h, 0x80 | (cp & 0x3f));
+    } else {
+      h = fnvStep(h, 0xf0 | (cp >> 18));
+      h = fnvStep(h, 0x80 | ((cp >> 12) & 0x3f));
+      h = fnvStep(h, 0x80 | ((cp >> 6) & 0x3f));
+      h = fnvStep(h, 0x80 | (cp & 0x3f));
+    }
+  }
+  return fnvFinish(h);
+}
+
+/** Whether two string contents of the input decode to the same text. */
+function sameContent(base: usize, n: i32, aFrom: i32, aTo: i32, aEsc: bool, bFrom: i32, bTo: i32, bEsc: bool): bool {
+  if (!aEsc && !bEsc) {
+    const len = aTo - aFrom;
+    if (bTo - bFrom != len) return false;
+    return memory.compare(base + <usize>aFrom, base + <usize>bFrom, <usize>len) == 0;
+  }
+  let i = aFrom;
+  let k = bFrom;
+  while (i < aTo && k < bTo) {
+    const a = codePointAt(base, n, i);
+    const b = codePointAt(base, n, k);
+    if (<u32>a != <u32>b) return false;
+    i = <i32>(a >> 32);
+    k = <i32>(b >> 32);
+  }
+  return i >= aTo && k >= bTo;
+}
+
+/** Matches `len` (<= 5) bytes of `word` (little-endian in a u64) at `start`; the first mismatch or -1. */
+function literalMismatch(base: usize, n: i32, start: i32, word: u64, len: i32): i32 {
+  for (let k = 0; k < len; k++) {
+    if (byteAt(base, n, start + k) != <i32>((word >> (<u64>k << 3)) & 0xff)) return start + k;
+  }
+  return -1;
+}
+
+const WORD_TRUE: u64 = 0x65757274; // "true"
+const WORD_FALSE: u64 = 0x65736c6166; // "false"
+const WORD_NULL: u64 = 0x6c6c756e; // "null"
+
+// Results of scanNumber: the end index in the low 32 bits, plus these flags; on a grammar
+// error the flag NUMBER_BAD and the kind, with the error's index in the low bits.
+const NUMBER_PLAIN: i64 = 1 << 32; // an integer of at most 15 digits: exact without Decimal
+const NUMBER_RANGE: i64 = 1 << 33; // must be range-checked exactly (1e308 <= |value| < 1e310)
+const NUMBER_HUGE: i64 = 1 << 34; // certainly beyond the double range
+const NUMBER_BAD: i64 = 1 << 40;
+const NUMBER_LEADING_ZERO: i64 = 1 << 41;
+const NUMBER_NO_DIGIT: i64 = 2 << 41; // after '-'
+const NUMBER_NO_FRACTION: i64 = 3 << 41; // after '.'
+const NUMBER_NO_EXPONENT: i64 = 4 << 41;
+
+/**
+ * A number literal at `start`: parseJson's grammar checks, and where its value lies. The value
+ * is in [10^(top-1), 10^top) with `top` from the first nonzero digit and the exponent: below
+ * 10^308 it is certainly finite, from 10^310 on certainly not (doubles end near 1.8e308); only
+ * literals in between need the exact conversion.
+ */
+function scanNumber(base: usize, n: i32, start: i32): i64 {
+  let i = start;
+  if (byteAt(base, n, i) == 0x2d) i++;
+  const intStart = i;
+  if (byteAt(base, n, i) == 0x30) {
+    i++;
+    if (isDigit(byteAt(base, n, i))) return NUMBER_BAD | NUMBER_LEADING_ZERO | <i64>i;
+  } else if (isDigit(byteAt(base, n, i))) {
+    while (isDigit(byteAt(base, n, i))) i++;
+  } else {
+    return NUMBER_BAD | NUMBER_NO_DIGIT | <i64>i;
+  }
+  const intEnd = i;
+  let fracEnd = i;
+  if (byteAt(base, n, i) == 0x2e) {
+    i++;
+    if (!isDigit(byteAt(base, n, i))) return NUMBER_BAD | NUMBER_NO_FRACTION | <i64>i;
+    while (isDigit(byteAt(base, n, i))) i++;
+    fracEnd = i;
+  }
+  let exponent: i64 = 0;
+  const e = byteAt(base, n, i);
+  if (e == 0x65 || e == 0x45) {
+    i++;
+    const sign = byteAt(base, n, i);
+    if (sign == 0x2b || sign == 0x2d) i++;
+    if (!isDigit(byteAt(base, n, i))) return NUMBER_BAD | NUMBER_NO_EXPONENT | <i64>i;
+    while (isDigit(byteAt(base, n, i))) {
+      // Clamped like Decimal's: far beyond anything a double can hold.
+      if (exponent < 100000) exponent = exponent * 10 + <i64>(byteAt(base, n, i) - 0x30);
+      i++;
+    }
+    if (sign == 0x2d) exponent = -exponent;
+  }
+  if (i == intEnd && intEnd - intStart <= 15) return NUMBER_PLAIN | <i64>i;
+  // Index of the first nonzero digit among the integer then the fraction digits.
+  let first = -1;
+  for (let k = intStart; k < intEnd && first < 0; k++) {
+    if (byteAt(base, n, k) != 0x30) first = k - intStart;
+  }
+  for (let k = intEnd + 1; k < fracEnd && first < 0; k++) {
+    if (byteAt(base, n, k) != 0x30) first = intEnd - intStart + (k - intEnd - 1);
+  }
+  if (first < 0) return <i64>i; // zero
+  const top = <i64>(intEnd - intStart) - <i64>first + exponent;
+  if (top <= 308) return <i64>i;
+  return (top > 310 ? NUMBER_HUGE : NUMBER_RANGE) | <i64>i;
+}
+
+/** The value of a plain integer literal (at most 15 digits) at [start, end). */
+function plainInteger(base: usize, n: i32, start: i32, end: i32): i64 {
+  let i = start;
+  const negative = byteAt(base, n, i) == 0x2d;
+  if (negative) i++;
+  let v: i64 = 0;
+  for (; i < end; i++) v = v * 10 + <i64>(byteAt(base, n, i) - 0x30);
+  return negative ? -v : v;
+}
+
+export class JsonStream {
+  private buffer: ArrayBuffer;
+  private base: usize;
+  private length: i32;
+  private pos: i32 = 0;
+  private state: i32 = S_VALUE;
+  /** true: the whole input is one document (trailing data is an error); false after valueAt. */
+  private whole: bool = true;
+  /** Keys are not checked for duplicates (a fork over a document already read in full). */
+  private trusted: bool = false;
+
+  // Open containers: kind per level, and where each object's keys start on the key stack.
+  private open: i32 = 0;
+  private kinds: StaticArray<u8> = new StaticArray<u8>(MAX_DEPTH + 1);
+  private keyBase: StaticArray<i32> = new StaticArray<i32>(MAX_DEPTH + 1);
+  // Keys of the open objects, KEY_INTS ints each.
+  private keys: StaticArray<i32> = new StaticArray<i32>(64 * KEY_INTS);
+  private keyCount: i32 = 0;
+  // Hash index of a large object's keys, one per depth (entries: key-stack index + 1).
+  private indexes: Array<StaticArray<i32>> = new Array<StaticArray<i32>>(MAX_DEPTH + 1);
+  private indexMask: StaticArray<i32> = new StaticArray<i32>(MAX_DEPTH + 1);
+
+  // The current token.
+  private tok: JsonToken = JsonToken.End;
+  private tokAt: i32 = 0; // offset of its first byte (the opening quote of a string)
+  private strFrom: i32 = 0; // string / key content: [strFrom, strTo), escapes undecoded
+  private strTo: i32 = 0;
+  private strEscaped: bool = false;
+  private numEnd: i32 = 0;
+  private numPlain: bool = false; // an integer of at most 15 digits: exact without Decimal
+
+  private errAt: i32 = -1;
+  private errReason: string = "";
+  private view: Uint8Array | null = null;
+
+  /** A reader over the whole of `bytes` (one JSON document). Validates UTF-8 up front. */
+  constructor(bytes: ArrayBuffer) {
+    this.buffer = bytes;
+    this.base = changetype<usize>(bytes);
+    this.length = bytes.byteLength;
+    for (let d = 0; d <= MAX_DEPTH; d++) {
+      this.indexes[d] = EMPTY_INDEX;
+      unchecked((this.indexMask[d] = -1));
+    }
+    const bad = findInvalidUtf8At(this.base, this.length);
+    if (bad >= 0) this.fail(bad, "invalid UTF-8");
+  }
+
+  /** A reader over a string's UTF-8 encoding (tests, literals). */
+  static fromString(text: string): JsonStream {
+    return new JsonStream(String.UTF8.encode(text));
+  }
+
+  /**
+   * A second reader over the same bytes, for reading values at recorded offsets while this
+   * one keeps its place (see valueAt). Skips the UTF-8 check this one already did; a reader
+   * that failed forks into a failed one. `trusted`: this reader has already read the whole
+   * document without error, so the fork skips the duplicate-key check (every other check
+   * stays, so it still cannot go wrong on any input).
+   */
+  fork(trusted: bool = false): JsonStream {
+    const other = new JsonStream(new ArrayBuffer(0));
+    other.buffer = this.buffer;
+    other.base = this.base;
+    other.length = this.length;
+    other.errAt = this.errAt;
+    other.errReason = this.errReason;
+    other.state = S_ENDED;
+    other.whole = false;
+    other.trusted = trusted;
+    return other;
+  }
+
+  // ================================================================ errors
+
+  failed(): bool {
+    return this.errAt >= 0;
+  }
+
+  /** "byte N: reason" (parseJson's format), or "" when nothing failed. */
+  error(): string {
+    return this.errAt < 0 ? "" : "byte " + this.errAt.toString() + ": " + this.errReason;
+  }
+
+  /** Byte offset of the first error, or -1. */
+  errorOffset(): i32 {
+    return this.errAt;
+  }
+
+  /** The reason alone ("unexpected end of input"), or "". */
+  errorReason(): string {
+    return this.errReason;
+  }
+
+  // ================================================================ position
+
+  /** Containers currently open around the reader (0 at the top level). */
+  depth(): i32 {
+    return this.open;
+  }
+
+  /** Total input length in bytes. */
+  byteLength(): i32 {
+    return this.length;
+  }
+
+  /**
+   * Restarts the reader at `offset`, where a value starts (an offset earlier read from
+   * `tokenOffset()`): the next `next()` reads that value, and once it is complete `next()`
+   * answers End (what follows it is not looked at). Keeps a failed reader failed.
+   */
+  valueAt(offset: i32): void {
+    if (this.errAt >= 0) return;
+    this.pos = offset;
+    this.state = S_VALUE;
+    this.whole = false;
+    this.open = 0;
+    this.keyCount = 0;
+    this.tok = JsonToken.End;
+  }
+
+  // ================================================================ tokens
+
+  /** Reads the next token. */
+  next(): JsonToken {
+    if (this.errAt >= 0) return (this.tok = JsonToken.Error);
+    const state = this.state;
+    if (state == S_ENDED) return (this.tok = JsonToken.End);
+    const base = this.base;
+    const n = this.length;
+    let i = skipSpace(base, n, this.pos);
+    if (state == S_VALUE) return this.value(i);
+    if (state == S_AFTER_VALUE) {
+      const c = byteAt(base, n, i);
+      const inObject = unchecked(this.kinds[this.open - 1]) == IN_OBJECT;
+      if (c == (inObject ? 0x7d : 0x5d)) return this.close(i, inObject);
+      if (c != 0x2c) return this.unexpected(i, inObject ? "expected ',' or '}'" : "expected ',' or ']'");
+      i = skipSpace(base, n, i + 1);
+      return inObject ? this.key(i) : this.value(i);
+    }
+    if (state == S_FIRST_MEMBER) return byteAt(base, n, i) == 0x7d ? this.close(i, true) : this.key(i);
+    if (state == S_FIRST_ITEM) return byteAt(base, n, i) == 0x5d ? this.close(i, false) : this.value(i);
+    // S_DONE
+    if (this.whole && i < n) return this.fail(i, "unexpected data after JSON value");
+    this.state = S_ENDED;
+    return (this.tok = JsonToken.End);
+  }
+
+  /** The last token `next()` returned. */
+  token(): JsonToken {
+    return this.tok;
+  }
+
+  /** Offset of the current token's first byte (a string's opening quote, a bracket). */
+  tokenOffset(): i32 {
+    return this.tokAt;
+  }
+
+  /**
+   * Given `t`, the token that starts a value (as just returned by next()), skips the rest of
+   * that value, validating it. True on success; false for Error or a token that does not
+   * start a value (End, Key, EndObject, EndArray).
+   */
+  skip(t: JsonToken): bool {
+    if (t == JsonToken.BeginObject || t == JsonToken.BeginArray) {
+      const outer = this.open - 1;
+      while (true) {
+        const u = this.next();
+        if (u == JsonToken.Error || u == JsonToken.End) return false;
+        if (this.open == outer) return true;
+      }
+    }
+    return t >= JsonToken.String;
+  }
+
+  /** Reads and skips the next value (after a Key, or where a value is due). */
+  skipValue(): bool {
+    return this.skip(this.next());
+  }
+
+  /** Reads the next value as a JsonValue tree (as parseJson builds it); null on error. */
+  readValue(): JsonValue | null {
+    return this.build(this.next());
+  }
+
+  /** The tree of the value whose first token `t` was just returned; null on error. */
+  build(t: JsonToken): JsonValue | null {
+    if (t == JsonToken.String) return JsonValue.fromString(this.stringValue());
+    if (t == JsonToken.Number) return this.numberJson();
+    if (t == JsonToken.True) return JsonValue.fromBool(true);
+    if (t == JsonToken.False) return JsonValue.fromBool(false);
+    if (t == JsonToken.Null) return JsonValue.fromNull();
+    if (t == JsonToken.BeginArray) {
+      const items = new Array<JsonValue>();
+      while (true) {
+        const u = this.next();
+        if (u == JsonToken.EndArray) return JsonValue.fromArray(items);
+        const item = this.build(u);
+        if (item === null) return null;
+        items.push(item);
+      }
+    }
+    if (t == JsonToken.BeginObject) {
+      const obj = JsonValue.newObject();
+      while (true) {
+        const u = this.next();
+        if (u == JsonToken.EndObject) return obj;
+        if (u != JsonToken.Key) return null;
+        const key = this.stringValue();
+        const value = this.readValue();
+        if (value === null) return null;
+        obj.addField(key, value);
+      }
+    }
+    return null;
+  }
+
+  // ================================================================ strings (Key, String)
+
+  /** Byte length of the current string's content as written (escapes undecoded). */
+  stringByteLength(): i32 {
+    return this.isText() ? this.strTo - this.strFrom : 0;
+  }
+
+  /** Address of that content in linear memory: its UTF-8 text when !stringEscaped(). */
+  stringPtr(): usize {
+    return this.base + <usize>this.strFrom;
+  }
+
+  /** The current token is a key or a string. */
+  isString(): bool {
+    return this.isText();
+  }
+
+  /** True when the current string holds escapes (its bytes are then not its text). */
+  stringEscaped(): bool {
+    return this.isText() && this.strEscaped;
+  }
+
+  /** The current key or string, decoded (allocates); "" for other tokens. */
+  stringValue(): string {
+    if (!this.isText()) return "";
+    const from = this.strFrom;
+    const to = this.strTo;
+    if (!this.strEscaped) return String.UTF8.decodeUnsafe(this.base + <usize>from, <usize>(to - from));
+    // Every UTF-16 unit written consumes at least one input byte, so this is large enough.
+    const out = new Uint16Array(to - from);
+    const base = this.base;
+    const n = this.length;
+    let count = 0;
+    let i = from;
+    while (i < to) {
+      const r = codePointAt(base, n, i);
+      const cp = <i32>(<u32>r);
+      i = <i32>(r >> 32);
+      if (cp >= 0x10000) {
+        if (count + 1 >= out.length) break; // unreachable for validated input; keeps writes in bounds
+        unchecked((out[count++] = <u16>(0xd800 + ((cp - 0x10000) >> 10))));
+        unchecked((out[count++] = <u16>(0xdc00 + ((cp - 0x10000) & 0x3ff))));
+      } else {
+        if (count >= out.length) break;
+        unchecked((out[count++] = <u16>cp));
+      }
+    }
+    return String.UTF16.decodeUnsafe(out.dataStart, <usize>count << 1);
+  }
+
+  /** Whether the current key or string decodes to `text`. No allocation. */
+  stringEquals(text: string): bool {
+    if (!this.isText()) return false;
+    const base = this.base;
+    const n = this.length;
+    const from = this.strFrom;
+    const to = this.strTo;
+    const units = text.length;
+    if (!this.strEscaped) {
+      // UTF-8 takes 1..3 bytes per UTF-16 unit, and exactly 1 for ASCII.
+      const bytes = to - from;
+      if (bytes < units || bytes > 3 * units) return false;
+      let ascii = true;
+      if (bytes == units) {
+        for (let k = 0; k < units; k++) {
+          const c = <i32>text.charCodeAt(k);
+          if (c >= 0x80) {
+            ascii = false;
+            break;
+          }
+          if (<i32>load<u8>(base + <usize>(from + k)) != c) return false;
+        }
+      } else {
+        for (let k = 0; k < units && ascii; k++) ascii = text.charCodeAt(k) < 0x80;
+      }
+      if (ascii) return bytes == units;
+    }
+    // Non-ASCII text or escapes: compare code point by code point.
+    let i = from;
+    let k = 0;
+    while (i < to) {
+      const r = codePointAt(base, n, i);
+      i = <i32>(r >> 32);
+      if (k >= units) return false;
+      const c = text.codePointAt(k);
+      if (c != <i32>(<u32>r)) return false;
+      k += c >= 0x10000 ? 2 : 1;
+    }
+    return k == units;
+  }
+
+  /** Hash of the current string's decoded text (= hashBytes of its UTF-8). No allocation. */
+  stringHash(): u32 {
+    return this.isText() ? hashContent(this.base, this.length, this.strFrom, this.strTo, this.strEscaped) : 0;
+  }
+
+  /**
+   * Whether the current key or string has the same decoded text as the string literal whose
+   * opening quote is at `quoteOffset` (an offset read earlier from tokenOffset()). No
+   * allocation.
+   */
+  sameStringAt(quoteOffset: i32): bool {
+    const base = this.base;
+    const n = this.length;
+    if (!this.isText() || byteAt(base, n, quoteOffset) != QUOTE) return false;
+    const r = scanLiteral(base, n, quoteOffset);
+    if ((r & (SCAN_CONTROL | SCAN_UNTERMINATED)) != 0) return false;
+    const end = <i32>(r & 0xffffffff);
+    const escaped = (r & SCAN_ESCAPED) != 0;
+    return sameContent(base, n, this.strFrom, this.strTo, this.strEscaped, quoteOffset + 1, end, escaped);
+  }
+
+  // ================================================================ scalars
+
+  /** The current True/False token's value; false otherwise. */
+  boolValue(): bool {
+    return this.tok == JsonToken.True;
+  }
+
+  /** The current number's nearest double (correctly rounded); 0 for other tokens. */
+  numberValue(): f64 {
+    if (this.tok != JsonToken.Number) return 0;
+    if (this.numPlain) return this.plainValue();
+    return Decimal.fromLiteral(this.bytes(), this.tokAt, this.numEnd).toF64();
+  }
+
+  /** True when the current number's literal is exactly an integer in i64 ("80", "8e1", "80.0"). */
+  numberIsInteger(): bool {
+    if (this.tok != JsonToken.Number) return false;
+    if (this.numPlain) return true;
+    return Decimal.fromLiteral(this.bytes(), this.tokAt, this.numEnd).isI64();
+  }
+
+  /** That integer; 0 unless numberIsInteger(). */
+  numberInteger(): i64 {
+    if (this.tok != JsonToken.Number) return 0;
+    if (this.numPlain) return plainInteger(this.base, this.length, this.tokAt, this.numEnd);
+    return Decimal.fromLiteral(this.bytes(), this.tokAt, this.numEnd).toI64();
+  }
+
+  /** The current number's literal bytes: [tokenOffset(), numberEnd()). */
+  numberEnd(): i32 {
+    return this.tok == JsonToken.Number ? this.numEnd : this.tokAt;
+  }
+
+  // ================================================================ internals: reading
+
+  // @ts-ignore: decorator
+  @inline private isText(): bool {
+    return this.tok == JsonToken.String || this.tok == JsonToken.Key;
+  }
+
+  /** Records the first failure; returns Error so callers can `return this.fail(...)`. */
+  private fail(offset: i32, reason: string): JsonToken {
+    if (this.errAt < 0) {
+      this.errAt = offset;
+      this.errReason = reason;
+    }
+    return (this.tok = JsonToken.Error);
+  }
+
+  /** A failure where `expected` was wanted; the end of input gets its own reason. */
+  private unexpected(offset: i32, expected: string): JsonToken {
+    return this.fail(offset, <u32>offset >= <u32>this.length ? "unexpected end of input" : expected);
+  }
+
+  // The messages that are built, kept out of the hot functions (their temporaries would
+  // enlarge every call's shadow-stack frame).
+
+  private failByte(at: i32): JsonToken {
+    const c = byteAt(this.base, this.length, at);
+    return this.unexpected(at, "unexpected " + describeByte(c));
+  }
+
+  private failNesting(at: i32): JsonToken {
+    return this.fail(at, "nesting deeper than " + MAX_DEPTH.toString());
+  }
+
+  private failDuplicate(at: i32): JsonToken {
+    return this.fail(at, "duplicate key " + quoteForMessage(this.stringValue()));
+  }
+
+  /** After a complete value: where the reader stands next. */
+  // @ts-ignore: decorator
+  @inline private afterValue(): void {
+    this.state = this.open == 0 ? S_DONE : S_AFTER_VALUE;
+  }
+
+  /** The closing bracket at `at` of the innermost container. */
+  private close(at: i32, object: bool): JsonToken {
+    this.tokAt = at;
+    this.pos = at + 1;
+    const level = --this.open;
+    if (object) this.keyCount = unchecked(this.keyBase[level]);
+    this.afterValue();
+    return (this.tok = object ? JsonToken.EndObject : JsonToken.EndArray);
+  }
+
+  /** A value starting at `at` (whitespace already skipped). */
+  private value(at: i32): JsonToken {
+    const c = byteAt(this.base, this.length, at);
+    this.tokAt = at;
+    if (c == QUOTE) {
+      if (!this.readString(at)) return JsonToken.Error;
+      this.afterValue();
+      return (this.tok = JsonToken.String);
+    }
+    if (c == 0x7b || c == 0x5b) {
+      const level = this.open;
+      if (level >= MAX_DEPTH) return this.failNesting(at);
+      this.pos = at + 1;
+      this.open = level + 1;
+      if (c == 0x7b) {
+        unchecked((this.kinds[level] = IN_OBJECT));
+        unchecked((this.keyBase[level] = this.keyCount));
+        unchecked((this.indexMask[level] = -1));
+        this.state = S_FIRST_MEMBER;
+        return (this.tok = JsonToken.BeginObject);
+      }
+      unchecked((this.kinds[level] = IN_ARRAY));
+      this.state = S_FIRST_ITEM;
+      return (this.tok = JsonToken.BeginArray);
+    }
+    if (c == 0x2d || isDigit(c)) return this.number(at);
+    if (c == 0x74) return this.literal(at, WORD_TRUE, 4, JsonToken.True);
+    if (c == 0x66) return this.literal(at, WORD_FALSE, 5, JsonToken.False);
+    if (c == 0x6e) return this.literal(at, WORD_NULL, 4, JsonToken.Null);
+    return this.failByte(at);
+  }
+
+  private literal(start: i32, word: u64, len: i32, t: JsonToken): JsonToken {
+    const bad = literalMismatch(this.base, this.length, start, word, len);
+    if (bad >= 0) return this.unexpected(bad, "invalid literal");
+    this.pos = start + len;
+    this.afterValue();
+    return (this.tok = t);
+  }
+
+  /** A key at `at`: its string, the duplicate check, then ':'. */
+  private key(at: i32): JsonToken {
+    this.tokAt = at;
+    // A '}' here after a ',' is a trailing comma, which JSON does not allow.
+    if (byteAt(this.base, this.length, at) != QUOTE) return this.unexpected(at, "expected a string key");
+    if (!this.readString(at)) return JsonToken.Error;
+    this.tok = JsonToken.Key; // so that stringValue() works for the message
+    if (!this.trusted && !this.addKey()) return this.failDuplicate(at);
+    const colon = skipSpace(this.base, this.length, this.pos);
+    if (byteAt(this.base, this.length, colon) != 0x3a) return this.unexpected(colon, "expected ':' after key");
+    this.pos = colon + 1;
+    this.state = S_VALUE;
+    return JsonToken.Key;
+  }
+
+  /** Reads the string literal opening at `open` into the token fields, checking escapes. */
+  private readString(open: i32): bool {
+    const base = this.base;
+    const n = this.length;
+    const r = scanLiteral(base, n, open);
+    const at = <i32>(r & 0xffffffff);
+    if ((r & SCAN_UNTERMINATED) != 0) {
+      this.fail(open, "unterminated string");
+      return false;
+    }
+    if ((r & SCAN_CONTROL) != 0) {
+      this.fail(at, "control character in string");
+      return false;
+    }
+    const escaped = (r & SCAN_ESCAPED) != 0;
+    this.strFrom = open + 1;
+    this.strTo = at;
+    this.strEscaped = escaped;
+    this.pos = at + 1;
+    if (!escaped) return true;
+    const problem = escapeProblem(base, n, open + 1, at);
+    if (problem < 0) return true;
+    const where = <i32>(problem & 0xffffffff);
+    const kind = problem & ~<i64>0xffffffff;
+    if (kind == ESCAPE_INVALID) this.fail(where, "invalid escape");
+    else if (kind == ESCAPE_BAD_U) this.fail(where, "invalid \\u escape");
+    else this.fail(where, "lone surrogate in \\u escape");
+    return false;
+  }
+
+  /** A number at `start`: parseJson's grammar checks, then the range check. */
+  private number(start: i32): JsonToken {
+    const r = scanNumber(this.base, this.length, start);
+    const at = <i32>(r & 0xffffffff);
+    if ((r & NUMBER_BAD) != 0) {
+      const kind = r & ~(NUMBER_BAD | 0xffffffff);
+      if (kind == NUMBER_LEADING_ZERO) return this.fail(at, "leading zero in number");
+      if (kind == NUMBER_NO_DIGIT) return this.unexpected(at, "expected a digit after '-'");
+      if (kind == NUMBER_NO_FRACTION) return this.unexpected(at, "expected a digit after '.'");
+      return this.unexpected(at, "expected a digit in exponent");
+    }
+    this.pos = at;
+    this.numEnd = at;
+    this.numPlain = (r & NUMBER_PLAIN) != 0;
+    if ((r & NUMBER_HUGE) != 0 || ((r & NUMBER_RANGE) != 0 && !this.finite(start, at))) {
+      return this.fail(start, "number out of range");
+    }
+    this.afterValue();
+    return (this.tok = JsonToken.Number);
+  }
+
+  /** The exact check for a literal near the top of the double range (allocates; rare). */
+  private finite(start: i32, end: i32): bool {
+    return isFinite(Decimal.fromLiteral(this.bytes(), start, end).toF64());
+  }
+
+  private plainValue(): f64 {
+    const v = plainInteger(this.base, this.length, this.tokAt, this.numEnd);
+    // "-0" is the double -0, as parseJson has it.
+    return v == 0 && byteAt(this.base, this.length, this.tokAt) == 0x2d ? -0.0 : <f64>v;
+  }
+
+  /** The current number as parseJson builds it. */
+  private numberJson(): JsonValue {
+    if (this.numPlain) {
+      return JsonValue.fromNumber(this.plainValue(), true, plainInteger(this.base, this.length, this.tokAt, this.numEnd));
+    }
+    const d = Decimal.fromLiteral(this.bytes(), this.tokAt, this.numEnd);
+    const exact = d.isI64();
+    return JsonValue.fromNumber(d.toF64(), exact, exact ? d.toI64() : 0);
+  }
+
+  /** A byte view of the input for Decimal (made on first use: the rare slow path). */
+  private bytes(): Uint8Array {
+    let view = this.view;
+    if (view === null) {
+      view = Uint8Array.wrap(this.buffer);
+      this.view = view;
+    }
+    return view;
+  }
+
+  // ================================================================ internals: keys
+
+  /**
+   * Pushes the current key onto the key stack of the innermost object; false when that object
+   * already has a key with the same decoded text.
+   */
+  private addKey(): bool {
+    const level = this.open - 1;
+    if (level < 0) return true; // cannot happen: keys are read inside an object
+    const base = this.base;
+    const n = this.length;
+    const from = this.strFrom;
+    const to = this.strTo;
+    const escaped = this.strEscaped;
+    const hash = hashContent(base, n, from, to, escaped);
+    const first = unchecked(this.keyBase[level]);
+    const count = this.keyCount;
+    const mask = unchecked(this.indexMask[level]);
+    if (mask < 0) {
+      const keys = changetype<usize>(this.keys);
+      for (let k = first; k < count; k++) {
+        const at = keys + (<usize>(k * KEY_INTS) << 2);
+        if (load<u32>(at) != hash) continue;
+        if (sameContent(base, n, load<i32>(at, 4), load<i32>(at, 8), load<i32>(at, 12) != 0, from, to, escaped)) {
+          return false;
+        }
+      }
+    } else if (this.findIndexed(level, mask, hash)) {
+      return false;
+    }
+    this.pushKey(hash);
+    const size = count + 1 - first;
+    if (mask >= 0) {
+      if (size * 2 > mask + 1) this.buildIndex(level, (mask + 1) * 2);
+      else this.insertIndexed(level, mask, count, hash);
+    } else if (size > SMALL_OBJECT) {
+      this.buildIndex(level, SMALL_OBJECT * 4);
+    }
+    return true;
+  }
+
+  private pushKey(hash: u32): void {
+    let keys = this.keys;
+    const at = this.keyCount * KEY_INTS;
+    if (at + KEY_INTS > keys.length) {
+      const bigger = new StaticArray<i32>(keys.length * 2);
+      memory.copy(changetype<usize>(bigger), changetype<usize>(keys), <usize>keys.length << 2);
+      this.keys = keys = bigger;
+    }
+    unchecked((keys[at] = <i32>hash));
+    unchecked((keys[at + 1] = this.strFrom));
+    unchecked((keys[at + 2] = this.strTo));
+    unchecked((keys[at + 3] = this.strEscaped ? 1 : 0));
+    this.keyCount++;
+  }
+
+  /** (Re)builds the key index of the object at `level` with `capacity` slots (a power of 2). */
+  private buildIndex(level: i32, capacity: i32): void {
+    let table = unchecked(this.indexes[level]);
+    if (table.length < capacity) {
+      table = new StaticArray<i32>(capacity);
+      unchecked((this.indexes[level] = table));
+    } else {
+      memory.fill(changetype<usize>(table), 0, <usize>capacity << 2);
+    }
+    const mask = capacity - 1;
+    unchecked((this.indexMask[level] = mask));
+    const keys = this.keys;
+    for (let k = unchecked(this.keyBase[level]); k < this.keyCount; k++) {
+      this.insertIndexed(level, mask, k, <u32>unchecked(keys[k * KEY_INTS]));
+    }
+  }
+
+  private insertIndexed(level: i32, mask: i32, k: i32, hash: u32): void {
+    const table = unchecked(this.indexes[level]);
+    if (mask >= table.length) return;
+    let i = <i32>(hash & <u32>mask);
+    for (let probes = 0; probes <= mask; probes++) {
+      if (unchecked(table[i]) == 0) {
+        unchecked((table[i] = k + 1));
+        return;
+      }
+      i = (i + 1) & mask;
+    }
+  }
+
+  /** Whether the object at `level` has an earlier key equal to the current one (by its index). */
+  private findIndexed(level: i32, mask: i32, hash: u32): bool {
+    const table = unchecked(this.indexes[level]);
+    if (mask >= table.length) return false;
+    const base = this.base;
+    const n = this.length;
+    const keys = this.keys;
+    let i = <i32>(hash & <u32>mask);
+    for (let probes = 0; probes <= mask; probes++) {
+      const entry = unchecked(table[i]);
+      if (entry == 0) return false;
+      const at = (entry - 1) * KEY_INTS;
+      if (at + 3 < keys.length && <u32>unchecked(keys[at]) == hash) {
+        const from = unchecked(keys[at + 1]);
+        const to = unchecked(keys[at + 2]);
+        const escaped = unchecked(keys[at + 3]) != 0;
+        if (sameContent(base, n, from, to, escaped, this.strFrom, this.strTo, this.strEscaped)) return true;
+      }
+      i = (i + 1) & mask;
+    }
+    return false;
+  }
+}
+
+/**
+ * A fixed list of texts (an object's known keys, an enum's values) matched against the current
+ * key or string of a JsonStream by their UTF-8 bytes: a length compare, then memcmp. Build it
+ * once (it encodes the texts); `find` allocates nothing.
+ */
+export class JsonNames {
+  private data: ArrayBuffer;
+  /** Name k's bytes are data[starts[k] .. starts[k + 1]). */
+  private starts: StaticArray<i32>;
+
+  constructor(readonly names: string[]) {
+    const n = names.length;
+    const starts = new StaticArray<i32>(n + 1);
+    let total = 0;
+    for (let k = 0; k < n; k++) {
+      unchecked((starts[k] = total));
+      total += String.UTF8.byteLength(unchecked(names[k]));
+    }
+    unchecked((starts[n] = total));
+    const data = new ArrayBuffer(total);
+    for (let k = 0; k < n; k++) {
+      const bytes = String.UTF8.encode(unchecked(names[k]));
+      memory.copy(changetype<usize>(data) + <usize>unchecked(starts[k]), changetype<usize>(bytes), <usize>bytes.byteLength);
+    }
+    this.starts = starts;
+    this.data = data;
+  }
+
+  get length(): i32 {
+    return this.names.length;
+  }
+
+  /** The index of the current key or string of `s` among the names, or -1. */
+  find(s: JsonStream): i32 {
+    const n = this.names.length;
+    const len = s.stringByteLength(); // 0 for a token that is not a key or string
+    if (s.stringEscaped() || (len == 0 && !s.isString())) {
+      for (let k = 0; k < n; k++) if (s.stringEquals(unchecked(this.names[k]))) return k;
+      return -1;
+    }
+    const ptr = s.stringPtr();
+    const base = changetype<usize>(this.data);
+    const starts = changetype<usize>(this.starts);
+    const first = len > 0 ? <u32>load<u8>(ptr) : 0;
+    let from = load<i32>(starts);
+    for (let k = 0; k < n; k++) {
+      const to = load<i32>(starts + (<usize>(k + 1) << 2));
+      if (to - from == len && (len == 0 || <u32>load<u8>(base + <usize>from) == first)) {
+        let i = 1;
+        while (i < len && load<u8>(base + <usize>(from + i)) == load<u8>(ptr + <usize>i)) i++;
+        if (i >= len) return k;
+      }
+      from = to;
+    }
+    return -1;
+  }
+}

@@ -1,0 +1,111 @@
+// waypoint_route in the real Envoy: a client sidecar, a local waypoint, the remote network's
+// east-west gateway and a remote waypoint (four Envoys, the shipped configs), real mTLS at both
+// layers with test-made SPIFFE certificates, sidecar-style capture in a private netns, and
+// configuration updates pushed to the running client by ECDS.
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { connect } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { CLIENT_ADDRESS } from "../support/capture.js";
+import { sleep } from "../support/envoy.js";
+import { exchange } from "../support/tcp.js";
+import { gatewayWithCert, WaypointTopology } from "../../scripts/demo/waypoint_route_topology.js";
+
+const VIP = "127.10.1.1"; // my-svc.default: waypoint local (net1) and remote (net2, behind the gateway)
+const ISOLATED_VIP = "127.10.1.3"; // its only waypoint instance is on net3, which has no gateway
+const HOSTNAME_AUTHORITY = "my-svc.default.svc.cluster.local:80";
+const SLEEP = "spiffe://cluster.local/ns/default/sa/sleep";
+
+function dial(host: string, payload: Buffer | string) {
+  return exchange(host, 80, payload, 10_000, CLIENT_ADDRESS);
+}
+
+function counter(stats: Map<string, number>, name: string): number {
+  return stats.get(`wasmcustom.waypoint_route.${name}`) ?? 0;
+}
+
+/** Retries until the reply comes from `backend` (an ECDS update takes a few milliseconds). */
+async function dialUntil(backend: string, payload: Buffer): Promise<Buffer> {
+  let received = Buffer.alloc(0);
+  for (let attempt = 0; attempt < 50; attempt++) {
+    received = (await dial(VIP, payload)).received;
+    if (received.subarray(0, backend.length).toString() === backend) return received;
+    await sleep(100);
+  }
+  return received;
+}
+
+describe("waypoint_route: single and double HBONE in the real Envoy", () => {
+  const mesh = new WaypointTopology();
+
+  before(async () => mesh.start());
+  after(async () => mesh.stop());
+
+  it("sends a service connection to the healthy local waypoint with :authority VIP:80", async () => {
+    const payload = randomBytes(128 * 1024);
+    const reply = await dial(VIP, payload);
+    assert.deepEqual(reply.received, Buffer.concat([Buffer.from("backend-net1\n"), payload]));
+    await sleep(100);
+    assert.match(mesh.localWaypoint.accessLog(), new RegExp(`waypoint authority=${VIP.replaceAll(".", "\\.")}:80 peer=${SLEEP.replaceAll("/", "\\/")} `));
+    assert.equal(counter(await mesh.client.stats(), "hbone_waypoint"), 1);
+  });
+
+  it("fails over through the gateway to the remote waypoint when the local one is marked unhealthy, without a restart", async () => {
+    // A connection opened before the update keeps working after it.
+    const open = connect({ host: VIP, port: 80, localAddress: CLIENT_ADDRESS });
+    const banner = await new Promise<string>((done) => open.once("data", (chunk) => done(chunk.toString())));
+    assert.equal(banner, "backend-net1\n");
+
+    mesh.setLocalWaypointHealthy(false);
+    const payload = randomBytes(256 * 1024);
+    const received = await dialUntil("backend-net2", payload);
+    assert.deepEqual(received, Buffer.concat([Buffer.from("backend-net2\n"), payload]), "bytes unchanged end to end");
+
+    const echoed = await new Promise<string>((done) => {
+      open.once("data", (chunk) => done(chunk.toString()));
+      open.write("still here");
+    });
+    assert.equal(echoed, "still here");
+    open.destroy();
+  });
+
+  it("shows the gateway only the outer CONNECT and the remote waypoint the inner one, both with <hostname>:80", async () => {
+    await sleep(100);
+    const gateway = mesh.gateway.accessLog();
+    const waypoint = mesh.remoteWaypoint.accessLog();
+    assert.match(gateway, new RegExp(`gateway authority=${HOSTNAME_AUTHORITY.replaceAll(".", "\\.")} peer=${SLEEP.replaceAll("/", "\\/")} `));
+    // The remote waypoint's TLS peer is the client sidecar, its TCP peer the gateway: the inner
+    // mTLS runs end to end through a gateway that cannot read it.
+    assert.match(waypoint, new RegExp(`waypoint authority=${HOSTNAME_AUTHORITY.replaceAll(".", "\\.")} peer=${SLEEP.replaceAll("/", "\\/")} from=127\\.0\\.0\\.51:`));
+    // Every CONNECT either of them saw names the original service port: never 8080, never 15008.
+    const authorities = [...`${gateway}${waypoint}`.matchAll(/authority=(\S+)/g)].map((match) => match[1]);
+    assert.ok(authorities.length >= 2);
+    assert.deepEqual([...new Set(authorities)], [HOSTNAME_AUTHORITY]);
+    assert.ok(counter(await mesh.client.stats(), "double_hbone_waypoint") >= 1);
+  });
+
+  it("keeps the previous configuration when an invalid update arrives", async () => {
+    mesh.push('{"localWorkload": "not-an-ip"}');
+    await sleep(500);
+    const stats = await mesh.client.stats();
+    assert.ok((stats.get("extension_config_discovery.network_filter.waypoint_route.update_rejected") ?? 0) >= 1);
+    const reply = await dial(VIP, "after a bad update");
+    assert.equal(reply.received.toString(), "backend-net2\nafter a bad update");
+  });
+
+  it("closes a connection whose only waypoint is on a network without a gateway, and counts the rule", async () => {
+    const reply = await dial(ISOLATED_VIP, "nothing may leave");
+    assert.equal(reply.received.length, 0);
+    assert.equal(counter(await mesh.client.stats(), "error_no_valid_destination"), 1);
+  });
+
+  it("refuses a gateway presenting the wrong identity", async () => {
+    await mesh.replaceGateway(gatewayWithCert("eastwest-rogue"));
+    const before = mesh.backends[1]!.accepted;
+    const reply = await dial(VIP, "must not pass");
+    assert.equal(reply.received.length, 0);
+    assert.equal(mesh.backends[1]!.accepted, before);
+    const stats = await mesh.client.stats();
+    assert.ok((stats.get("cluster.waypoint_route_outer.ssl.fail_verify_san") ?? 0) >= 1);
+  });
+});
