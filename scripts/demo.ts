@@ -4,8 +4,9 @@
 import { passthroughMtlsScenario } from "./demo/passthrough_mtls.js";
 import { probeScenario } from "./demo/probe.js";
 import { tunnelPortScenario } from "./demo/tunnel_port.js";
+import { waypointRouteScenario } from "./demo/waypoint_route.js";
 
-const results = [await probeScenario(), await passthroughMtlsScenario(), await tunnelPortScenario()];
+const results = [await probeScenario(), await passthroughMtlsScenario(), await tunnelPortScenario(), await waypointRouteScenario()];
 const ok = results.every(Boolean);
 console.log(ok ? "demo: every connection went where the filters said, bytes intact" : "demo: FAILED (see <-- WRONG)");
 process.exit(ok ? 0 : 1);
