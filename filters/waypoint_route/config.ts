@@ -1,7 +1,7 @@
 // waypoint_route plugin configuration: the shared mesh model, this sidecar's own workload (its
 // network and locality drive every choice), and the two clusters. See README.md.
-import { ConfigReader, parseJson } from "../../assembly/json";
-import { Address, IpParse, Mesh, MESH_FIELDS, parseIpString, parseMesh } from "../../assembly/mesh";
+import { ConfigReader } from "../../assembly/json";
+import { Address, IpParse, Mesh, parseIpString, parseMeshDocument } from "../../assembly/mesh";
 
 const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "unknownDestination"];
 
@@ -25,24 +25,21 @@ function refuse(error: string): WaypointConfigResult {
   return new WaypointConfigResult(null, error);
 }
 
+/** Streams the configuration (no JSON tree: large meshes fit); own fields are checked first. */
 export function parseWaypointConfig(bytes: ArrayBuffer): WaypointConfigResult {
-  const parsed = parseJson(bytes);
-  const root = parsed.value;
-  if (!parsed.ok() || root === null) return refuse(parsed.error);
+  const doc = parseMeshDocument(bytes, OWN_FIELDS);
+  const root = doc.own;
+  if (root === null) return refuse(doc.error); // JSON, root type or unknown field
   const reader = new ConfigReader();
-  if (!root.isObject()) {
-    reader.fail("", "expected an object");
-    return refuse(reader.error());
-  }
-  reader.onlyKnownFields(root, "", OWN_FIELDS.concat(MESH_FIELDS));
   const local = reader.requireString(root, "localWorkload", "");
   const hbone = reader.optionalString(root, "hboneCluster", "", "waypoint_route_hbone");
   const double = reader.optionalString(root, "doubleHboneCluster", "", "waypoint_route_double_hbone");
   const unknown = reader.optionalEnum(root, "unknownDestination", "", ["passthrough", "refuse"], "passthrough");
   if (!reader.failed() && hbone.length == 0) reader.fail("hboneCluster", "must not be empty");
   if (!reader.failed() && double.length == 0) reader.fail("doubleHboneCluster", "must not be empty");
-  const mesh: Mesh | null = reader.failed() ? null : parseMesh(root, reader, "");
-  if (mesh === null || reader.failed()) return refuse(reader.error());
+  if (reader.failed()) return refuse(reader.error());
+  const mesh = doc.mesh;
+  if (mesh === null) return refuse(doc.error);
   const address = new Address();
   if (parseIpString(local, address) != IpParse.Ok) {
     reader.fail("localWorkload", "not an IP address: \"" + local + "\"");
