@@ -7,8 +7,6 @@ import { fileURLToPath } from "node:url";
 import { ProxyWasmHost, type HostOptions } from "../../host/index.js";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-export const PROBE_WASM = join(REPO, "build/fixtures/host_probe.wasm");
-export const NOOP_WASM = join(REPO, "build/noop.wasm");
 
 function newestSource(dirs: string[]): number {
   let newest = 0;
@@ -24,13 +22,24 @@ function newestSource(dirs: string[]): number {
 
 const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
+/** Where scripts/build.mjs writes `name`: filters in build/, test fixtures in build/fixtures/. */
+function artifact(name: string): { wasm: string; sources: string[] } {
+  const fixture = existsSync(join(REPO, "tests/fixtures", name));
+  const own = join(REPO, fixture ? "tests/fixtures" : "filters", name);
+  const shared = ["assembly/runtime", "assembly/mesh", "assembly/json"].map((dir) => join(REPO, dir));
+  return { wasm: join(REPO, fixture ? "build/fixtures" : "build", `${name}.wasm`), sources: [own, ...shared] };
+}
+
 /**
- * Builds `name` with scripts/build.mjs when its .wasm is missing or older than its sources or the
- * runtime. Test files run in parallel processes, so a lock directory serialises the builds.
+ * The compiled `name` (a filter or a test fixture), built with scripts/build.mjs when missing or
+ * older than its sources or the shared libraries. Test files run in parallel processes, so a
+ * lock directory serialises the builds. `<NAME>_WASM` (e.g. TUNNEL_PORT_WASM) runs the tests on
+ * another build instead, such as a deliberately broken one to check the tests can fail.
  */
-export function ensureBuilt(name: "host_probe" | "noop"): string {
-  const wasm = name === "noop" ? NOOP_WASM : PROBE_WASM;
-  const sources = [join(REPO, "assembly/runtime"), join(REPO, name === "noop" ? "filters/noop" : "tests/fixtures/host_probe")];
+export function ensureBuilt(name: string): string {
+  const override = process.env[`${name.toUpperCase()}_WASM`];
+  if (override) return override;
+  const { wasm, sources } = artifact(name);
   const stale = () => !existsSync(wasm) || statSync(wasm).mtimeMs < newestSource(sources);
   if (!stale()) return wasm;
   mkdirSync(join(REPO, "build"), { recursive: true });

@@ -3,9 +3,6 @@
 // filter's decision table, odd destinations, bad configurations, refused writes and large tables.
 // Run: node --import tsx --test tests/host/passthrough_mtls.test.ts
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { describe, it } from "node:test";
 import {
   Connection,
@@ -15,55 +12,10 @@ import {
   type ConnectOptions,
   type HostOptions,
 } from "../../host/index.js";
-import { REPO } from "./helpers.js";
+import { ensureBuilt } from "./helpers.js";
 
 // ---------------------------------------------------------------- build
 
-const WASM = join(REPO, "build/passthrough_mtls.wasm");
-const SOURCES = ["filters/passthrough_mtls", "assembly/runtime", "assembly/mesh", "assembly/json"].map((d) => join(REPO, d));
-
-function newestSource(): number {
-  let newest = 0;
-  for (const dir of SOURCES) {
-    for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-      if (entry.isFile() && entry.name.endsWith(".ts")) {
-        newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
-      }
-    }
-  }
-  return newest;
-}
-
-const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-
-/**
- * Builds build/passthrough_mtls.wasm when missing or older than its sources (same lock as
- * helpers.ts). PASSTHROUGH_MTLS_WASM runs the tests on another build instead (e.g. a mutant).
- */
-function ensureBuilt(): string {
-  const override = process.env.PASSTHROUGH_MTLS_WASM;
-  if (override) return override;
-  const stale = () => !existsSync(WASM) || statSync(WASM).mtimeMs < newestSource();
-  if (!stale()) return WASM;
-  mkdirSync(join(REPO, "build"), { recursive: true });
-  const lock = join(REPO, "build/.host-tests-build.lock");
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}; remove it if stale`);
-      sleep(200);
-    }
-  }
-  try {
-    if (stale()) execFileSync(process.execPath, ["scripts/build.mjs", "passthrough_mtls"], { cwd: REPO, stdio: "inherit" });
-  } finally {
-    rmdirSync(lock);
-  }
-  return WASM;
-}
 
 // ---------------------------------------------------------------- the mesh under test
 
@@ -152,7 +104,7 @@ const COUNTERS = ["mtls", "headless", "passthrough", "no_destination", "rejected
 type CounterName = (typeof COUNTERS)[number];
 
 async function start(config: unknown, options: HostOptions = {}): Promise<ProxyWasmHost> {
-  const host = await ProxyWasmHost.fromFile(ensureBuilt(), {
+  const host = await ProxyWasmHost.fromFile(ensureBuilt("passthrough_mtls"), {
     rootId: "passthrough_mtls",
     pluginConfiguration: typeof config === "string" ? config : JSON.stringify(config),
     ...options,
@@ -699,7 +651,7 @@ describe("passthrough_mtls: invalid configuration", () => {
   for (const [what, configuration, message] of BAD) {
     it(`refuses ${what} with one error line naming it, without trapping`, async () => {
       // Envoy checks the configuration in a canary VM first; the refusal stops there.
-      const host = await ProxyWasmHost.fromFile(ensureBuilt(), { rootId: "passthrough_mtls", pluginConfiguration: configuration });
+      const host = await ProxyWasmHost.fromFile(ensureBuilt("passthrough_mtls"), { rootId: "passthrough_mtls", pluginConfiguration: configuration });
       assert.equal(host.start(), false);
       assert.match(host.startFailure ?? "", /proxy_on_configure returned false/);
       assert.equal(host.failed, false);
@@ -710,7 +662,7 @@ describe("passthrough_mtls: invalid configuration", () => {
       );
 
       // The same in the main VM (no canary): one line, refused, no trap.
-      const direct = await ProxyWasmHost.fromFile(ensureBuilt(), {
+      const direct = await ProxyWasmHost.fromFile(ensureBuilt("passthrough_mtls"), {
         rootId: "passthrough_mtls",
         pluginConfiguration: configuration,
         canary: false,

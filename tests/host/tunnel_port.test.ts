@@ -5,60 +5,12 @@
 // plus bad configurations, refused writes and 10,000 connections.
 // Run: node --import tsx --test tests/host/tunnel_port.test.ts
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { describe, it } from "node:test";
 import { Connection, ProxyWasmHost, WasmResult, type ConnectOptions, type HostOptions } from "../../host/index.js";
-import { REPO } from "./helpers.js";
+import { ensureBuilt } from "./helpers.js";
 
 // ---------------------------------------------------------------- build
 
-const WASM = join(REPO, "build/tunnel_port.wasm");
-const SOURCES = ["filters/tunnel_port", "assembly/runtime", "assembly/mesh", "assembly/json"].map((d) => join(REPO, d));
-
-function newestSource(): number {
-  let newest = 0;
-  for (const dir of SOURCES) {
-    for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-      if (entry.isFile() && entry.name.endsWith(".ts")) {
-        newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
-      }
-    }
-  }
-  return newest;
-}
-
-const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-
-/**
- * Builds build/tunnel_port.wasm when missing or older than its sources (same lock as helpers.ts).
- * TUNNEL_PORT_WASM runs the tests on another build instead (e.g. a mutant).
- */
-function ensureBuilt(): string {
-  const override = process.env.TUNNEL_PORT_WASM;
-  if (override) return override;
-  const stale = () => !existsSync(WASM) || statSync(WASM).mtimeMs < newestSource();
-  if (!stale()) return WASM;
-  mkdirSync(join(REPO, "build"), { recursive: true });
-  const lock = join(REPO, "build/.host-tests-build.lock");
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}; remove it if stale`);
-      sleep(200);
-    }
-  }
-  try {
-    if (stale()) execFileSync(process.execPath, ["scripts/build.mjs", "tunnel_port"], { cwd: REPO, stdio: "inherit" });
-  } finally {
-    rmdirSync(lock);
-  }
-  return WASM;
-}
 
 // ---------------------------------------------------------------- the mesh under test
 
@@ -206,7 +158,7 @@ const COUNTERS = [
 type CounterName = (typeof COUNTERS)[number];
 
 async function start(config: unknown, options: HostOptions = {}): Promise<ProxyWasmHost> {
-  const host = await ProxyWasmHost.fromFile(ensureBuilt(), {
+  const host = await ProxyWasmHost.fromFile(ensureBuilt("tunnel_port"), {
     rootId: "tunnel_port",
     pluginConfiguration: typeof config === "string" ? config : JSON.stringify(config),
     ...options,
@@ -972,7 +924,7 @@ describe("tunnel_port: invalid configuration", () => {
   for (const [what, config, message] of BAD) {
     it(`refuses ${what} with one error line naming it, without trapping`, async () => {
       const configuration = typeof config === "string" ? config : JSON.stringify(config);
-      const host = await ProxyWasmHost.fromFile(ensureBuilt(), { rootId: "tunnel_port", pluginConfiguration: configuration });
+      const host = await ProxyWasmHost.fromFile(ensureBuilt("tunnel_port"), { rootId: "tunnel_port", pluginConfiguration: configuration });
       assert.equal(host.start(), false);
       assert.match(host.startFailure ?? "", /proxy_on_configure returned false/);
       assert.equal(host.failed, false, host.trapMessage ?? "");
@@ -981,7 +933,7 @@ describe("tunnel_port: invalid configuration", () => {
         [`invalid plugin configuration: ${message}`],
       );
       // The same in the main VM (no canary).
-      const direct = await ProxyWasmHost.fromFile(ensureBuilt(), {
+      const direct = await ProxyWasmHost.fromFile(ensureBuilt("tunnel_port"), {
         rootId: "tunnel_port",
         pluginConfiguration: configuration,
         canary: false,

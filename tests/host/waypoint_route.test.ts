@@ -6,60 +6,12 @@
 // Expected values come from the rules, not from the implementation.
 // Run: node --import tsx --test tests/host/waypoint_route.test.ts
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { describe, it } from "node:test";
 import { Connection, ProxyWasmHost, WasmResult, type ConnectOptions, type HostOptions } from "../../host/index.js";
-import { REPO } from "./helpers.js";
+import { ensureBuilt } from "./helpers.js";
 
 // ---------------------------------------------------------------- build
 
-const WASM = join(REPO, "build/waypoint_route.wasm");
-const SOURCES = ["filters/waypoint_route", "assembly/runtime", "assembly/mesh", "assembly/json"].map((d) => join(REPO, d));
-
-function newestSource(): number {
-  let newest = 0;
-  for (const dir of SOURCES) {
-    for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-      if (entry.isFile() && entry.name.endsWith(".ts")) {
-        newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
-      }
-    }
-  }
-  return newest;
-}
-
-const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-
-/**
- * Builds build/waypoint_route.wasm when missing or older than its sources (same lock as
- * helpers.ts). WAYPOINT_ROUTE_WASM runs the tests on another build instead (e.g. a mutant).
- */
-function ensureBuilt(): string {
-  const override = process.env.WAYPOINT_ROUTE_WASM;
-  if (override) return override;
-  const stale = () => !existsSync(WASM) || statSync(WASM).mtimeMs < newestSource();
-  if (!stale()) return WASM;
-  mkdirSync(join(REPO, "build"), { recursive: true });
-  const lock = join(REPO, "build/.host-tests-build.lock");
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}; remove it if stale`);
-      sleep(200);
-    }
-  }
-  try {
-    if (stale()) execFileSync(process.execPath, ["scripts/build.mjs", "waypoint_route"], { cwd: REPO, stdio: "inherit" });
-  } finally {
-    rmdirSync(lock);
-  }
-  return WASM;
-}
 
 // ---------------------------------------------------------------- mesh building blocks
 
@@ -167,7 +119,7 @@ type CounterName = (typeof COUNTERS)[number];
 type OutcomeName = (typeof OUTCOMES)[number];
 
 async function start(configuration: unknown, options: HostOptions = {}): Promise<ProxyWasmHost> {
-  const h = await ProxyWasmHost.fromFile(ensureBuilt(), {
+  const h = await ProxyWasmHost.fromFile(ensureBuilt("waypoint_route"), {
     rootId: "waypoint_route",
     pluginConfiguration: typeof configuration === "string" ? configuration : JSON.stringify(configuration),
     ...options,
@@ -1125,7 +1077,7 @@ describe("waypoint_route: invalid configuration", () => {
 
   for (const [what, configuration, message] of BAD) {
     it(`refuses ${what} with one exact error line, without trapping`, async () => {
-      const h = await ProxyWasmHost.fromFile(ensureBuilt(), { rootId: "waypoint_route", pluginConfiguration: configuration });
+      const h = await ProxyWasmHost.fromFile(ensureBuilt("waypoint_route"), { rootId: "waypoint_route", pluginConfiguration: configuration });
       assert.equal(h.start(), false);
       assert.match(h.startFailure ?? "", /proxy_on_configure returned false/);
       assert.equal(h.failed, false);
@@ -1135,7 +1087,7 @@ describe("waypoint_route: invalid configuration", () => {
         [`invalid plugin configuration: ${message}`],
       );
       // The same in the serving VM (no canary).
-      const direct = await ProxyWasmHost.fromFile(ensureBuilt(), { rootId: "waypoint_route", pluginConfiguration: configuration, canary: false });
+      const direct = await ProxyWasmHost.fromFile(ensureBuilt("waypoint_route"), { rootId: "waypoint_route", pluginConfiguration: configuration, canary: false });
       assert.equal(direct.start(), false);
       assert.equal(direct.failed, false, direct.trapMessage ?? "");
       assert.deepEqual(direct.logLines("error"), [`invalid plugin configuration: ${message}`]);
