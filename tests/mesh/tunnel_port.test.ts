@@ -93,10 +93,12 @@ describe("tunnel_port: client and server sidecars in the real Envoy", () => {
   });
 
   it("records service port 80 and each pod's target port on the server side, with the client's identity", async () => {
-    await new Promise((done) => setTimeout(done, 200));
-    assert.match(serverP1.accessLog(), /app service_port=80 target_port=9376 upstream=127\.0\.0\.21:9376 peer=spiffe:\/\/cluster\.local\/ns\/default\/sa\/sleep/);
-    assert.match(serverP2.accessLog(), /app service_port=80 target_port=9377 upstream=127\.0\.0\.22:9377/);
-    assert.match(serverP1.accessLog(), new RegExp(`tunnel authority=127\\.0\\.0\\.21:9376 service_port=80 peer=${SLEEP.replaceAll("/", "\\/")} code=200`));
+    const p1 = /app service_port=80 target_port=9376 upstream=127\.0\.0\.21:9376 peer=spiffe:\/\/cluster\.local\/ns\/default\/sa\/sleep/;
+    const p2 = /app service_port=80 target_port=9377 upstream=127\.0\.0\.22:9377/;
+    assert.match(await serverP1.waitForAccessLog(p1), p1);
+    assert.match(await serverP2.waitForAccessLog(p2), p2);
+    const tunnel = new RegExp(`tunnel authority=127\\.0\\.0\\.21:9376 service_port=80 peer=${SLEEP.replaceAll("/", "\\/")} code=200`);
+    assert.match(await serverP1.waitForAccessLog(tunnel), tunnel);
   });
 
   it("lets the server application speak first: nothing waits for client bytes", async () => {
@@ -154,12 +156,14 @@ describe("tunnel_port: client and server sidecars in the real Envoy", () => {
   });
 
   it("keeps service port 80 when an HTTP client writes :authority svc:8080 inside the stream", async () => {
+    const recorded = () => serverP1.accessLog().split("\n").filter((line) => line.startsWith("app service_port=80 target_port=9376 ")).length;
+    const before = recorded();
     const request = "GET / HTTP/1.1\r\nHost: admin.default.svc.cluster.local:8080\r\n\r\n";
     const reply = await dial(ADMIN_VIP, 80, request);
     assert.equal(reply.received.toString(), `app-p1-9376\n${request}`);
-    await new Promise((done) => setTimeout(done, 200));
-    const lines = serverP1.accessLog().split("\n").filter((line) => line.startsWith("app "));
-    assert.match(lines.at(-1) ?? "", /service_port=80 target_port=9376/);
+    // This connection added its own record of service port 80 / target 9376.
+    for (let i = 0; i < 100 && recorded() <= before; i++) await new Promise((done) => setTimeout(done, 50));
+    assert.ok(recorded() > before);
   });
 
   it("records service port 80 for an HTTP request whose route rewrote :authority to web:8080", async () => {
@@ -180,8 +184,10 @@ describe("tunnel_port: client and server sidecars in the real Envoy", () => {
     // The tunnel (kept open by the HTTP connection pool) carried service port 80 to target 9380,
     // and the server filter checked and accepted that pair.
     const stats = await serverP1.waitForStats((s) => counter(s, "server.accepted") > acceptedBefore);
-    assert.match(serverP1.accessLog(), /tunnel authority=127\.0\.0\.21:9380 service_port=80 peer=\S+ code=200/);
-    assert.match(serverP1.accessLog(), /app service_port=80 target_port=9380 upstream=127\.0\.0\.21:9380/);
+    const tunnelLine = /tunnel authority=127\.0\.0\.21:9380 service_port=80 peer=\S+ code=200/;
+    const appLine = /app service_port=80 target_port=9380 upstream=127\.0\.0\.21:9380/;
+    assert.match(await serverP1.waitForAccessLog(tunnelLine), tunnelLine);
+    assert.match(await serverP1.waitForAccessLog(appLine), appLine);
     assert.ok(counter(stats, "server.accepted") > acceptedBefore);
   });
 

@@ -45,8 +45,8 @@ describe("waypoint_route: single and double HBONE in the real Envoy", () => {
     const payload = randomBytes(128 * 1024);
     const reply = await dial(VIP, payload);
     assert.deepEqual(reply.received, Buffer.concat([Buffer.from("backend-net1\n"), payload]));
-    await sleep(100);
-    assert.match(mesh.localWaypoint.accessLog(), new RegExp(`waypoint authority=${VIP.replaceAll(".", "\\.")}:80 peer=${SLEEP.replaceAll("/", "\\/")} `));
+    const line = new RegExp(`waypoint authority=${VIP.replaceAll(".", "\\.")}:80 peer=${SLEEP.replaceAll("/", "\\/")} `);
+    assert.match(await mesh.localWaypoint.waitForAccessLog(line), line);
     assert.equal(counter(await mesh.client.stats(), "hbone_waypoint"), 1);
   });
 
@@ -70,9 +70,8 @@ describe("waypoint_route: single and double HBONE in the real Envoy", () => {
   });
 
   it("shows the gateway only the outer CONNECT and the remote waypoint the inner one, both with <hostname>:80", async () => {
-    await sleep(100);
-    const gateway = mesh.gateway.accessLog();
-    const waypoint = mesh.remoteWaypoint.accessLog();
+    const gateway = await mesh.gateway.waitForAccessLog(/gateway authority=/);
+    const waypoint = await mesh.remoteWaypoint.waitForAccessLog(/waypoint authority=/);
     assert.match(gateway, new RegExp(`gateway authority=${HOSTNAME_AUTHORITY.replaceAll(".", "\\.")} peer=${SLEEP.replaceAll("/", "\\/")} `));
     // The remote waypoint's TLS peer is the client sidecar, its TCP peer the gateway: the inner
     // mTLS runs end to end through a gateway that cannot read it.

@@ -91,6 +91,17 @@ export class EnvoyProcess {
     return existsSync(path) ? readFileSync(path, "utf8") : "";
   }
 
+  /** Waits until the access log (stdout) matches `pattern`; returns it either way. */
+  async waitForAccessLog(pattern: RegExp, timeoutMs = 5000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    let text = this.accessLog();
+    while (!pattern.test(text) && Date.now() < deadline) {
+      await sleep(50);
+      text = this.accessLog();
+    }
+    return text;
+  }
+
   log(): string {
     return existsSync(this.logPath) ? readFileSync(this.logPath, "utf8") : "";
   }

@@ -1,0 +1,1025 @@
+// The Istio manifests of waypoint_route (istio/waypoint_route/) as a cluster and a sidecar would take them:
+// - every YAML document passes Istio's CRD schema (@kubernetes-models/istio), and the schema check
+//   really rejects broken manifests;
+// - every embedded plugin configuration (the inline EnvoyFilter StringValue, the WasmPlugin's
+//   pluginConfig as istiod serialises it) is accepted by build/waypoint_route.wasm in the test host
+//   and routes the example mesh the way the manifests around it expect: single HBONE to the local
+//   waypoint, double HBONE through the east-west gateway (also after a snapshot push marking the
+//   local waypoint unhealthy), pod IPs, errors, plain TCP, with the manifests' cluster names;
+// - the manifests' own format strings (relay, internal listener, tunneling_config), evaluated over
+//   what the filter wrote, give the outer hop its gateway, identities and authority, and one pool
+//   key per tunnel;
+// - structure: the filter and the relay land right before tcp_proxy on the outbound catch-all
+//   chain only, tcp_proxy gets the tunneling_config, the internal listener and the three clusters
+//   are added with Istio's SDS secrets; FAIL_CLOSED, root_id / vm_id waypoint_route; the pieces
+//   taken from the plain Envoy config (proven in the real Envoy) are identical to it; no name
+//   collides with Istio's own HBONE resources; route B (WasmPlugin + hookup) equals route A but for
+//   the filter;
+// - the patched sidecar (Istio-shaped bootstrap) passes the pinned Envoy's `--mode validate`, which
+//   loads the .wasm and runs its configure; and Envoy refuses what the README says it refuses.
+// Run: node --import tsx --test tests/tools/istio_waypoint_route.test.ts
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { before, describe, it } from "node:test";
+import { WasmPlugin } from "@kubernetes-models/istio/extensions.istio.io/v1alpha1";
+import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3";
+import { parse, parseAllDocuments, stringify } from "yaml";
+import { type Connection, ProxyWasmHost } from "../../host/index.js";
+import { ENVOY_BINARY, validateConfig } from "../support/envoy.js";
+import { REPO_ROOT } from "../support/paths.js";
+
+const FILTER = "waypoint_route";
+const DIR = join(REPO_ROOT, "istio", FILTER);
+const WASM = join(REPO_ROOT, "build", `${FILTER}.wasm`);
+const WASM_TYPE = "type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm";
+const TCP_PROXY_TYPE = "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy";
+const UPSTREAM_TLS_TYPE = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext";
+const STRING_VALUE_TYPE = "type.googleapis.com/google.protobuf.StringValue";
+const CATCH_ALL_CHAIN = "virtualOutbound-catchall-tcp";
+const TCP_PROXY = "envoy.filters.network.tcp_proxy";
+const SET_FILTER_STATE = "envoy.filters.network.set_filter_state";
+const WASM_FILTER = "envoy.filters.network.wasm";
+const ECDS_PREFIX = "extensions.istio.io/wasmplugin/";
+const HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
+const OPT_IN_LABEL = "mesh.example.com/waypoint-route";
+/**
+ * Names Istio gives its own HBONE / double-HBONE listeners and clusters (pilot/pkg/networking/core:
+ * waypoint.go, cluster_waypoint.go) and its sidecar's fixed ones. An EnvoyFilter ADD with one of
+ * these names would duplicate Istio's resource where Istio builds it: Envoy refuses the update.
+ */
+const ISTIO_RESERVED_NAMES = [
+  "connect_originate",
+  "inner_connect_originate",
+  "outer_connect_originate",
+  "connect_terminate",
+  "main_internal",
+  "encap",
+  "virtualOutbound",
+  "virtualInbound",
+  "PassthroughCluster",
+  "InboundPassthroughCluster",
+  "BlackHoleCluster",
+  "sds-grpc",
+  "xds-grpc",
+];
+
+type Json = any; // manifests are free-form YAML; each test asserts the shape it relies on
+
+// ---------------------------------------------------------------------------------------------
+// The manifests
+
+interface Manifest {
+  readonly where: string;
+  readonly file: string;
+  readonly index: number;
+  readonly doc: Json;
+}
+
+const MODELS: Record<string, new (data: Json) => { validate(): void }> = {
+  "networking.istio.io/v1alpha3/EnvoyFilter": EnvoyFilter,
+  "extensions.istio.io/v1alpha1/WasmPlugin": WasmPlugin,
+};
+
+const yamlFiles = (dir = DIR): string[] =>
+  readdirSync(dir)
+    .filter((name) => /\.ya?ml$/.test(name))
+    .sort()
+    .map((name) => join(dir, name));
+
+function loadManifests(dir = DIR): Manifest[] {
+  const manifests: Manifest[] = [];
+  for (const path of yamlFiles(dir)) {
+    const file = relative(REPO_ROOT, path);
+    parseAllDocuments(readFileSync(path, "utf8")).forEach((document, index) => {
+      if (document.errors.length > 0) throw new Error(`${file}#${index}: ${document.errors.map(String).join("; ")}`);
+      const doc = document.toJS();
+      if (doc !== null && doc !== undefined) manifests.push({ where: `${file}#${index}`, file, index, doc });
+    });
+  }
+  return manifests;
+}
+
+const manifests = loadManifests();
+const modelKey = (doc: Json): string => `${doc?.apiVersion}/${doc?.kind}`;
+const inFile = (name: string): Manifest[] => manifests.filter((m) => m.file === `istio/${FILTER}/${name}`);
+const ofKind = (kind: string): Manifest[] => manifests.filter((m) => m.doc.kind === kind);
+
+function only(list: Manifest[], what: string): Json {
+  assert.equal(list.length, 1, `expected exactly one ${what}, found ${list.length}`);
+  return list[0]!.doc;
+}
+
+function validateSchema(doc: Json): void {
+  const Model = MODELS[modelKey(doc)];
+  if (!Model) throw new Error(`no Istio schema known for ${modelKey(doc)}: add its model to MODELS`);
+  new Model(doc).validate();
+}
+
+/** Route A: the self-contained EnvoyFilter. */
+const routeA = () => only(inFile("envoyfilter.yaml"), "EnvoyFilter in envoyfilter.yaml");
+/** Route B: the WasmPlugin and its hookup EnvoyFilter. */
+const wasmPlugin = () => only(inFile("wasmplugin.yaml").filter((m) => m.doc.kind === "WasmPlugin"), "WasmPlugin in wasmplugin.yaml");
+const hookup = () => only(inFile("wasmplugin.yaml").filter((m) => m.doc.kind === "EnvoyFilter"), "EnvoyFilter in wasmplugin.yaml");
+const ecdsName = (wp: Json): string => `${ECDS_PREFIX}${wp.metadata.namespace}.${wp.metadata.name}`;
+
+/** The plain client config these manifests translate (proven in the real Envoy by tests/mesh). */
+const plainClient = (): Json => parse(readFileSync(join(REPO_ROOT, "envoy-configs", "waypoint_route_client.yaml"), "utf8"));
+const plainCatchAllFilters = (): Json[] => plainClient().static_resources.listeners.find((l: Json) => l.name === "virtualOutbound").filter_chains[0].filters;
+const plainListener = (name: string): Json => plainClient().static_resources.listeners.find((l: Json) => l.name === name);
+const plainCluster = (name: string): Json => clusterNamed(plainClient().static_resources.clusters, name);
+
+// ---------------------------------------------------------------------------------------------
+// Finding things inside Envoy config
+
+/** Every object (depth first) inside `value` for which `test` holds, with a path for messages. */
+function findAll(value: Json, test: (node: Json) => boolean, path = ""): { path: string; node: Json }[] {
+  const out: { path: string; node: Json }[] = [];
+  if (Array.isArray(value)) value.forEach((item, i) => out.push(...findAll(item, test, `${path}[${i}]`)));
+  else if (value !== null && typeof value === "object") {
+    if (test(value)) out.push({ path, node: value });
+    for (const [key, child] of Object.entries(value)) out.push(...findAll(child, test, `${path}.${key}`));
+  }
+  return out;
+}
+
+const isInlineWasm = (node: Json): boolean => node?.typed_config?.["@type"] === WASM_TYPE;
+const patchesOf = (ef: Json, applyTo: string, operation?: string): Json[] =>
+  ef.spec.configPatches.filter((p: Json) => p.applyTo === applyTo && (operation === undefined || p.patch.operation === operation));
+const addedListeners = (ef: Json): Json[] => patchesOf(ef, "LISTENER", "ADD").map((p) => structuredClone(p.patch.value));
+const addedClusters = (ef: Json): Json[] => patchesOf(ef, "CLUSTER", "ADD").map((p) => structuredClone(p.patch.value));
+
+function clusterNamed(clusters: Json[], name: string): Json {
+  const found = clusters.filter((c) => c.name === name);
+  assert.equal(found.length, 1, `expected one cluster ${name}`);
+  return found[0];
+}
+
+/** The one internal listener route A adds (the outer CONNECT). */
+function outerListener(ef: Json = routeA()): Json {
+  const listeners = addedListeners(ef);
+  assert.equal(listeners.length, 1, "one added listener: the internal listener of the outer CONNECT");
+  return listeners[0];
+}
+
+const filterOf = (filters: Json[], name: string): Json => {
+  const found = filters.filter((f) => f.name === name);
+  assert.equal(found.length, 1, `expected one ${name}`);
+  return found[0].typed_config;
+};
+
+/** The relay patch's set_filter_state config (patch (b)). */
+function relayOf(ef: Json): Json {
+  const found = patchesOf(ef, "NETWORK_FILTER", "INSERT_BEFORE").filter((p) => p.patch.value.name === SET_FILTER_STATE);
+  assert.equal(found.length, 1, "one set_filter_state relay");
+  return found[0].patch.value.typed_config;
+}
+
+const viaSdsGrpc = (secret: Json) => secret.sds_config.api_config_source.grpc_services[0].envoy_grpc.cluster_name;
+
+/** Istio mTLS from the sidecar's SDS secrets, TLS 1.3, ALPN h2, and no fixed SAN matcher. */
+function assertIstioMtls(tls: Json, where: string): void {
+  assert.equal(tls["@type"], UPSTREAM_TLS_TYPE, where);
+  const common = tls.common_tls_context;
+  assert.deepEqual(common.alpn_protocols, ["h2"], `${where}: ALPN`);
+  assert.equal(common.tls_params.tls_minimum_protocol_version, "TLSv1_3", where);
+  assert.equal(common.tls_params.tls_maximum_protocol_version, "TLSv1_3", where);
+  assert.deepEqual(common.tls_certificate_sds_secret_configs.map((s: Json) => [s.name, viaSdsGrpc(s)]), [["default", "sds-grpc"]], where);
+  const rootCa = common.combined_validation_context.validation_context_sds_secret_config;
+  assert.deepEqual([rootCa.name, viaSdsGrpc(rootCa)], ["ROOTCA", "sds-grpc"], where);
+  for (const secret of [...common.tls_certificate_sds_secret_configs, rootCa]) {
+    assert.equal(secret.sds_config.initial_fetch_timeout, "0s", `${where}: ${secret.name} must be waited for`);
+  }
+  // The SANs are per connection (filter state envoy.network.upstream_subject_alt_names).
+  assert.deepEqual(common.combined_validation_context.default_validation_context, {}, `${where}: no fixed SAN matcher`);
+  // Nothing read from files: Istio serves the secrets over SDS.
+  assert.equal(JSON.stringify(tls).includes("filename"), false, `${where}: file-based certificates`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Embedded plugin configurations
+
+interface PluginConfig {
+  readonly where: string;
+  readonly file: string;
+  readonly json: string;
+  readonly rootId: string;
+  readonly name: string;
+  readonly vmId: string;
+  readonly failurePolicy: string | undefined;
+}
+
+/** istiod's translation of a WasmPlugin into the plugin config Envoy gets (pilot/pkg/model/extensions.go). */
+function istiodPluginConfig(wp: Json): Json {
+  const failurePolicy: Record<string, string> = { FAIL_OPEN: "FAIL_OPEN", FAIL_CLOSE: "FAIL_CLOSED", FAIL_RELOAD: "FAIL_RELOAD" };
+  return {
+    name: `${wp.metadata.namespace}.${wp.metadata.name}`,
+    root_id: wp.spec.pluginName,
+    configuration: { "@type": STRING_VALUE_TYPE, value: JSON.stringify(wp.spec.pluginConfig ?? {}) },
+    ...(wp.spec.failStrategy ? { failure_policy: failurePolicy[wp.spec.failStrategy] } : {}),
+    vm_config: { runtime: "envoy.wasm.runtime.v8", code: { local: { filename: WASM } } },
+  };
+}
+
+function pluginConfigs(): PluginConfig[] {
+  const configs: PluginConfig[] = [];
+  for (const m of ofKind("EnvoyFilter")) {
+    for (const { path, node } of findAll(m.doc.spec, isInlineWasm)) {
+      const config = node.typed_config.config;
+      const where = `${m.where} spec${path}`;
+      assert.equal(config.configuration?.["@type"], STRING_VALUE_TYPE, `${where}: configuration must be a StringValue`);
+      assert.equal(typeof config.configuration.value, "string", `${where}: configuration.value must be a string`);
+      configs.push({
+        where,
+        file: m.file,
+        json: config.configuration.value,
+        rootId: config.root_id,
+        name: config.name,
+        vmId: config.vm_config?.vm_id ?? "",
+        failurePolicy: config.failure_policy,
+      });
+    }
+  }
+  for (const m of ofKind("WasmPlugin")) {
+    const translated = istiodPluginConfig(m.doc);
+    configs.push({
+      where: `${m.where} spec.pluginConfig`,
+      file: m.file,
+      json: translated.configuration.value,
+      rootId: translated.root_id,
+      name: translated.name,
+      vmId: "",
+      failurePolicy: translated.failure_policy,
+    });
+  }
+  return configs;
+}
+
+async function startFilter(config: PluginConfig, json = config.json): Promise<ProxyWasmHost> {
+  const host = await ProxyWasmHost.fromFile(WASM, {
+    rootId: config.rootId,
+    name: config.name,
+    vmId: config.vmId,
+    pluginConfiguration: json,
+    failurePolicy: "FAIL_CLOSED",
+  });
+  assert.ok(host.start(), `${config.where}: the filter refused its configuration: ${host.startFailure}`);
+  return host;
+}
+
+/** Only if missing: another change may be in flight in assembly/, and the existing build is what is tested. */
+function ensureFilterBuilt(): void {
+  if (existsSync(WASM)) return;
+  execFileSync(process.execPath, ["scripts/build.mjs", FILTER], { cwd: REPO_ROOT, stdio: "inherit" });
+}
+
+/** The example snapshot, with the named workloads' health changed (a snapshot push). */
+function withHealth(json: string, healthy: Record<string, boolean>): string {
+  const snapshot = JSON.parse(json);
+  for (const w of snapshot.workloads) if (w.uid in healthy) w.healthy = healthy[w.uid];
+  return JSON.stringify(snapshot);
+}
+
+/** The snapshot's facts the behaviour tests need, read from the snapshot itself. */
+function facts(json: string) {
+  const snapshot = JSON.parse(json);
+  const workload = (uid: string) => {
+    const found = snapshot.workloads.find((w: Json) => w.uid === uid);
+    assert.ok(found, `no workload ${uid} in the snapshot`);
+    return found;
+  };
+  const service = (hostname: string) => {
+    const found = snapshot.services.find((s: Json) => s.hostname === hostname);
+    assert.ok(found, `no service ${hostname} in the snapshot`);
+    return found;
+  };
+  const source = snapshot.workloads.find((w: Json) => w.addresses.includes(snapshot.localWorkload));
+  assert.ok(source, "localWorkload is not a workload of the snapshot");
+  return { snapshot, workload, service, source };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Envoy's formatter, for the %FILTER_STATE(key:PLAIN)% commands these manifests use
+
+/**
+ * Renders `format` over filter state the way Envoy's substitution formatter does for
+ * %FILTER_STATE(key:PLAIN)%: a missing key is "-", or "" with omit_empty_values. Any other command
+ * fails the test: these manifests use no other, and an unmodelled one must not pass silently.
+ */
+function render(format: string, state: ReadonlyMap<string, string>, omitEmpty: boolean): string {
+  return format.replace(/%([A-Z_]+)(?:\(([^)]*)\))?%/g, (_all, command: string, arg: string | undefined) => {
+    assert.equal(command, "FILTER_STATE", `formatter command %${command}% is not modelled`);
+    const [key, serialization] = (arg ?? "").split(":");
+    assert.equal(serialization, "PLAIN", `%FILTER_STATE(${arg})% must be PLAIN: TYPED renders base64`);
+    return state.get(key!) ?? (omitEmpty ? "" : "-");
+  });
+}
+
+/**
+ * network set_filter_state on_new_connection over `state`: the objects it creates (skip_if_empty
+ * honoured), keyed by object_key, with their sharing mode and factory.
+ */
+function applySetFilterState(config: Json, state: ReadonlyMap<string, string>): Map<string, { value: string; shared: string; factory: string }> {
+  const out = new Map<string, { value: string; shared: string; factory: string }>();
+  for (const entry of config.on_new_connection) {
+    const value = render(entry.format_string.text_format_source.inline_string, state, entry.format_string.omit_empty_values === true);
+    if (entry.skip_if_empty && value === "") continue;
+    out.set(entry.object_key, { value, shared: entry.shared_with_upstream ?? "NONE", factory: entry.factory_key ?? entry.object_key });
+  }
+  return out;
+}
+
+/**
+ * What one connection decided by the filter becomes in the manifest's Envoy config: the CONNECT
+ * this listener's tcp_proxy opens, and, for double HBONE, what reaches the outer internal listener
+ * (relayed by (b)) and what that listener makes of it.
+ */
+function throughManifest(ef: Json, chainFilters: Json[], conn: Connection) {
+  const state = conn.filterState;
+  const tcp = filterOf(chainFilters, TCP_PROXY);
+  const relayed = applySetFilterState(filterOf(chainFilters, SET_FILTER_STATE), state);
+  // Only state shared with upstream reaches the internal listener.
+  const upstreamState = new Map([...relayed].filter(([, o]) => o.shared !== "NONE").map(([k, o]) => [k, o.value]));
+  const outer = outerListener(ef).filter_chains[0].filters;
+  const outerSet = applySetFilterState(filterOf(outer, SET_FILTER_STATE), upstreamState);
+  const outerTcp = filterOf(outer, TCP_PROXY);
+  return {
+    cluster: state.get("envoy.tcp_proxy.cluster") ?? tcp.cluster,
+    tunnelling: state.get("envoy.tcp_proxy.disable_tunneling") !== "true",
+    connectAuthority: render(tcp.tunneling_config.hostname, state, false),
+    relayed,
+    poolKey: [...relayed.values()].filter((o) => o.factory === "envoy.hashable_string").map((o) => o.value),
+    outer: {
+      cluster: outerTcp.cluster,
+      nextHop: outerSet.get("envoy.network.transport_socket.original_dst_address")?.value,
+      sans: outerSet.get("envoy.network.upstream_subject_alt_names")?.value,
+      authority: render(outerTcp.tunneling_config.hostname, upstreamState, false),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small EnvoyFilter patcher (the semantics these manifests use) and an Istio-shaped sidecar
+
+interface Chain {
+  name: string;
+  filters: Json[];
+}
+interface Listener {
+  name: string;
+  context: "SIDECAR_OUTBOUND" | "SIDECAR_INBOUND";
+  chains: Chain[];
+}
+
+/** Istio's tcp_proxy on a passthrough-like chain (typed, so a MERGE has something to merge into). */
+const istioTcpProxy = (cluster: string): Json => ({
+  name: TCP_PROXY,
+  typed_config: { "@type": TCP_PROXY_TYPE, stat_prefix: cluster, cluster },
+});
+
+/** The listeners of an Istio sidecar that a NETWORK_FILTER match could hit. */
+function istioSidecarListeners(): Listener[] {
+  const stack = (cluster: string) => [{ name: "istio.stats" }, istioTcpProxy(cluster)];
+  return [
+    {
+      name: "virtualOutbound",
+      context: "SIDECAR_OUTBOUND",
+      chains: [
+        { name: "virtualOutbound-blackhole", filters: stack("BlackHoleCluster") },
+        { name: CATCH_ALL_CHAIN, filters: stack("PassthroughCluster") },
+      ],
+    },
+    {
+      // A per-service outbound TCP listener (reviews:9080 when it is in the egress scope).
+      name: "10.96.20.1_9080",
+      context: "SIDECAR_OUTBOUND",
+      chains: [{ name: "", filters: stack("outbound|9080||reviews.default.svc.cluster.local") }],
+    },
+    {
+      name: "0.0.0.0_80",
+      context: "SIDECAR_OUTBOUND",
+      chains: [
+        { name: "", filters: stack("outbound|80||isolated.default.svc.cluster.local") },
+        { name: "PassthroughFilterChain", filters: stack("PassthroughCluster") },
+      ],
+    },
+    {
+      name: "virtualInbound",
+      context: "SIDECAR_INBOUND",
+      chains: [
+        { name: "0.0.0.0_9080", filters: stack("inbound|9080||") },
+        { name: "virtualInbound", filters: stack("InboundPassthroughCluster") },
+      ],
+    },
+  ];
+}
+
+/** proto.Merge on the JSON form: messages merge, repeated fields append, scalars overwrite. */
+function protoMerge(target: Json, source: Json): Json {
+  for (const [key, value] of Object.entries(source)) {
+    const existing = target[key];
+    if (Array.isArray(value)) target[key] = [...(Array.isArray(existing) ? existing : []), ...structuredClone(value)];
+    else if (value !== null && typeof value === "object" && existing !== null && typeof existing === "object" && !Array.isArray(existing)) {
+      protoMerge(existing, value);
+    } else target[key] = structuredClone(value);
+  }
+  return target;
+}
+
+const contextMatches = (wanted: string | undefined, actual: string): boolean => wanted === undefined || wanted === "ANY" || wanted === actual;
+
+/** Applies the NETWORK_FILTER patches in order (as istiod does within one EnvoyFilter); refuses operations it does not model. */
+function applyNetworkFilterPatches(listeners: Listener[], patches: Json[]): void {
+  for (const patch of patches) {
+    if (patch.applyTo !== "NETWORK_FILTER") continue;
+    const match = patch.match ?? {};
+    const listenerMatch = match.listener ?? {};
+    const chainMatch = listenerMatch.filterChain ?? {};
+    const filterMatch = chainMatch.filter ?? {};
+    for (const listener of listeners) {
+      if (!contextMatches(match.context, listener.context)) continue;
+      if (listenerMatch.name !== undefined && listenerMatch.name !== listener.name) continue;
+      for (const chain of listener.chains) {
+        if (chainMatch.name !== undefined && chainMatch.name !== chain.name) continue;
+        const index = chain.filters.findIndex((f) => filterMatch.name === undefined || f.name === filterMatch.name);
+        if (index < 0) continue;
+        const value = structuredClone(patch.patch.value);
+        switch (patch.patch.operation) {
+          case "INSERT_BEFORE":
+            chain.filters.splice(index, 0, value);
+            break;
+          case "MERGE": {
+            // Istio merges typed_config into typed_config when both are typed (listener_patch.go).
+            const filter = chain.filters[index];
+            assert.ok(filter.typed_config, "MERGE into a filter without typed_config is skipped by Istio");
+            assert.equal(value.typed_config["@type"], filter.typed_config["@type"], "MERGE with another type");
+            protoMerge(filter.typed_config, value.typed_config);
+            break;
+          }
+          default:
+            throw new Error(`patcher: NETWORK_FILTER operation ${patch.patch.operation} not modelled`);
+        }
+      }
+    }
+  }
+}
+
+const chainOf = (listeners: Listener[], listener: string, chain: string): Chain =>
+  listeners.find((l) => l.name === listener)!.chains.find((c) => c.name === chain)!;
+
+/** The catch-all chain after the patches of the given EnvoyFilters, applied in order. */
+function patchedCatchAll(...efs: Json[]): { listeners: Listener[]; chain: Chain } {
+  const listeners = istioSidecarListeners();
+  for (const ef of efs) applyNetworkFilterPatches(listeners, ef.spec.configPatches);
+  return { listeners, chain: chainOf(listeners, "virtualOutbound", CATCH_ALL_CHAIN) };
+}
+
+/** Inline wasm filters pointed at the build output; ECDS references resolved the way istiod would. */
+function resolveForEnvoy(value: Json, plugins: Json[] = [wasmPlugin()]): Json {
+  const copy = structuredClone(value);
+  for (const { node } of findAll(copy, isInlineWasm)) node.typed_config.config.vm_config.code.local.filename = WASM;
+  for (const { node } of findAll(copy, (n) => typeof n?.name === "string" && n.name.startsWith(ECDS_PREFIX) && n.config_discovery)) {
+    const wp = plugins.find((p) => ecdsName(p) === node.name);
+    assert.ok(wp, `no WasmPlugin serves the ECDS resource ${node.name}`);
+    delete node.config_discovery;
+    node.typed_config = { "@type": WASM_TYPE, config: istiodPluginConfig(wp) };
+  }
+  return copy;
+}
+
+const sdsGrpcCluster = (): Json => ({
+  // pilot-agent's SDS server, as Istio's bootstrap defines it (a unix socket).
+  name: "sds-grpc",
+  type: "STATIC",
+  connect_timeout: "1s",
+  typed_extension_protocol_options: {
+    [HTTP_OPTIONS]: { "@type": `type.googleapis.com/${HTTP_OPTIONS}`, explicit_http_config: { http2_protocol_options: {} } },
+  },
+  load_assignment: {
+    cluster_name: "sds-grpc",
+    endpoints: [{ lb_endpoints: [{ endpoint: { address: { pipe: { path: "./var/run/secrets/workload-spiffe-uds/socket" } } } }] }],
+  },
+});
+
+/** Istio's bootstrap extension (tools/packaging/common/envoy_bootstrap.json). */
+const INTERNAL_LISTENER_EXTENSION = {
+  name: "envoy.bootstrap.internal_listener",
+  typed_config: { "@type": "type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener", buffer_size_kb: 64 },
+};
+
+/** An Istio-shaped client sidecar with the given EnvoyFilters applied (in order). */
+function sidecarBootstrap(efs: Json[], options: { internalListenerExtension?: boolean } = {}): Json {
+  const catchAll = patchedCatchAll(...efs).chain.filters.filter((f) => f.name !== "istio.stats");
+  return resolveForEnvoy({
+    // SDS needs a node identity, as every Istio sidecar has.
+    node: { id: "sidecar~10.244.1.10~sleep-0.default~default.svc.cluster.local", cluster: "sleep.default" },
+    ...(options.internalListenerExtension === false ? {} : { bootstrap_extensions: [INTERNAL_LISTENER_EXTENSION] }),
+    static_resources: {
+      listeners: [
+        {
+          name: "virtualOutbound",
+          address: { socket_address: { address: "0.0.0.0", port_value: 15001 } },
+          use_original_dst: true,
+          filter_chains: [{ name: CATCH_ALL_CHAIN, filters: catchAll }],
+        },
+        ...efs.flatMap(addedListeners),
+      ],
+      clusters: [
+        { name: "PassthroughCluster", type: "ORIGINAL_DST", lb_policy: "CLUSTER_PROVIDED", connect_timeout: "10s" },
+        { name: "BlackHoleCluster", type: "STATIC", connect_timeout: "10s" },
+        sdsGrpcCluster(),
+        ...efs.flatMap(addedClusters),
+      ],
+    },
+  });
+}
+
+function envoyValidate(name: string, bootstrap: Json): { ok: boolean; output: string } {
+  mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
+  const dir = mkdtempSync(join(REPO_ROOT, ".tmp", `istio-waypoint-route-${name}-`));
+  const path = join(dir, "envoy.yaml");
+  writeFileSync(path, stringify(bootstrap));
+  try {
+    return validateConfig(path);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
+  before(() => ensureFilterBuilt());
+
+  it("exist: envoyfilter.yaml (route A), wasmplugin.yaml with the WasmPlugin first, then its hookup (route B)", () => {
+    assert.deepEqual(
+      yamlFiles().map((p) => relative(DIR, p)),
+      ["envoyfilter.yaml", "wasmplugin.yaml"],
+    );
+    assert.deepEqual(inFile("envoyfilter.yaml").map((m) => m.doc.kind), ["EnvoyFilter"]);
+    // kubectl applies top to bottom: the plugin exists before anything references it.
+    assert.deepEqual(inFile("wasmplugin.yaml").map((m) => m.doc.kind), ["WasmPlugin", "EnvoyFilter"]);
+  });
+
+  describe("Istio CRD schema (@kubernetes-models/istio)", () => {
+    for (const m of manifests) {
+      it(`${m.where} ${m.doc.kind}/${m.doc.metadata?.name} is valid`, () => {
+        assert.ok(MODELS[modelKey(m.doc)], `${m.where}: no Istio schema known for ${modelKey(m.doc)}`);
+        validateSchema(m.doc);
+      });
+    }
+
+    // The check must be able to fail, on the mistakes people make in these files.
+    it("rejects a patch whose applyTo has the wrong type", () => {
+      const broken = structuredClone(routeA());
+      broken.spec.configPatches[0].applyTo = 42;
+      assert.throws(() => validateSchema(broken), /configPatches\/0\/applyTo must be string/);
+    });
+
+    it("rejects a listener patch value that is not an object", () => {
+      const broken = structuredClone(routeA());
+      const index = broken.spec.configPatches.findIndex((p: Json) => p.applyTo === "LISTENER");
+      broken.spec.configPatches[index].patch.value = "waypoint_route_outer";
+      assert.throws(() => validateSchema(broken), new RegExp(`configPatches/${index}/patch/value must be object`));
+    });
+
+    it("rejects a workloadSelector label that is not a string (an unquoted number or boolean)", () => {
+      const broken = structuredClone(hookup());
+      broken.spec.workloadSelector.labels[OPT_IN_LABEL] = true;
+      assert.throws(() => validateSchema(broken), /workloadSelector\/labels\/.* must be string/);
+    });
+
+    it("rejects Envoy's spelling FAIL_CLOSED in a WasmPlugin (Istio's is FAIL_CLOSE)", () => {
+      const broken = structuredClone(wasmPlugin());
+      broken.spec.failStrategy = "FAIL_CLOSED";
+      assert.throws(() => validateSchema(broken), /failStrategy must be equal to one of the allowed values/);
+    });
+
+    it("rejects an unknown plugin type, an unknown traffic mode and a port given as a string", () => {
+      const badType = structuredClone(wasmPlugin());
+      badType.spec.type = "TCP";
+      assert.throws(() => validateSchema(badType), /type must be equal to one of the allowed values/);
+      const badMode = structuredClone(wasmPlugin());
+      badMode.spec.match[0].mode = "OUTBOUND";
+      assert.throws(() => validateSchema(badMode), /match\/0\/mode must be equal to one of the allowed values/);
+      const badPort = structuredClone(wasmPlugin());
+      badPort.spec.match[0].ports[0].number = "15006";
+      assert.throws(() => validateSchema(badPort), /match\/0\/ports\/0\/number must be integer/);
+    });
+  });
+
+  describe("embedded plugin configurations", () => {
+    it("are found: one inline filter in envoyfilter.yaml, one pluginConfig in the WasmPlugin, none inline in the hookup", () => {
+      const configs = pluginConfigs();
+      assert.deepEqual(
+        configs.map((c) => [c.file, c.where.includes("pluginConfig") ? "pluginConfig" : "inline"]),
+        [
+          [`istio/${FILTER}/envoyfilter.yaml`, "inline"],
+          [`istio/${FILTER}/wasmplugin.yaml`, "pluginConfig"],
+        ],
+      );
+    });
+
+    it("every one: root_id waypoint_route, FAIL_CLOSED as Envoy gets it, name and vm_id waypoint_route when inline", () => {
+      for (const config of pluginConfigs()) {
+        assert.equal(config.rootId, FILTER, `${config.where}: root_id`);
+        assert.equal(config.failurePolicy, "FAIL_CLOSED", `${config.where}: failure policy`);
+        if (!config.where.includes("pluginConfig")) {
+          assert.equal(config.vmId, FILTER, `${config.where}: vm_id`);
+          assert.equal(config.name, FILTER, `${config.where}: name`);
+        }
+      }
+    });
+
+    it("route A and route B carry the same snapshot", () => {
+      const [a, b] = pluginConfigs().map((c) => JSON.parse(c.json));
+      assert.deepEqual(b, a);
+    });
+
+    it("name the clusters the manifests add, for both routes", () => {
+      for (const config of pluginConfigs()) {
+        const snapshot = JSON.parse(config.json);
+        const names = addedClusters(routeA()).map((c) => c.name);
+        assert.ok(names.includes(snapshot.hboneCluster ?? "waypoint_route_hbone"), `${config.where}: hboneCluster`);
+        assert.ok(names.includes(snapshot.doubleHboneCluster ?? "waypoint_route_double_hbone"), `${config.where}: doubleHboneCluster`);
+      }
+    });
+
+    for (const config of pluginConfigs()) {
+      describe(config.where, () => {
+        const ef = config.file.endsWith("envoyfilter.yaml") ? routeA : hookup;
+        const chain = () => patchedCatchAll(ef()).chain.filters;
+        const { snapshot, workload, service, source } = facts(config.json);
+        const connect = (host: ProxyWasmHost, destination: string) => host.connect({ source: `${snapshot.localWorkload}:40000`, destination });
+        const counters = (host: ProxyWasmHost) =>
+          Object.fromEntries([...host.metrics()].filter(([name, value]) => name.startsWith(`${FILTER}.`) && value > 0));
+        const reviews = service("reviews.default.svc.cluster.local");
+        const ratings = service("ratings.default.svc.cluster.local");
+        const isolated = service("isolated.default.svc.cluster.local");
+        const waypointSans = service("waypoint.default.svc.cluster.local").subjectAltNames.join(",");
+        const gateway = workload("net2/istio-system/istio-eastwestgateway-0");
+        const reviewsVip = `${reviews.vips[0].address}:9080`;
+
+        it("accepted by build/waypoint_route.wasm; its own workload is on net1", async () => {
+          await startFilter(config);
+          assert.equal(source.network, "net1");
+        });
+
+        it("reviews (waypoint with a healthy local instance): single HBONE to it on 15008, :authority VIP:port, the waypoint's SANs", async () => {
+          const host = await startFilter(config);
+          const conn = connect(host, reviewsVip);
+          assert.equal(conn.closed, false);
+          const state = conn.filterState;
+          assert.equal(state.get("envoy.network.transport_socket.original_dst_address"), `${workload("default/waypoint-0").addresses[0]}:15008`);
+          assert.equal(state.get("envoy.network.upstream_subject_alt_names"), waypointSans);
+          const out = throughManifest(ef(), chain(), conn);
+          assert.equal(out.cluster, "waypoint_route_hbone");
+          assert.equal(out.tunnelling, true);
+          assert.equal(out.connectAuthority, reviewsVip, "the CONNECT carries the dialled VIP and SERVICE port");
+          assert.equal(out.relayed.size, 0, "nothing is relayed for single HBONE");
+          assert.deepEqual(counters(host), { "waypoint_route.hbone_waypoint": 1 });
+        });
+
+        it("a snapshot push marking the local waypoint unhealthy fails reviews over through net2's east-west gateway (double HBONE)", async () => {
+          const host = await startFilter(config);
+          assert.equal(connect(host, reviewsVip).filterState.get("envoy.tcp_proxy.cluster"), "waypoint_route_hbone");
+          // What a WasmPlugin update delivers over ECDS: a new plugin configuration, new connections only.
+          assert.ok(host.reconfigure(withHealth(config.json, { "default/waypoint-0": false })), host.startFailure ?? "");
+          const conn = connect(host, reviewsVip);
+          assert.equal(conn.closed, false);
+          const out = throughManifest(ef(), chain(), conn);
+          const authority = `${reviews.hostname}:9080`;
+          assert.equal(out.cluster, "waypoint_route_double_hbone");
+          assert.equal(out.connectAuthority, authority, "inner CONNECT: <hostname>:<service port>, not the target port, not 15008");
+          assert.equal(conn.filterState.get("envoy.network.upstream_subject_alt_names"), waypointSans, "inner TLS: the waypoint's identities");
+          // The outer hop, as the relay and the internal listener of the manifest build it.
+          assert.equal(out.outer.cluster, "waypoint_route_outer");
+          assert.equal(out.outer.nextHop, `${gateway.addresses[0]}:15008`);
+          assert.equal(out.outer.sans, gateway.identity, "outer TLS: the gateway's identity");
+          assert.equal(out.outer.authority, authority, "outer CONNECT: the same <hostname>:<service port>");
+          assert.deepEqual(out.poolKey, [`${gateway.addresses[0]}:15008${authority}${gateway.identity}`]);
+          for (const [key, object] of out.relayed) assert.equal(object.shared, "ONCE", `${key} must reach the internal listener`);
+          assert.deepEqual(counters(host), { "waypoint_route.hbone_waypoint": 1, "waypoint_route.double_hbone_waypoint": 1 });
+          // Healthy again: back to the local waypoint.
+          assert.ok(host.reconfigure(config.json));
+          assert.equal(connect(host, reviewsVip).filterState.get("envoy.tcp_proxy.cluster"), "waypoint_route_hbone");
+        });
+
+        it("no waypoint anywhere healthy: reviews is closed, never sent to its endpoints directly", async () => {
+          const host = await startFilter(config, withHealth(config.json, { "default/waypoint-0": false, "net2/default/waypoint-0": false }));
+          const conn = connect(host, reviewsVip);
+          assert.equal(conn.closed, true);
+          assert.deepEqual(conn.filterStateWrites, []);
+          assert.deepEqual(counters(host), { "waypoint_route.error_unknown_waypoint": 1 });
+        });
+
+        it("ratings (no waypoint, only endpoint on net2): double HBONE to it, inner TLS to its identity", async () => {
+          const host = await startFilter(config);
+          const conn = connect(host, `${ratings.vips[0].address}:9080`);
+          const out = throughManifest(ef(), chain(), conn);
+          assert.equal(out.cluster, "waypoint_route_double_hbone");
+          assert.equal(out.connectAuthority, `${ratings.hostname}:9080`);
+          assert.equal(conn.filterState.get("envoy.network.upstream_subject_alt_names"), workload("net2/default/ratings-0").identity);
+          assert.equal(out.outer.nextHop, `${gateway.addresses[0]}:15008`);
+          assert.equal(out.outer.authority, `${ratings.hostname}:9080`);
+          assert.deepEqual(counters(host), { "waypoint_route.double_hbone_endpoint": 1 });
+        });
+
+        it("one pool key per tunnel: reviews and ratings through the same gateway never share an outer tunnel", async () => {
+          const host = await startFilter(config, withHealth(config.json, { "default/waypoint-0": false }));
+          const keys = [reviewsVip, `${ratings.vips[0].address}:9080`, reviewsVip].map((d) => throughManifest(ef(), chain(), connect(host, d)).poolKey);
+          for (const key of keys) assert.equal(key.length, 1, "exactly one hashable object enters the pool key");
+          assert.notEqual(keys[0]![0], keys[1]![0]);
+          assert.equal(keys[0]![0], keys[2]![0], "the same service and gateway reuse the tunnel");
+        });
+
+        it("a pod IP of this network: single HBONE to the pod, :authority podIP:port", async () => {
+          const host = await startFilter(config);
+          const pod = workload("default/reviews-0").addresses[0];
+          const conn = connect(host, `${pod}:9080`);
+          const out = throughManifest(ef(), chain(), conn);
+          assert.equal(out.cluster, "waypoint_route_hbone");
+          assert.equal(out.connectAuthority, `${pod}:9080`);
+          assert.equal(conn.filterState.get("envoy.network.transport_socket.original_dst_address"), `${pod}:15008`);
+          assert.deepEqual(counters(host), { "waypoint_route.hbone_pod": 1 });
+        });
+
+        it("isolated (its only waypoint instance is on net3, which has no gateway): closed, nothing written", async () => {
+          const host = await startFilter(config);
+          const conn = connect(host, `${isolated.vips[0].address}:80`);
+          assert.equal(conn.closed, true);
+          assert.deepEqual(conn.filterStateWrites, []);
+          assert.deepEqual(counters(host), { "waypoint_route.error_no_valid_destination": 1 });
+          const warning = host.logs().find((e) => e.level === "warn" && e.contextId === conn.id);
+          assert.match(warning?.message ?? "", /isolated\.default\.svc\.cluster\.local.*error_no_valid_destination/);
+        });
+
+        it("anything else: plain TCP through the catch-all's own cluster, no tunnel", async () => {
+          const host = await startFilter(config);
+          const conn = connect(host, "93.184.216.34:443");
+          assert.equal(conn.closed, false);
+          const out = throughManifest(ef(), chain(), conn);
+          assert.equal(out.cluster, "PassthroughCluster");
+          assert.equal(out.tunnelling, false);
+          assert.equal(out.relayed.size, 0);
+          assert.deepEqual(counters(host), { "waypoint_route.unknown": 1 });
+        });
+
+        it("an invalid snapshot push is refused and the previous one stays in force", async () => {
+          const host = await startFilter(config);
+          const broken = JSON.parse(config.json);
+          broken.workloads[2].addresses = ["10.244.1.300"];
+          assert.equal(host.reconfigure(JSON.stringify(broken)), false);
+          assert.match(host.logs().map((e) => e.message).join("\n"), /workloads\[2\]\.addresses\[0\]: not an IP address: "10\.244\.1\.300"/);
+          assert.equal(connect(host, reviewsVip).filterState.get("envoy.tcp_proxy.cluster"), "waypoint_route_hbone");
+        });
+      });
+    }
+
+    it("a broken snapshot, or one without the sidecar's own workload, is refused, so the checks can fail", async () => {
+      const base = JSON.parse(pluginConfigs()[0]!.json);
+      const broken = structuredClone(base);
+      broken.services[0].waypoint = { hostname: "waypoint.default.svc.cluster.local", address: "10.244.1.41" };
+      const host = await ProxyWasmHost.fromFile(WASM, { rootId: FILTER, pluginConfiguration: JSON.stringify(broken) });
+      assert.equal(host.start(), false);
+      assert.match(host.logs().map((e) => e.message).join("\n"), /services\[0\]\.waypoint: both "address" and "hostname" are set/);
+      const foreign = { ...base, localWorkload: "10.244.9.9" };
+      const other = await ProxyWasmHost.fromFile(WASM, { rootId: FILTER, pluginConfiguration: JSON.stringify(foreign) });
+      assert.equal(other.start(), false);
+      assert.match(other.logs().map((e) => e.message).join("\n"), /localWorkload: no workload has address 10\.244\.9\.9/);
+    });
+  });
+
+  describe("envoyfilter.yaml (route A)", () => {
+    const filterPatch = () => {
+      const found = patchesOf(routeA(), "NETWORK_FILTER", "INSERT_BEFORE").filter((p) => p.patch.value.name === WASM_FILTER);
+      assert.equal(found.length, 1);
+      return found[0];
+    };
+
+    it("has the seven patches in order: filter, relay, tcp_proxy MERGE, internal listener, three clusters, all outbound", () => {
+      assert.deepEqual(
+        routeA().spec.configPatches.map((p: Json) => `${p.applyTo}/${p.patch.operation}/${p.match.context}/${p.patch.value.name}`),
+        [
+          `NETWORK_FILTER/INSERT_BEFORE/SIDECAR_OUTBOUND/${WASM_FILTER}`,
+          `NETWORK_FILTER/INSERT_BEFORE/SIDECAR_OUTBOUND/${SET_FILTER_STATE}`,
+          `NETWORK_FILTER/MERGE/SIDECAR_OUTBOUND/${TCP_PROXY}`,
+          "LISTENER/ADD/SIDECAR_OUTBOUND/waypoint_route_outer",
+          "CLUSTER/ADD/SIDECAR_OUTBOUND/waypoint_route_hbone",
+          "CLUSTER/ADD/SIDECAR_OUTBOUND/waypoint_route_double_hbone",
+          "CLUSTER/ADD/SIDECAR_OUTBOUND/waypoint_route_outer",
+        ],
+      );
+    });
+
+    it("selects by the opt-in label whose value names the snapshot's group: <network>.<zone> of localWorkload", () => {
+      const ef = routeA();
+      assert.equal(ef.metadata.namespace, "istio-system", "root namespace: applies in every namespace");
+      assert.deepEqual(Object.keys(ef.spec.workloadSelector.labels), [OPT_IN_LABEL]);
+      const { source } = facts(filterPatch().patch.value.typed_config.config.configuration.value);
+      const zone = source.locality.split("/")[1];
+      assert.equal(ef.spec.workloadSelector.labels[OPT_IN_LABEL], `${source.network}.${zone}`);
+    });
+
+    it("configures the wasm filter: FAIL_CLOSED, root_id and vm_id waypoint_route, V8, a local file", () => {
+      const config = filterPatch().patch.value.typed_config.config;
+      assert.equal(config.failure_policy, "FAIL_CLOSED");
+      assert.equal(config.root_id, FILTER);
+      assert.equal(config.vm_config.vm_id, FILTER);
+      assert.equal(config.vm_config.runtime, "envoy.wasm.runtime.v8");
+      assert.match(config.vm_config.code.local.filename, /^\/.*\/waypoint_route\.wasm$/);
+    });
+
+    it("every NETWORK_FILTER patch matches tcp_proxy on the outbound catch-all chain", () => {
+      const patches = patchesOf(routeA(), "NETWORK_FILTER");
+      assert.equal(patches.length, 3);
+      for (const patch of patches) {
+        assert.equal(patch.match.context, "SIDECAR_OUTBOUND");
+        assert.equal(patch.match.listener.name, "virtualOutbound");
+        assert.equal(patch.match.listener.filterChain.name, CATCH_ALL_CHAIN);
+        assert.equal(patch.match.listener.filterChain.filter.name, TCP_PROXY);
+      }
+    });
+
+    it("applied to an Istio-shaped sidecar: filter, then relay, right before tcp_proxy on the catch-all chain, nowhere else", () => {
+      const { listeners, chain } = patchedCatchAll(routeA());
+      assert.deepEqual(chain.filters.map((f) => f.name), ["istio.stats", WASM_FILTER, SET_FILTER_STATE, TCP_PROXY]);
+      for (const listener of listeners) {
+        for (const other of listener.chains) {
+          if (other === chain) continue;
+          assert.deepEqual(other.filters.map((f) => f.name), ["istio.stats", TCP_PROXY], `patched ${listener.name}/${other.name}`);
+          const tcp = other.filters.find((f) => f.name === TCP_PROXY);
+          assert.equal(tcp.typed_config.tunneling_config, undefined, `tunneling_config also merged into ${listener.name}/${other.name}`);
+        }
+      }
+    });
+
+    it("the merged tcp_proxy keeps Istio's cluster and tunnels exactly as the proven plain config does", () => {
+      const tcp = filterOf(patchedCatchAll(routeA()).chain.filters, TCP_PROXY);
+      assert.equal(tcp.cluster, "PassthroughCluster");
+      assert.equal(tcp.stat_prefix, "PassthroughCluster");
+      assert.deepEqual(tcp.tunneling_config, filterOf(plainCatchAllFilters(), TCP_PROXY).tunneling_config);
+      assert.deepEqual(tcp.tunneling_config, { hostname: "%FILTER_STATE(wasm.authority:PLAIN)%" });
+    });
+
+    it("the relay is the proven plain config's, in the same position (after the filter, before tcp_proxy)", () => {
+      assert.deepEqual(relayOf(routeA()), filterOf(plainCatchAllFilters(), SET_FILTER_STATE));
+      assert.deepEqual(
+        plainCatchAllFilters().map((f: Json) => f.name),
+        ["waypoint_route", SET_FILTER_STATE, TCP_PROXY],
+      );
+      // One hashable object (the pool key); the rest are plain strings.
+      const factories = relayOf(routeA()).on_new_connection.map((e: Json) => e.factory_key);
+      assert.deepEqual(factories.filter((f: string) => f === "envoy.hashable_string").length, 1);
+    });
+
+    it("the internal listener is the proven plain config's (but for its failure-only access log), reached by the double-HBONE cluster", () => {
+      const listener = outerListener();
+      const plain = plainListener(listener.name);
+      assert.ok(plain, `the plain config has no listener ${listener.name}`);
+      assert.deepEqual(listener.internal_listener, {});
+      assert.equal(listener.traffic_direction, "OUTBOUND");
+      assert.equal(listener.address, undefined, "an internal listener has no socket address");
+      const filters = listener.filter_chains[0].filters;
+      const plainFilters = plain.filter_chains[0].filters;
+      assert.deepEqual(filters.map((f: Json) => f.name), plainFilters.map((f: Json) => f.name));
+      assert.deepEqual(filterOf(filters, SET_FILTER_STATE), filterOf(plainFilters, SET_FILTER_STATE));
+      const { access_log: log, ...tcp } = filterOf(filters, TCP_PROXY);
+      const { access_log: _plainLog, ...plainTcp } = filterOf(plainFilters, TCP_PROXY);
+      assert.deepEqual(tcp, plainTcp);
+      assert.deepEqual(log.map((l: Json) => l.filter), [{ response_flag_filter: {} }], "outer hop failures only");
+      const double = clusterNamed(addedClusters(routeA()), "waypoint_route_double_hbone");
+      assert.equal(double.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.envoy_internal_address.server_listener_name, listener.name);
+    });
+
+    it("the relay feeds the internal listener: every io.waypoint_route.* key it reads is one the relay shares", () => {
+      const relayed = new Set(relayOf(routeA()).on_new_connection.filter((e: Json) => e.shared_with_upstream === "ONCE").map((e: Json) => e.object_key));
+      const read = JSON.stringify(outerListener()).match(/io\.waypoint_route\.[a-z_]+/g) ?? [];
+      assert.ok(read.length >= 3);
+      for (const key of read) assert.ok(relayed.has(key), `${key} is read by the internal listener but never relayed`);
+    });
+
+    it("adds the three clusters of the proven plain config, with Istio's SDS mTLS instead of files", () => {
+      const clusters = addedClusters(routeA());
+      assert.deepEqual(clusters.map((c) => c.name), ["waypoint_route_hbone", "waypoint_route_double_hbone", "waypoint_route_outer"]);
+      for (const cluster of clusters) {
+        const plain = plainCluster(cluster.name);
+        assert.equal(cluster.type, plain.type, `${cluster.name}: type`);
+        assert.equal(cluster.lb_policy, plain.lb_policy, `${cluster.name}: lb_policy`);
+        assert.deepEqual(cluster.typed_extension_protocol_options, plain.typed_extension_protocol_options, `${cluster.name}: HTTP/2 options`);
+        assert.deepEqual(cluster.load_assignment, plain.load_assignment, `${cluster.name}: endpoints`);
+        assert.equal(cluster.transport_socket.name, plain.transport_socket.name, `${cluster.name}: transport socket`);
+        assert.equal(cluster.circuit_breakers.thresholds[0].max_requests, 4294967295, `${cluster.name}: Envoy's 1024 cap lifted`);
+      }
+      const hbone = clusterNamed(clusters, "waypoint_route_hbone");
+      assert.deepEqual([hbone.type, hbone.lb_policy], ["ORIGINAL_DST", "CLUSTER_PROVIDED"]);
+      assertIstioMtls(hbone.transport_socket.typed_config, "waypoint_route_hbone");
+      const double = clusterNamed(clusters, "waypoint_route_double_hbone");
+      assert.equal(double.transport_socket.name, "envoy.transport_sockets.internal_upstream");
+      assert.equal(double.transport_socket.typed_config.transport_socket.name, "envoy.transport_sockets.tls");
+      assertIstioMtls(double.transport_socket.typed_config.transport_socket.typed_config, "waypoint_route_double_hbone (inner TLS)");
+      assert.equal(double.typed_extension_protocol_options[HTTP_OPTIONS].common_http_protocol_options.idle_timeout, "10s");
+      const outer = clusterNamed(clusters, "waypoint_route_outer");
+      assert.deepEqual([outer.type, outer.lb_policy], ["ORIGINAL_DST", "CLUSTER_PROVIDED"]);
+      assert.equal(filterOf(outerListener().filter_chains[0].filters, TCP_PROXY).cluster, outer.name);
+      assertIstioMtls(outer.transport_socket.typed_config, "waypoint_route_outer");
+    });
+
+    it("no listener or cluster name collides with Istio's own (inner_connect_originate, outer_connect_originate, ...)", () => {
+      for (const ef of [routeA(), hookup()]) {
+        for (const name of [...addedListeners(ef), ...addedClusters(ef)].map((r) => r.name)) {
+          assert.ok(!ISTIO_RESERVED_NAMES.includes(name), `${name} is one of Istio's names`);
+          assert.match(name, /^waypoint_route_/, `${name}: keep the waypoint_route_ prefix`);
+        }
+      }
+    });
+
+    it("its opt-in label is not the other suite filters' (they write the same tcp_proxy keys and tunneling_config)", () => {
+      const others = ["passthrough_mtls", "tunnel_port"].flatMap((name) => loadManifests(join(REPO_ROOT, "istio", name)));
+      const selectors = others.map((m) => m.doc.spec?.workloadSelector?.labels ?? m.doc.spec?.selector?.matchLabels ?? {});
+      assert.ok(selectors.length > 0);
+      for (const labels of selectors) assert.ok(!(OPT_IN_LABEL in labels), `another suite manifest selects by ${OPT_IN_LABEL}`);
+      // Why it matters: two MERGEs into the one catch-all tcp_proxy leave one tunneling_config, the last one's.
+      const tunnelPort = loadManifests(join(REPO_ROOT, "istio", "tunnel_port")).find((m) => m.doc.metadata.name === "tunnel-port-client")!.doc;
+      const tcp = filterOf(patchedCatchAll(routeA(), tunnelPort).chain.filters, TCP_PROXY);
+      assert.notEqual(tcp.tunneling_config.headers_to_add, undefined, "tunnel_port's header leaks into waypoint_route's CONNECTs");
+    });
+  });
+
+  describe("wasmplugin.yaml (route B)", () => {
+    it("a NETWORK WasmPlugin: FAIL_CLOSE, pluginName waypoint_route, an oci:// or file:// url", () => {
+      const spec = wasmPlugin().spec;
+      assert.equal(spec.type, "NETWORK");
+      assert.equal(spec.failStrategy, "FAIL_CLOSE");
+      assert.equal(spec.pluginName, FILTER);
+      assert.match(spec.url, /^(oci|file):\/\//);
+      assert.equal(istiodPluginConfig(wasmPlugin()).failure_policy, "FAIL_CLOSED");
+    });
+
+    it("Istio's own placement is parked on the capture port 15006, which no service of the snapshot uses", () => {
+      assert.deepEqual(wasmPlugin().spec.match, [{ mode: "CLIENT", ports: [{ number: 15006 }] }]);
+      const snapshot = wasmPlugin().spec.pluginConfig;
+      const used = new Set<number>([15008]);
+      for (const s of snapshot.services) for (const [port, target] of Object.entries<number>(s.ports ?? {})) used.add(Number(port)).add(target);
+      assert.ok(!used.has(15006));
+    });
+
+    it("selects the same workloads, from the same namespace, as route A", () => {
+      const wp = wasmPlugin();
+      assert.deepEqual(wp.spec.selector.matchLabels, routeA().spec.workloadSelector.labels);
+      assert.deepEqual(hookup().spec.workloadSelector, routeA().spec.workloadSelector);
+      assert.equal(wp.metadata.namespace, routeA().metadata.namespace);
+      // istiod serves WasmPlugin ECDS resources from the proxy's namespace or the root namespace only.
+      assert.ok([hookup().metadata.namespace, "istio-system"].includes(wp.metadata.namespace));
+    });
+
+    it("the hookup = envoyfilter.yaml with the inline filter replaced by the plugin's ECDS reference, patch by patch", () => {
+      const expected = structuredClone(routeA().spec.configPatches);
+      const reference = hookup().spec.configPatches[0].patch.value;
+      expected[0].patch.value = reference;
+      assert.deepEqual(hookup().spec.configPatches, expected);
+      assert.equal(reference.name, ecdsName(wasmPlugin()));
+      assert.deepEqual(reference.config_discovery.type_urls, [WASM_TYPE]);
+      assert.deepEqual(reference.config_discovery.config_source.ads, {});
+      assert.equal(reference.config_discovery.config_source.initial_fetch_timeout, "0s");
+      const names = patchedCatchAll(hookup()).chain.filters.map((f) => f.name);
+      assert.deepEqual(names, ["istio.stats", reference.name, SET_FILTER_STATE, TCP_PROXY]);
+    });
+  });
+
+  describe("the pinned Envoy's --mode validate (an Istio-shaped client sidecar)", () => {
+    const skip = existsSync(ENVOY_BINARY) ? false : `no Envoy at ${ENVOY_BINARY} (npm run setup)`;
+
+    it("route A (envoyfilter.yaml) passes", { skip }, () => {
+      const result = envoyValidate("route-a", sidecarBootstrap([routeA()]));
+      assert.equal(result.ok, true, result.output);
+    });
+
+    it("route B (the hookup, with what istiod makes of the WasmPlugin inlined where ECDS would deliver it) passes", { skip }, () => {
+      const result = envoyValidate("route-b", sidecarBootstrap([hookup()]));
+      assert.equal(result.ok, true, result.output);
+    });
+
+    it("the check can fail: a broken snapshot makes Envoy refuse the filter", { skip }, () => {
+      const broken = structuredClone(routeA());
+      const config = findAll(broken.spec, isInlineWasm)[0]!.node.typed_config.config;
+      config.configuration.value = config.configuration.value.replace('"localWorkload": "10.244.1.10"', '"localWorkload": "10.244.1.299"');
+      const result = envoyValidate("broken", sidecarBootstrap([broken]));
+      assert.equal(result.ok, false);
+      assert.match(result.output, /localWorkload: not an IP address: "10\.244\.1\.299"/);
+    });
+
+    it("both routes on one pod are refused: the listener and clusters would exist twice", { skip }, () => {
+      const result = envoyValidate("both-routes", sidecarBootstrap([routeA(), hookup()]));
+      assert.equal(result.ok, false, "validated with every listener and cluster added twice");
+      assert.match(result.output, /duplicate cluster 'waypoint_route_hbone'/);
+    });
+
+    it("the internal listener needs Istio's bootstrap extension: without it Envoy refuses the config", { skip }, () => {
+      const result = envoyValidate("no-internal-listener", sidecarBootstrap([routeA()], { internalListenerExtension: false }));
+      assert.equal(result.ok, false, "validated without envoy.bootstrap.internal_listener");
+      assert.match(result.output, /InternalListener bootstrap extension is mandatory/);
+    });
+  });
+});
