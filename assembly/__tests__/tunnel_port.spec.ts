@@ -66,6 +66,8 @@ const MESH = `
 const CLIENT = `{"role": "client", ${MESH}}`;
 const SERVER = `{"role": "server", "localWorkload": "10.1.0.2", ${MESH}}`;
 const CLIENT_KNOWN = "role, localNetwork, tunnelCluster, tunnelPort, unknownDestination, workloads, services";
+// A field neither role knows is refused while the configuration streams, before the role is read.
+const ANY_KNOWN = "role, localNetwork, tunnelCluster, tunnelPort, unknownDestination, localWorkload, appCluster, workloads, services";
 const SERVER_KNOWN = "role, localNetwork, localWorkload, appCluster, workloads, services";
 
 // ---------------------------------------------------------------- helpers
@@ -237,7 +239,7 @@ describe("tunnel_port configuration: refusals", () => {
   });
 
   it("refuses unknown fields, and the other role's fields", () => {
-    expect(refused(`{"role": "client", "tunnel_port": 1}`)).toBe("tunnel_port: unknown field (known: " + CLIENT_KNOWN + ")");
+    expect(refused(`{"role": "client", "tunnel_port": 1}`)).toBe("tunnel_port: unknown field (known: " + ANY_KNOWN + ")");
     expect(refused(`{"role": "client", "localWorkload": "10.1.0.2"}`)).toBe("localWorkload: unknown field (known: " + CLIENT_KNOWN + ")");
     expect(refused(`{"role": "client", "appCluster": "x"}`)).toBe("appCluster: unknown field (known: " + CLIENT_KNOWN + ")");
     expect(refused(`{"role": "server", "localWorkload": "10.1.0.2", "tunnelPort": 15008, ${MESH}}`)).toBe(

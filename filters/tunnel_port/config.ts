@@ -1,7 +1,7 @@
 // tunnel_port plugin configuration: one module, two roles (the client sidecar's outbound and the
 // server sidecar's inbound), the shared mesh model, and a few fields per role. See README.md.
-import { ConfigReader, JsonValue, parseJson } from "../../assembly/json";
-import { Address, Mesh, MESH_FIELDS, parseIpString, IpParse, parseMesh } from "../../assembly/mesh";
+import { ConfigReader, JsonValue } from "../../assembly/json";
+import { Address, IpParse, Mesh, MESH_FIELDS, parseIpString, parseMeshDocument } from "../../assembly/mesh";
 
 export const ROLE_CLIENT = "client";
 export const ROLE_SERVER = "server";
@@ -52,23 +52,24 @@ function refuse(error: string): TunnelConfigResult {
   return new TunnelConfigResult(null, error);
 }
 
+/**
+ * Streams the configuration (no JSON tree: large meshes fit). The role comes first, then the
+ * fields of that role (another role's fields are unknown here), then the mesh.
+ */
 export function parseTunnelConfig(bytes: ArrayBuffer): TunnelConfigResult {
-  const parsed = parseJson(bytes);
-  const root = parsed.value;
-  if (!parsed.ok() || root === null) return refuse(parsed.error);
+  const allOwn = COMMON_FIELDS.concat(CLIENT_FIELDS).concat(SERVER_FIELDS);
+  const doc = parseMeshDocument(bytes, allOwn);
+  const root = doc.own;
+  if (root === null) return refuse(doc.error); // JSON, root type or a field no role knows
   const reader = new ConfigReader();
-  if (!root.isObject()) {
-    reader.fail("", "expected an object");
-    return refuse(reader.error());
-  }
   const role = reader.requireEnum(root, "role", "", [ROLE_CLIENT, ROLE_SERVER]);
   if (reader.failed()) return refuse(reader.error());
   const client = role == ROLE_CLIENT;
-  const known = COMMON_FIELDS.concat(client ? CLIENT_FIELDS : SERVER_FIELDS).concat(MESH_FIELDS);
-  reader.onlyKnownFields(root, "", known);
+  reader.onlyKnownFields(root, "", COMMON_FIELDS.concat(client ? CLIENT_FIELDS : SERVER_FIELDS).concat(MESH_FIELDS));
   const localNetwork = reader.optionalString(root, "localNetwork", "", "");
-  const mesh: Mesh | null = reader.failed() ? null : parseMesh(root, reader, "");
-  if (mesh === null || reader.failed()) return refuse(reader.error());
+  if (reader.failed()) return refuse(reader.error());
+  const mesh = doc.mesh;
+  if (mesh === null) return refuse(doc.error);
   const config = new TunnelConfig(mesh);
   config.client = client;
   config.localNetwork = mesh.networkId(localNetwork);
