@@ -4,18 +4,22 @@
 // Run: node --import tsx --test tests/host/passthrough_mtls.test.ts
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { Connection, ProxyWasmHost, WasmResult, int64, type ConnectOptions, type HostOptions } from "../../host/index.js";
 import {
-  Connection,
-  ProxyWasmHost,
-  WasmResult,
-  int64,
-  type ConnectOptions,
-  type HostOptions,
-} from "../../host/index.js";
-import { ensureBuilt } from "./helpers.js";
-
-// ---------------------------------------------------------------- build
-
+  CLUSTER,
+  ORIGINAL_DST,
+  SAN,
+  assertClosedByFilter,
+  assertConfigRefused,
+  assertContinues,
+  connectOnce,
+  counterAssertion,
+  envoyWrites,
+  linesOf,
+  startFilter,
+  wasmProperties,
+  withRefusal,
+} from "./helpers.js";
 
 // ---------------------------------------------------------------- the mesh under test
 
@@ -92,44 +96,17 @@ const SUBSET = { mode: "subset", ...MESH };
 
 // ---------------------------------------------------------------- what a connection sees
 
-const SAN = "envoy.network.upstream_subject_alt_names";
-const ORIGINAL_DST = "envoy.network.transport_socket.original_dst_address";
-const CLUSTER = "envoy.tcp_proxy.cluster";
 const LB_ADDRESS = "wasm.lb_address";
 const UPSTREAM_SANS = "wasm.upstream_sans";
 const MTLS_CLUSTER = "outbound_mtls_passthrough";
 const SUBSET_CLUSTER = "passthrough_mtls_subset";
 
 const COUNTERS = ["mtls", "headless", "passthrough", "no_destination", "rejected", "local_network_wins", "plaintext_pod"] as const;
-type CounterName = (typeof COUNTERS)[number];
 
-async function start(config: unknown, options: HostOptions = {}): Promise<ProxyWasmHost> {
-  const host = await ProxyWasmHost.fromFile(ensureBuilt("passthrough_mtls"), {
-    rootId: "passthrough_mtls",
-    pluginConfiguration: typeof config === "string" ? config : JSON.stringify(config),
-    ...options,
-  });
-  assert.ok(host.start(), host.startFailure ?? "");
-  return host;
-}
+const start = (config: unknown, options: HostOptions = {}): Promise<ProxyWasmHost> => startFilter("passthrough_mtls", config, options);
 
 /** Every counter of the filter; the ones not named in `expected` must be 0. */
-function assertCounters(host: ProxyWasmHost, expected: Partial<Record<CounterName, number>>): void {
-  const metrics = host.metrics();
-  const actual = Object.fromEntries(COUNTERS.map((name) => [name, metrics.get(`passthrough_mtls.${name}`) ?? 0]));
-  const wanted = Object.fromEntries(COUNTERS.map((name) => [name, expected[name] ?? 0]));
-  assert.deepEqual(actual, wanted);
-}
-
-/** set_envoy_filter_state writes in order, as [key, value]. */
-function envoyWrites(conn: Connection): [string, string][] {
-  return conn.filterStateWrites.filter((w) => w.source === "set_envoy_filter_state").map((w) => [w.key, w.value]);
-}
-
-/** set_property writes, as Envoy stores them (filter state `wasm.<name>`) → value. */
-function wasmProperties(conn: Connection): Record<string, string> {
-  return Object.fromEntries(conn.filterStateWrites.filter((w) => w.source === "set_property").map((w) => [w.key, w.value]));
-}
+const assertCounters = counterAssertion("passthrough_mtls", COUNTERS);
 
 /** The three pins of the direct mTLS (and headless) route, in the order tcp_proxy needs them. */
 function pinned(identity: string, address: string, cluster: string): [string, string][] {
@@ -140,18 +117,9 @@ function pinned(identity: string, address: string, cluster: string): [string, st
   ];
 }
 
-function assertContinues(host: ProxyWasmHost, conn: Connection): void {
-  assert.equal(conn.status, "Continue");
-  assert.equal(conn.closed, false);
-  assert.equal(host.failed, false, host.trapMessage ?? "");
-}
-
 /** One connection on a fresh host. */
-async function one(config: unknown, destination: string, options: HostOptions = {}) {
-  const host = await start(config, options);
-  const conn = host.connect({ source: "10.0.9.9:40000", destination });
-  return { host, conn };
-}
+const one = (config: unknown, destination: string, options: HostOptions = {}) =>
+  connectOnce("passthrough_mtls", config, { source: "10.0.9.9:40000", destination }, options);
 
 // ---------------------------------------------------------------- direct mode
 
@@ -495,36 +463,8 @@ describe("passthrough_mtls: no usable destination", () => {
 
 // ---------------------------------------------------------------- Envoy refusing a write
 
-/**
- * The host accepts every well-formed write to a registered key, and the filter only writes
- * well-formed values, so a refusal cannot be provoked through inputs. This replaces the host's
- * answer for the duration of `run` (an older Envoy without the original_dst_address factory
- * answers NOT_FOUND; a refused value is BAD_ARGUMENT).
- */
-function withRefusal<T>(refuse: { filterStateKey?: string; property?: string; status?: number }, run: () => T): T {
-  const proto = Connection.prototype;
-  const setEnvoyFilterState = proto.setEnvoyFilterState;
-  const setProperty = proto.setProperty;
-  const status = refuse.status ?? WasmResult.NotFound;
-  proto.setEnvoyFilterState = function (this: Connection, key: string, value: string, span: number) {
-    return key === refuse.filterStateKey ? status : setEnvoyFilterState.call(this, key, value, span);
-  };
-  proto.setProperty = function (this: Connection, path: string, value: Uint8Array) {
-    return path === refuse.property ? status : setProperty.call(this, path, value);
-  };
-  try {
-    return run();
-  } finally {
-    proto.setEnvoyFilterState = setEnvoyFilterState;
-    proto.setProperty = setProperty;
-  }
-}
-
 function assertRejected(host: ProxyWasmHost, conn: Connection, destination: string): void {
-  assert.equal(conn.status, "StopIteration");
-  assert.equal(conn.closed, true);
-  assert.equal(conn.closeReason, "filter");
-  assert.equal(host.failed, false, host.trapMessage ?? "");
+  assertClosedByFilter(host, conn);
   assertCounters(host, { rejected: 1 });
   // tcp_proxy must not get a cluster to route to after a refusal.
   assert.equal(conn.filterState.get(CLUSTER), undefined);
@@ -650,27 +590,7 @@ describe("passthrough_mtls: invalid configuration", () => {
 
   for (const [what, configuration, message] of BAD) {
     it(`refuses ${what} with one error line naming it, without trapping`, async () => {
-      // Envoy checks the configuration in a canary VM first; the refusal stops there.
-      const host = await ProxyWasmHost.fromFile(ensureBuilt("passthrough_mtls"), { rootId: "passthrough_mtls", pluginConfiguration: configuration });
-      assert.equal(host.start(), false);
-      assert.match(host.startFailure ?? "", /proxy_on_configure returned false/);
-      assert.equal(host.failed, false);
-      const errors = host.logs().filter((e) => e.level === "error" || e.level === "critical");
-      assert.deepEqual(
-        errors.map((e) => e.message),
-        [`invalid plugin configuration: ${message}`],
-      );
-
-      // The same in the main VM (no canary): one line, refused, no trap.
-      const direct = await ProxyWasmHost.fromFile(ensureBuilt("passthrough_mtls"), {
-        rootId: "passthrough_mtls",
-        pluginConfiguration: configuration,
-        canary: false,
-      });
-      assert.equal(direct.start(), false);
-      assert.equal(direct.failed, false, direct.trapMessage ?? "");
-      assert.deepEqual(direct.logLines("error"), [`invalid plugin configuration: ${message}`]);
-      assert.deepEqual(direct.logLines("critical"), []);
+      await assertConfigRefused("passthrough_mtls", configuration, message);
     });
   }
 
@@ -700,14 +620,6 @@ describe("passthrough_mtls: invalid configuration", () => {
 // ---------------------------------------------------------------- logs
 
 describe("passthrough_mtls: logs", () => {
-  /** The debug lines logged by connection `conn` (its context). */
-  function debugLinesOf(host: ProxyWasmHost, conn: Connection): string[] {
-    return host
-      .logs()
-      .filter((e) => e.vm === "main" && e.contextId === conn.id && e.level === "debug")
-      .map((e) => e.message);
-  }
-
   const RULES: [string, unknown, string, RegExp][] = [
     ["mTLS", DIRECT, "10.0.0.1:443", /^10\.0\.0\.1:443 -> mtls\b.*spiffe:\/\/cluster\.local\/ns\/default\/sa\/app$/],
     ["mTLS via subset", SUBSET, "10.0.0.1:443", /^10\.0\.0\.1:443 -> mtls via subset\b.*sa\/app$/],
@@ -721,7 +633,7 @@ describe("passthrough_mtls: logs", () => {
   for (const [rule, config, destination, line] of RULES) {
     it(`logs one debug line naming the ${rule} rule for its decision`, async () => {
       const { host, conn } = await one(config, destination, { logLevel: "debug" });
-      const lines = debugLinesOf(host, conn);
+      const lines = linesOf(host, conn, "debug");
       assert.equal(lines.length, 1, JSON.stringify(lines));
       assert.match(lines[0]!, line);
     });
@@ -729,7 +641,7 @@ describe("passthrough_mtls: logs", () => {
 
   it("logs one debug line for a connection without a usable destination", async () => {
     const { host, conn } = await one(DIRECT, "not-an-ip", { logLevel: "debug" });
-    assert.equal(debugLinesOf(host, conn).length, 1);
+    assert.equal(linesOf(host, conn, "debug").length, 1);
   });
 
   it("does not even send the debug line to the host at info level (one host call fewer than at debug)", async () => {

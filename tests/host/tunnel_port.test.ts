@@ -6,11 +6,21 @@
 // Run: node --import tsx --test tests/host/tunnel_port.test.ts
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Connection, ProxyWasmHost, WasmResult, type ConnectOptions, type HostOptions } from "../../host/index.js";
-import { ensureBuilt } from "./helpers.js";
-
-// ---------------------------------------------------------------- build
-
+import { Connection, ProxyWasmHost, type ConnectOptions, type HostOptions } from "../../host/index.js";
+import {
+  CLUSTER,
+  DISABLE_TUNNELING,
+  ORIGINAL_DST,
+  SAN,
+  assertClosedByFilter,
+  assertConfigRefused,
+  assertContinues,
+  counterAssertion,
+  linesOf,
+  startFilter,
+  withRefusal,
+  writes,
+} from "./helpers.js";
 
 // ---------------------------------------------------------------- the mesh under test
 
@@ -129,10 +139,6 @@ const SERVER = { role: "server", localWorkload: "10.1.0.2", ...MESH }; // web-1
 
 // ---------------------------------------------------------------- what a connection sees
 
-const SAN = "envoy.network.upstream_subject_alt_names";
-const ORIGINAL_DST = "envoy.network.transport_socket.original_dst_address";
-const CLUSTER = "envoy.tcp_proxy.cluster";
-const DISABLE_TUNNELING = "envoy.tcp_proxy.disable_tunneling";
 const AUTHORITY = "wasm.authority";
 const SERVICE_PORT = "wasm.service_port";
 const TARGET_PORT = "wasm.target_port";
@@ -157,28 +163,10 @@ const COUNTERS = [
 ] as const;
 type CounterName = (typeof COUNTERS)[number];
 
-async function start(config: unknown, options: HostOptions = {}): Promise<ProxyWasmHost> {
-  const host = await ProxyWasmHost.fromFile(ensureBuilt("tunnel_port"), {
-    rootId: "tunnel_port",
-    pluginConfiguration: typeof config === "string" ? config : JSON.stringify(config),
-    ...options,
-  });
-  assert.ok(host.start(), host.startFailure ?? "");
-  return host;
-}
+const start = (config: unknown, options: HostOptions = {}): Promise<ProxyWasmHost> => startFilter("tunnel_port", config, options);
 
 /** Every counter of the filter; the ones not named in `expected` must be 0. */
-function assertCounters(host: ProxyWasmHost, expected: Partial<Record<CounterName, number>>): void {
-  const metrics = host.metrics();
-  const actual = Object.fromEntries(COUNTERS.map((name) => [name, metrics.get(`tunnel_port.${name}`) ?? 0]));
-  const wanted = Object.fromEntries(COUNTERS.map((name) => [name, expected[name] ?? 0]));
-  assert.deepEqual(actual, wanted);
-}
-
-/** Every write the filter made (filter state and properties), in order, as [key, value]. */
-function writes(conn: Connection): [string, string][] {
-  return conn.filterStateWrites.filter((w) => w.source !== "existing").map((w) => [w.key, w.value]);
-}
+const assertCounters = counterAssertion("tunnel_port", COUNTERS);
 
 /** The five client writes of a tunnel, in the order the filter makes them. */
 function tunnel(identity: string, tunnelAddress: string, authority: string, servicePort: number, cluster = HBONE): [string, string][] {
@@ -202,26 +190,9 @@ function accepted(servicePort: number, targetPort: number, cluster = INBOUND): [
 
 const PASSTHROUGH: [string, string][] = [[DISABLE_TUNNELING, "true"]];
 
-function assertContinues(host: ProxyWasmHost, conn: Connection): void {
-  assert.equal(conn.status, "Continue");
-  assert.equal(conn.closed, false);
-  assert.equal(host.failed, false, host.trapMessage ?? "");
-}
-
-/** Main-VM log entries of one connection's context. */
-function linesOf(host: ProxyWasmHost, conn: Connection, level?: string): string[] {
-  return host
-    .logs()
-    .filter((e) => e.vm === "main" && e.contextId === conn.id && (level === undefined || e.level === level))
-    .map((e) => e.message);
-}
-
 /** Closed by the filter with StopIteration, nothing written, one warn line, nothing reaches upstream. */
 function assertClosed(host: ProxyWasmHost, conn: Connection, mentions: string[] = []): void {
-  assert.equal(conn.status, "StopIteration");
-  assert.equal(conn.closed, true);
-  assert.equal(conn.closeReason, "filter");
-  assert.equal(host.failed, false, host.trapMessage ?? "");
+  assertClosedByFilter(host, conn);
   assert.deepEqual(writes(conn), []);
   const warns = linesOf(host, conn, "warn");
   assert.equal(warns.length, 1, JSON.stringify(warns));
@@ -796,33 +767,8 @@ describe("tunnel_port server: refusing spoofed or missing values", () => {
 
 // ---------------------------------------------------------------- Envoy refusing a write
 
-/**
- * The filter only writes well-formed values to registered keys, so a refusal cannot be provoked
- * through inputs: this replaces the host's answer for the duration of `run`.
- */
-function withRefusal<T>(refuse: { filterStateKey?: string; property?: string }, run: () => T): T {
-  const proto = Connection.prototype;
-  const setEnvoyFilterState = proto.setEnvoyFilterState;
-  const setProperty = proto.setProperty;
-  proto.setEnvoyFilterState = function (this: Connection, key: string, value: string, span: number) {
-    return key === refuse.filterStateKey ? WasmResult.NotFound : setEnvoyFilterState.call(this, key, value, span);
-  };
-  proto.setProperty = function (this: Connection, path: string, value: Uint8Array) {
-    return path === refuse.property ? WasmResult.NotFound : setProperty.call(this, path, value);
-  };
-  try {
-    return run();
-  } finally {
-    proto.setEnvoyFilterState = setEnvoyFilterState;
-    proto.setProperty = setProperty;
-  }
-}
-
 function assertRejected(host: ProxyWasmHost, conn: Connection): void {
-  assert.equal(conn.status, "StopIteration");
-  assert.equal(conn.closed, true);
-  assert.equal(conn.closeReason, "filter");
-  assert.equal(host.failed, false, host.trapMessage ?? "");
+  assertClosedByFilter(host, conn);
   assertCounters(host, { rejected: 1 });
   assert.equal(conn.filterState.get(CLUSTER), undefined);
   assert.equal(host.logLines("error").length, 1);
@@ -925,25 +871,7 @@ describe("tunnel_port: invalid configuration", () => {
 
   for (const [what, config, message] of BAD) {
     it(`refuses ${what} with one error line naming it, without trapping`, async () => {
-      const configuration = typeof config === "string" ? config : JSON.stringify(config);
-      const host = await ProxyWasmHost.fromFile(ensureBuilt("tunnel_port"), { rootId: "tunnel_port", pluginConfiguration: configuration });
-      assert.equal(host.start(), false);
-      assert.match(host.startFailure ?? "", /proxy_on_configure returned false/);
-      assert.equal(host.failed, false, host.trapMessage ?? "");
-      assert.deepEqual(
-        host.logs().filter((e) => e.level === "error" || e.level === "critical").map((e) => e.message),
-        [`invalid plugin configuration: ${message}`],
-      );
-      // The same in the main VM (no canary).
-      const direct = await ProxyWasmHost.fromFile(ensureBuilt("tunnel_port"), {
-        rootId: "tunnel_port",
-        pluginConfiguration: configuration,
-        canary: false,
-      });
-      assert.equal(direct.start(), false);
-      assert.equal(direct.failed, false, direct.trapMessage ?? "");
-      assert.deepEqual(direct.logLines("error"), [`invalid plugin configuration: ${message}`]);
-      assert.deepEqual(direct.logLines("critical"), []);
+      await assertConfigRefused("tunnel_port", config, message);
     });
   }
 
