@@ -7,353 +7,80 @@
 //   FAIL_CLOSED and the passthrough_mtls root_id / vm_id;
 // - the patches, applied to an Istio-shaped sidecar config, pass the pinned Envoy's
 //   `--mode validate` (which also loads the .wasm and runs its configure).
+// Shared machinery (loading, schema, patcher, sidecar bootstrap, Envoy validate): ./istio_support.ts
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
 import { before, describe, it } from "node:test";
-import { WasmPlugin } from "@kubernetes-models/istio/extensions.istio.io/v1alpha1";
-import { DestinationRule } from "@kubernetes-models/istio/networking.istio.io/v1";
-import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3";
-import { parseAllDocuments, stringify } from "yaml";
-import { ProxyWasmHost } from "../../host/index.js";
-import { validateConfig } from "../support/envoy.js";
-import { REPO_ROOT } from "../support/paths.js";
+import {
+  addedClusters,
+  assertIstioSdsSecrets,
+  assertRejectsEnvoyFailStrategy,
+  assertRejectsNumericApplyTo,
+  assertRejectsStringPatchValue,
+  CATCH_ALL_CHAIN,
+  ensureFilterBuilt,
+  envoyValidate,
+  istiodPluginConfig as istioPluginConfigOf,
+  istioManifests,
+  istioSidecarListeners as sidecarWith,
+  type Json,
+  type Listener,
+  only,
+  outboundTcpListener,
+  patchCatchAll,
+  type PluginConfig,
+  pluginConfigs as pluginConfigsOf,
+  refusedSnapshotLog,
+  schemaValidityTests,
+  sidecarBootstrap as istioSidecarBootstrap,
+  startFilter as startFilterFrom,
+  STRING_VALUE_TYPE,
+  TCP_PROXY,
+  validateSchema,
+  virtualInboundListener,
+  WASM_TYPE as WASM_NETWORK_FILTER_TYPE,
+  wasmPath,
+} from "./istio_support.js";
 
-const ISTIO_DIR = join(REPO_ROOT, "istio", "passthrough_mtls");
 const FILTER = "passthrough_mtls";
-const WASM = join(REPO_ROOT, "build", `${FILTER}.wasm`);
-const WASM_NETWORK_FILTER_TYPE = "type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm";
-const STRING_VALUE_TYPE = "type.googleapis.com/google.protobuf.StringValue";
-const CATCH_ALL_CHAIN = "virtualOutbound-catchall-tcp";
-const TCP_PROXY = "envoy.filters.network.tcp_proxy";
+const WASM = wasmPath(FILTER);
 
 // ---------------------------------------------------------------------------------------------
-// The manifests
+// The manifests and their plugin configurations
 
-type Json = any; // manifests are free-form YAML; each test asserts the shape it relies on
-
-interface Manifest {
-  /** `istio/<path>#<index>` for messages. */
-  readonly where: string;
-  readonly file: string;
-  readonly doc: Json;
-}
-
-/** The Istio CRD model class for each apiVersion/kind the manifests may use. */
-const MODELS: Record<string, new (data: Json) => { validate(): void }> = {
-  "networking.istio.io/v1alpha3/EnvoyFilter": EnvoyFilter,
-  "extensions.istio.io/v1alpha1/WasmPlugin": WasmPlugin,
-  "networking.istio.io/v1/DestinationRule": DestinationRule,
-};
-
-function yamlFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile() && /\.ya?ml$/.test(entry.name))
-    .map((entry) => join(entry.parentPath, entry.name))
-    .sort();
-}
-
-function loadManifests(): Manifest[] {
-  const manifests: Manifest[] = [];
-  for (const path of yamlFiles(ISTIO_DIR)) {
-    const file = relative(REPO_ROOT, path);
-    parseAllDocuments(readFileSync(path, "utf8")).forEach((document, index) => {
-      if (document.errors.length > 0) throw new Error(`${file}#${index}: ${document.errors.map(String).join("; ")}`);
-      const doc = document.toJS();
-      if (doc !== null && doc !== undefined) manifests.push({ where: `${file}#${index}`, file, doc });
-    });
-  }
-  return manifests;
-}
-
-const manifests = loadManifests();
-const modelKey = (doc: Json): string => `${doc?.apiVersion}/${doc?.kind}`;
-const ofKind = (kind: string): Manifest[] => manifests.filter((m) => m.doc.kind === kind);
-const inFile = (name: string): Manifest[] => manifests.filter((m) => m.file === `istio/${FILTER}/${name}`);
-
-function only(list: Manifest[], what: string): Json {
-  assert.equal(list.length, 1, `expected exactly one ${what}, found ${list.length}`);
-  return list[0]!.doc;
-}
-
-function validateSchema(doc: Json): void {
-  const Model = MODELS[modelKey(doc)];
-  if (!Model) throw new Error(`no Istio schema known for ${modelKey(doc)}: add its model to MODELS`);
-  new Model(doc).validate();
-}
+const { manifests, inFile, ofKind } = istioManifests(FILTER);
+const pluginConfigs = (): PluginConfig[] => pluginConfigsOf(manifests, WASM);
+const istiodPluginConfig = (wp: Json): Json => istioPluginConfigOf(wp, WASM);
+const startFilter = (config: PluginConfig) => startFilterFrom(WASM, config);
 
 // ---------------------------------------------------------------------------------------------
-// Embedded plugin configurations
+// The sidecar the patches are applied to
 
-interface PluginConfig {
-  readonly where: string;
-  /** The configuration bytes as Envoy's plugin gets them (JSON text). */
-  readonly json: string;
-  readonly rootId: string;
-  readonly name: string;
-  readonly vmId: string;
-}
-
-/** Wasm network filters inserted by EnvoyFilter patches (inline typed_config). */
-function inlineWasmFilters(): { where: string; patch: Json; config: Json }[] {
-  const found: { where: string; patch: Json; config: Json }[] = [];
-  for (const m of ofKind("EnvoyFilter")) {
-    (m.doc.spec?.configPatches ?? []).forEach((patch: Json, i: number) => {
-      const typed = patch?.patch?.value?.typed_config;
-      if (typed?.["@type"] === WASM_NETWORK_FILTER_TYPE) found.push({ where: `${m.where} configPatches[${i}]`, patch, config: typed.config });
-    });
-  }
-  return found;
-}
-
-/** istiod's translation of a WasmPlugin into the plugin config Envoy gets (pilot/pkg/model/extensions.go). */
-function istiodPluginConfig(wp: Json): Json {
-  const failurePolicy: Record<string, string> = { FAIL_OPEN: "FAIL_OPEN", FAIL_CLOSE: "FAIL_CLOSED", FAIL_RELOAD: "FAIL_RELOAD" };
-  return {
-    name: `${wp.metadata.namespace}.${wp.metadata.name}`,
-    root_id: wp.spec.pluginName,
-    configuration: { "@type": STRING_VALUE_TYPE, value: JSON.stringify(wp.spec.pluginConfig ?? {}) },
-    ...(wp.spec.failStrategy ? { failure_policy: failurePolicy[wp.spec.failStrategy] } : {}),
-    vm_config: { runtime: "envoy.wasm.runtime.v8", code: { local: { filename: WASM } } },
-  };
-}
-
-function pluginConfigs(): PluginConfig[] {
-  const configs: PluginConfig[] = inlineWasmFilters().map(({ where, config }) => {
-    assert.equal(config.configuration?.["@type"], STRING_VALUE_TYPE, `${where}: configuration must be a StringValue`);
-    assert.equal(typeof config.configuration.value, "string", `${where}: configuration.value must be a string`);
-    return { where, json: config.configuration.value, rootId: config.root_id, name: config.name, vmId: config.vm_config?.vm_id ?? "" };
-  });
-  for (const m of ofKind("WasmPlugin")) {
-    const translated = istiodPluginConfig(m.doc);
-    configs.push({ where: `${m.where} spec.pluginConfig`, json: translated.configuration.value, rootId: translated.root_id, name: translated.name, vmId: "" });
-  }
-  return configs;
-}
-
-// ---------------------------------------------------------------------------------------------
-// A small EnvoyFilter patcher (the NETWORK_FILTER / CLUSTER semantics these manifests use), and an
-// Istio-shaped sidecar to apply it to.
-
-interface Chain {
-  name: string;
-  filters: Json[];
-}
-interface Listener {
-  name: string;
-  context: "SIDECAR_OUTBOUND" | "SIDECAR_INBOUND";
-  chains: Chain[];
-}
-
-const filterNamed = (name: string, extra: Json = {}): Json => ({ name, ...extra });
-
-/** The listeners of an Istio sidecar that a NETWORK_FILTER match could hit (filters by name only). */
+/** The listeners of an Istio sidecar that a NETWORK_FILTER match could hit. */
 function istioSidecarListeners(): Listener[] {
-  const outboundStack = () => [filterNamed("istio.stats"), filterNamed(TCP_PROXY)];
-  return [
-    {
-      name: "virtualOutbound",
-      context: "SIDECAR_OUTBOUND",
-      chains: [
-        { name: "virtualOutbound-blackhole", filters: outboundStack() },
-        { name: CATCH_ALL_CHAIN, filters: outboundStack() },
-      ],
-    },
-    {
-      name: "0.0.0.0_5432",
-      context: "SIDECAR_OUTBOUND",
-      chains: [
-        { name: "", filters: outboundStack() },
-        { name: "PassthroughFilterChain", filters: outboundStack() },
-      ],
-    },
-    {
-      name: "virtualInbound",
-      context: "SIDECAR_INBOUND",
-      chains: [{ name: "0.0.0.0_8080", filters: [filterNamed("istio.metadata_exchange"), filterNamed("istio.stats"), filterNamed(TCP_PROXY)] }],
-    },
-  ];
+  return sidecarWith([
+    outboundTcpListener("0.0.0.0_5432", "outbound|5432||postgres.data.svc.cluster.local", { passthrough: true }),
+    virtualInboundListener(8080, { before: [{ name: "istio.metadata_exchange" }] }),
+  ]);
 }
 
-function contextMatches(wanted: string | undefined, actual: string): boolean {
-  return wanted === undefined || wanted === "ANY" || wanted === actual;
-}
-
-/** Applies NETWORK_FILTER patches in order; refuses operations this patcher does not model. */
-function applyNetworkFilterPatches(listeners: Listener[], patches: Json[]): void {
-  for (const patch of patches) {
-    if (patch.applyTo !== "NETWORK_FILTER") continue;
-    const match = patch.match ?? {};
-    const listenerMatch = match.listener ?? {};
-    const chainMatch = listenerMatch.filterChain ?? {};
-    const filterMatch = chainMatch.filter ?? {};
-    for (const listener of listeners) {
-      if (!contextMatches(match.context, listener.context)) continue;
-      if (listenerMatch.name !== undefined && listenerMatch.name !== listener.name) continue;
-      for (const chain of listener.chains) {
-        if (chainMatch.name !== undefined && chainMatch.name !== chain.name) continue;
-        const index = chain.filters.findIndex((f) => filterMatch.name === undefined || f.name === filterMatch.name);
-        if (index < 0) continue;
-        const value = structuredClone(patch.patch.value);
-        switch (patch.patch.operation) {
-          case "INSERT_BEFORE":
-            chain.filters.splice(index, 0, value);
-            break;
-          case "INSERT_AFTER":
-            chain.filters.splice(index + 1, 0, value);
-            break;
-          case "INSERT_FIRST":
-            chain.filters.unshift(value);
-            break;
-          default:
-            throw new Error(`patcher: NETWORK_FILTER operation ${patch.patch.operation} not modelled`);
-        }
-      }
-    }
-  }
-}
-
-function addedClusters(patches: Json[]): Json[] {
-  return patches
-    .filter((p) => p.applyTo === "CLUSTER")
-    .map((p) => {
-      assert.equal(p.patch.operation, "ADD", "only CLUSTER ADD is modelled");
-      return structuredClone(p.patch.value);
-    });
-}
-
-const chainOf = (listeners: Listener[], listener: string, chain: string): Chain =>
-  listeners.find((l) => l.name === listener)!.chains.find((c) => c.name === chain)!;
+/** The sidecar's listeners after the patches, and its catch-all chain. */
+const patchedCatchAll = (patches: Json[]) => patchCatchAll(istioSidecarListeners(), patches);
 
 /** An Envoy bootstrap shaped like an Istio sidecar's outbound side, for `envoy --mode validate`. */
-function sidecarBootstrap(catchAllFilters: Json[], extraClusters: Json[]): Json {
-  const http2 = {
-    "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
-      "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
-      explicit_http_config: { http2_protocol_options: {} },
-    },
-  };
-  const tcpProxy = (filter: Json): Json =>
-    filter.name !== TCP_PROXY
-      ? filter
-      : {
-          name: TCP_PROXY,
-          typed_config: {
-            "@type": "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
-            stat_prefix: "PassthroughCluster",
-            cluster: "PassthroughCluster",
-          },
-        };
-  return {
-    // SDS needs a node identity, as every Istio sidecar has.
+const sidecarBootstrap = (catchAll: Json[], clusters: Json[], plugins: Json[] = []): Json =>
+  istioSidecarBootstrap({
     node: { id: "sidecar~10.244.0.5~client-0.default~default.svc.cluster.local", cluster: "client.default" },
-    static_resources: {
-      listeners: [
-        {
-          name: "virtualOutbound",
-          address: { socket_address: { address: "127.0.0.1", port_value: 15001 } },
-          use_original_dst: true,
-          // istio.stats is an Istio-only filter: left out, tcp_proxy gets Istio's passthrough shape.
-          filter_chains: [{ name: CATCH_ALL_CHAIN, filters: catchAllFilters.filter((f) => f.name !== "istio.stats").map(tcpProxy) }],
-        },
-      ],
-      clusters: [
-        { name: "PassthroughCluster", type: "ORIGINAL_DST", lb_policy: "CLUSTER_PROVIDED", connect_timeout: "10s" },
-        {
-          // pilot-agent's SDS server, as Istio's bootstrap defines it (a unix socket).
-          name: "sds-grpc",
-          type: "STATIC",
-          connect_timeout: "1s",
-          typed_extension_protocol_options: http2,
-          load_assignment: {
-            cluster_name: "sds-grpc",
-            endpoints: [{ lb_endpoints: [{ endpoint: { address: { pipe: { path: "./var/run/secrets/workload-spiffe-uds/socket" } } } }] }],
-          },
-        },
-        ...extraClusters,
-      ],
-    },
-  };
-}
-
-/** The local wasm path of every inline wasm filter, pointed at the build output. */
-function withBuiltWasm(filters: Json[]): Json[] {
-  return filters.map((filter) => {
-    const local = filter?.typed_config?.config?.vm_config?.code?.local;
-    if (!local) return filter;
-    const copy = structuredClone(filter);
-    copy.typed_config.config.vm_config.code.local.filename = WASM;
-    return copy;
+    catchAll,
+    clusters,
+    internalListenerExtension: false,
+    wasm: WASM,
+    plugins,
   });
-}
-
-function envoyValidate(name: string, bootstrap: Json): { ok: boolean; output: string } {
-  mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
-  const dir = mkdtempSync(join(REPO_ROOT, ".tmp", `istio-${name}-`));
-  const path = join(dir, "envoy.yaml");
-  writeFileSync(path, stringify(bootstrap));
-  try {
-    return validateConfig(path); // Envoy's output says what it refused
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The compiled filter
-
-function newestSource(dirs: string[]): number {
-  let newest = 0;
-  for (const dir of dirs) {
-    for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-      if (entry.isFile() && entry.name.endsWith(".ts")) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
-    }
-  }
-  return newest;
-}
-
-/** Builds build/passthrough_mtls.wasm when missing or older than its sources (one build at a time). */
-function ensureFilterBuilt(): void {
-  const sources = [join(REPO_ROOT, "assembly"), join(REPO_ROOT, "filters", FILTER)];
-  const stale = () => !existsSync(WASM) || statSync(WASM).mtimeMs < newestSource(sources);
-  if (!stale()) return;
-  mkdirSync(join(REPO_ROOT, "build"), { recursive: true });
-  // The same lock the host tests use: test files run in parallel processes.
-  const lock = join(REPO_ROOT, "build/.host-tests-build.lock");
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}; remove it if stale`);
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
-    }
-  }
-  try {
-    if (stale()) execFileSync(process.execPath, ["scripts/build.mjs", FILTER], { cwd: REPO_ROOT, stdio: "inherit" });
-  } finally {
-    rmdirSync(lock);
-  }
-}
-
-async function startFilter(config: PluginConfig): Promise<ProxyWasmHost> {
-  const host = await ProxyWasmHost.fromFile(WASM, {
-    rootId: config.rootId,
-    name: config.name,
-    vmId: config.vmId,
-    pluginConfiguration: config.json,
-    failurePolicy: "FAIL_CLOSED",
-  });
-  assert.ok(host.start(), `${config.where}: the filter refused its configuration: ${host.startFailure}`);
-  return host;
-}
 
 // ---------------------------------------------------------------------------------------------
 
 describe("Istio manifests (istio/)", () => {
-  before(() => ensureFilterBuilt());
+  before(() => ensureFilterBuilt(FILTER, { rebuildIfStale: true }));
 
   it("exist: an EnvoyFilter and a WasmPlugin for passthrough_mtls", () => {
     assert.ok(manifests.length > 0, "no YAML documents under istio/");
@@ -362,18 +89,11 @@ describe("Istio manifests (istio/)", () => {
   });
 
   describe("Istio CRD schema (@kubernetes-models/istio)", () => {
-    for (const m of manifests) {
-      it(`${m.where} ${m.doc.kind}/${m.doc.metadata?.name} is valid`, () => {
-        assert.ok(MODELS[modelKey(m.doc)], `${m.where}: no Istio schema known for ${modelKey(m.doc)}`);
-        validateSchema(m.doc);
-      });
-    }
+    schemaValidityTests(manifests);
 
     // The check must be able to fail, on the mistakes people make in these files.
     it("rejects a patch whose applyTo has the wrong type", () => {
-      const broken = structuredClone(only(inFile("envoyfilter.yaml"), "EnvoyFilter in envoyfilter.yaml"));
-      broken.spec.configPatches[0].applyTo = 42;
-      assert.throws(() => validateSchema(broken), /configPatches\/0\/applyTo must be string/);
+      assertRejectsNumericApplyTo(only(inFile("envoyfilter.yaml"), "EnvoyFilter in envoyfilter.yaml"));
     });
 
     it("rejects an unquoted boolean label value in the workloadSelector", () => {
@@ -383,15 +103,11 @@ describe("Istio manifests (istio/)", () => {
     });
 
     it("rejects Envoy's spelling FAIL_CLOSED in a WasmPlugin (Istio's is FAIL_CLOSE)", () => {
-      const broken = structuredClone(only(ofKind("WasmPlugin"), "WasmPlugin"));
-      broken.spec.failStrategy = "FAIL_CLOSED";
-      assert.throws(() => validateSchema(broken), /failStrategy must be equal to one of the allowed values/);
+      assertRejectsEnvoyFailStrategy(only(ofKind("WasmPlugin"), "WasmPlugin"));
     });
 
     it("rejects a patch value that is not an object", () => {
-      const broken = structuredClone(only(inFile("envoyfilter.yaml"), "EnvoyFilter in envoyfilter.yaml"));
-      broken.spec.configPatches[1].patch.value = "outbound_mtls_passthrough";
-      assert.throws(() => validateSchema(broken), /configPatches\/1\/patch\/value must be object/);
+      assertRejectsStringPatchValue(only(inFile("envoyfilter.yaml"), "EnvoyFilter in envoyfilter.yaml"), 1, "outbound_mtls_passthrough");
     });
   });
 
@@ -429,12 +145,10 @@ describe("Istio manifests (istio/)", () => {
       const config = pluginConfigs()[0]!;
       const snapshot = JSON.parse(config.json);
       snapshot.workloads[0].addresses = ["10.244.1.300"];
-      const host = await ProxyWasmHost.fromFile(WASM, { rootId: FILTER, pluginConfiguration: JSON.stringify(snapshot) });
-      assert.equal(host.start(), false);
+      const { host, log } = await refusedSnapshotLog(WASM, FILTER, snapshot);
       assert.match(host.startFailure ?? "", /proxy_on_configure returned false/);
       // The canary VM refuses it first, with one line naming the field.
-      const lines = host.logs().map((entry) => entry.message).join("\n");
-      assert.match(lines, /workloads\[0\]\.addresses\[0\]: not an IP address: "10\.244\.1\.300"/);
+      assert.match(log, /workloads\[0\]\.addresses\[0\]: not an IP address: "10\.244\.1\.300"/);
     });
   });
 
@@ -474,9 +188,8 @@ describe("Istio manifests (istio/)", () => {
     });
 
     it("puts the filter right before tcp_proxy on the catch-all chain, and nowhere else", () => {
-      const listeners = istioSidecarListeners();
-      applyNetworkFilterPatches(listeners, ef().spec.configPatches);
-      const names = chainOf(listeners, "virtualOutbound", CATCH_ALL_CHAIN).filters.map((f) => f.name);
+      const { listeners, chain } = patchedCatchAll(ef().spec.configPatches);
+      const names = chain.filters.map((f) => f.name);
       assert.deepEqual(names, ["istio.stats", "envoy.filters.network.wasm", TCP_PROXY]);
       for (const listener of listeners) {
         for (const chain of listener.chains) {
@@ -499,29 +212,22 @@ describe("Istio manifests (istio/)", () => {
       const tls = cluster.transport_socket.typed_config;
       assert.equal(tls["@type"], "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext");
       const common = tls.common_tls_context;
-      const viaSdsGrpc = (secret: Json) => secret.sds_config.api_config_source.grpc_services[0].envoy_grpc.cluster_name;
-      assert.deepEqual(common.tls_certificate_sds_secret_configs.map((s: Json) => [s.name, viaSdsGrpc(s)]), [["default", "sds-grpc"]]);
-      const rootCa = common.combined_validation_context.validation_context_sds_secret_config;
-      assert.deepEqual([rootCa.name, viaSdsGrpc(rootCa)], ["ROOTCA", "sds-grpc"]);
+      assertIstioSdsSecrets(common);
       assert.deepEqual(common.alpn_protocols, ["istio"]);
     });
 
     it("applied to an Istio-shaped sidecar, passes the pinned Envoy's --mode validate", () => {
-      const listeners = istioSidecarListeners();
-      applyNetworkFilterPatches(listeners, ef().spec.configPatches);
-      const chain = withBuiltWasm(chainOf(listeners, "virtualOutbound", CATCH_ALL_CHAIN).filters);
-      const result = envoyValidate("envoyfilter", sidecarBootstrap(chain, addedClusters(ef().spec.configPatches)));
+      const { chain } = patchedCatchAll(ef().spec.configPatches);
+      const result = envoyValidate("envoyfilter", sidecarBootstrap(chain.filters, addedClusters(ef().spec.configPatches)));
       assert.equal(result.ok, true, result.output);
     });
 
     it("the Envoy check can fail: a broken snapshot makes Envoy refuse the filter", () => {
-      const listeners = istioSidecarListeners();
       const patches = structuredClone(ef().spec.configPatches);
       const config = patches.find((p: Json) => p.applyTo === "NETWORK_FILTER").patch.value.typed_config.config;
       config.configuration.value = config.configuration.value.replace("10.244.2.9", "10.244.2.999");
-      applyNetworkFilterPatches(listeners, patches);
-      const chain = withBuiltWasm(chainOf(listeners, "virtualOutbound", CATCH_ALL_CHAIN).filters);
-      const result = envoyValidate("envoyfilter-broken", sidecarBootstrap(chain, addedClusters(patches)));
+      const { chain } = patchedCatchAll(patches);
+      const result = envoyValidate("envoyfilter-broken", sidecarBootstrap(chain.filters, addedClusters(patches)));
       assert.equal(result.ok, false);
       assert.match(result.output, /not an IP address: "10\.244\.2\.999"/);
     });
@@ -565,24 +271,18 @@ describe("Istio manifests (istio/)", () => {
       assert.deepEqual(value.config_discovery.config_source.ads, {});
       // istiod serves WasmPlugin ECDS resources only from the proxy's namespace or the root namespace.
       assert.ok([catchAllEf().metadata.namespace, "istio-system"].includes(wp().metadata.namespace));
-      const listeners = istioSidecarListeners();
-      applyNetworkFilterPatches(listeners, patches);
-      const names = chainOf(listeners, "virtualOutbound", CATCH_ALL_CHAIN).filters.map((f) => f.name);
+      const { listeners, chain } = patchedCatchAll(patches);
+      const names = chain.filters.map((f) => f.name);
       assert.deepEqual(names, ["istio.stats", value.name, TCP_PROXY]);
       const everywhere = listeners.flatMap((l) => l.chains).filter((c) => c.filters.some((f) => f.name === value.name));
       assert.equal(everywhere.length, 1, "inserted on more than the catch-all chain");
     });
 
     it("what istiod makes of the WasmPlugin, hooked in by catchall.yaml, passes the pinned Envoy's --mode validate", () => {
-      const listeners = istioSidecarListeners();
-      applyNetworkFilterPatches(listeners, catchAllEf().spec.configPatches);
-      const ecdsName = catchAllEf().spec.configPatches[0].patch.value.name;
-      // Envoy would receive this over ECDS; validate mode has no istiod, so resolve it inline.
-      const chain = chainOf(listeners, "virtualOutbound", CATCH_ALL_CHAIN).filters.map((f) =>
-        f.name === ecdsName ? { name: ecdsName, typed_config: { "@type": WASM_NETWORK_FILTER_TYPE, config: istiodPluginConfig(wp()) } } : f,
-      );
+      const { chain } = patchedCatchAll(catchAllEf().spec.configPatches);
+      // Envoy would receive the WasmPlugin over ECDS; validate mode has no istiod, so it is resolved inline.
       assert.equal(istiodPluginConfig(wp()).failure_policy, "FAIL_CLOSED");
-      const result = envoyValidate("wasmplugin", sidecarBootstrap(chain, addedClusters(clusterEf().spec.configPatches)));
+      const result = envoyValidate("wasmplugin", sidecarBootstrap(chain.filters, addedClusters(clusterEf().spec.configPatches), [wp()]));
       assert.equal(result.ok, true, result.output);
     });
   });

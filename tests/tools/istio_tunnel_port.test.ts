@@ -12,82 +12,63 @@
 // - no manifest mentions the telemetry exchange filters;
 // - the patched listeners and clusters, in an Istio-shaped sidecar bootstrap, pass the pinned
 //   Envoy's `--mode validate` (which loads the .wasm and runs its configure).
+// Shared machinery (loading, schema, patcher, sidecar bootstrap, Envoy validate): ./istio_support.ts
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { readFileSync } from "node:fs";
+import { relative } from "node:path";
 import { before, describe, it } from "node:test";
-import { WasmPlugin } from "@kubernetes-models/istio/extensions.istio.io/v1alpha1";
-import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3";
-import { parse, parseAllDocuments, stringify } from "yaml";
-import { ProxyWasmHost } from "../../host/index.js";
-import { ENVOY_BINARY, validateConfig } from "../support/envoy.js";
 import { REPO_ROOT } from "../support/paths.js";
+import {
+  addedClusters,
+  addedListeners,
+  assertEcdsReference,
+  assertIstioSdsSecrets,
+  assertMatchesCatchAllTcpProxy,
+  assertPluginConfigsPinned,
+  assertRejectsBadWasmPluginMatch,
+  assertRejectsEnvoyFailStrategy,
+  assertRejectsNumericApplyTo,
+  assertRejectsStringPatchValue,
+  clusterNamed,
+  ensureFilterBuilt,
+  envoySkip,
+  envoyValidate,
+  findAll,
+  isInlineWasm,
+  istiodPluginConfig as istioPluginConfigOf,
+  istioManifests,
+  istioSidecarListeners as sidecarWith,
+  type Json,
+  type Listener,
+  only,
+  outboundTcpListener,
+  patchCatchAll,
+  patchesOf,
+  plainConfig,
+  type PluginConfig,
+  pluginConfigs as pluginConfigsOf,
+  refusedSnapshotLog,
+  schemaValidityTests,
+  sidecarBootstrap as istioSidecarBootstrap,
+  startFilter as startFilterFrom,
+  TCP_PROXY,
+  virtualInboundListener,
+  WASM_FILTER,
+  wasmPath,
+  yamlFiles as yamlFilesIn,
+} from "./istio_support.js";
 
 const FILTER = "tunnel_port";
-const DIR = join(REPO_ROOT, "istio", FILTER);
-const WASM = join(REPO_ROOT, "build", `${FILTER}.wasm`);
-const WASM_TYPE = "type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm";
-const TCP_PROXY_TYPE = "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy";
-const STRING_VALUE_TYPE = "type.googleapis.com/google.protobuf.StringValue";
-const CATCH_ALL_CHAIN = "virtualOutbound-catchall-tcp";
-const TCP_PROXY = "envoy.filters.network.tcp_proxy";
-const WASM_FILTER = "envoy.filters.network.wasm";
+const WASM = wasmPath(FILTER);
 const HCM = "envoy.filters.network.http_connection_manager";
-const ECDS_PREFIX = "extensions.istio.io/wasmplugin/";
 /** Strings no manifest may contain: routing must not depend on Istio's telemetry exchange. */
 const FORBIDDEN = [/metadata_exchange/i, /istio-peer-exchange/i, /peer_metadata/i];
-
-type Json = any; // manifests are free-form YAML; each test asserts the shape it relies on
 
 // ---------------------------------------------------------------------------------------------
 // The manifests
 
-interface Manifest {
-  readonly where: string;
-  readonly file: string;
-  readonly doc: Json;
-}
-
-const MODELS: Record<string, new (data: Json) => { validate(): void }> = {
-  "networking.istio.io/v1alpha3/EnvoyFilter": EnvoyFilter,
-  "extensions.istio.io/v1alpha1/WasmPlugin": WasmPlugin,
-};
-
-const yamlFiles = (): string[] =>
-  readdirSync(DIR)
-    .filter((name) => /\.ya?ml$/.test(name))
-    .sort()
-    .map((name) => join(DIR, name));
-
-function loadManifests(): Manifest[] {
-  const manifests: Manifest[] = [];
-  for (const path of yamlFiles()) {
-    const file = relative(REPO_ROOT, path);
-    parseAllDocuments(readFileSync(path, "utf8")).forEach((document, index) => {
-      if (document.errors.length > 0) throw new Error(`${file}#${index}: ${document.errors.map(String).join("; ")}`);
-      const doc = document.toJS();
-      if (doc !== null && doc !== undefined) manifests.push({ where: `${file}#${index}`, file, doc });
-    });
-  }
-  return manifests;
-}
-
-const manifests = loadManifests();
-const modelKey = (doc: Json): string => `${doc?.apiVersion}/${doc?.kind}`;
-const inFile = (name: string): Manifest[] => manifests.filter((m) => m.file === `istio/${FILTER}/${name}`);
-const ofKind = (kind: string): Manifest[] => manifests.filter((m) => m.doc.kind === kind);
-
-function only(list: Manifest[], what: string): Json {
-  assert.equal(list.length, 1, `expected exactly one ${what}, found ${list.length}`);
-  return list[0]!.doc;
-}
-
-function validateSchema(doc: Json): void {
-  const Model = MODELS[modelKey(doc)];
-  if (!Model) throw new Error(`no Istio schema known for ${modelKey(doc)}: add its model to MODELS`);
-  new Model(doc).validate();
-}
+const { dir: DIR, manifests, inFile, ofKind } = istioManifests(FILTER);
+const yamlFiles = (): string[] => yamlFilesIn(DIR);
 
 const clientEf = () => only(inFile("client-envoyfilter.yaml"), "EnvoyFilter in client-envoyfilter.yaml");
 const serverEf = () => only(inFile("server-envoyfilter.yaml"), "EnvoyFilter in server-envoyfilter.yaml");
@@ -100,42 +81,9 @@ const wasmPluginOfRole = (role: string): Json => {
   assert.equal(found.length, 1, `expected one WasmPlugin with role ${role}`);
   return found[0];
 };
-const ecdsName = (wp: Json): string => `${ECDS_PREFIX}${wp.metadata.namespace}.${wp.metadata.name}`;
-
-/** The plain Envoy configs these manifests translate (proven in the real Envoy by tests/mesh). */
-const plainConfig = (name: string): Json => parse(readFileSync(join(REPO_ROOT, "envoy-configs", name), "utf8"));
 
 // ---------------------------------------------------------------------------------------------
 // Finding things inside Envoy config
-
-/** Every object (depth first) inside `value` for which `test` holds, with a path for messages. */
-function findAll(value: Json, test: (node: Json) => boolean, path = ""): { path: string; node: Json }[] {
-  const out: { path: string; node: Json }[] = [];
-  if (Array.isArray(value)) value.forEach((item, i) => out.push(...findAll(item, test, `${path}[${i}]`)));
-  else if (value !== null && typeof value === "object") {
-    if (test(value)) out.push({ path, node: value });
-    for (const [key, child] of Object.entries(value)) out.push(...findAll(child, test, `${path}.${key}`));
-  }
-  return out;
-}
-
-const isInlineWasm = (node: Json): boolean => node?.typed_config?.["@type"] === WASM_TYPE;
-const patchesOf = (ef: Json, applyTo: string, operation?: string): Json[] =>
-  ef.spec.configPatches.filter((p: Json) => p.applyTo === applyTo && (operation === undefined || p.patch.operation === operation));
-const addedListeners = (ef: Json): Json[] => patchesOf(ef, "LISTENER", "ADD").map((p) => structuredClone(p.patch.value));
-const addedClusters = (ef: Json): Json[] => patchesOf(ef, "CLUSTER", "ADD").map((p) => structuredClone(p.patch.value));
-
-function listenerNamed(listeners: Json[], name: string): Json {
-  const found = listeners.filter((l) => l.name === name);
-  assert.equal(found.length, 1, `expected one listener ${name}`);
-  return found[0];
-}
-
-function clusterNamed(clusters: Json[], name: string): Json {
-  const found = clusters.filter((c) => c.name === name);
-  assert.equal(found.length, 1, `expected one cluster ${name}`);
-  return found[0];
-}
 
 /** The 15008 listener and the internal listener of a server-side EnvoyFilter. */
 function serverListeners(ef: Json): { connect: Json; internal: Json } {
@@ -158,275 +106,45 @@ const httpFilter = (hcm: Json, name: string): Json => hcm.http_filters.find((f: 
 // ---------------------------------------------------------------------------------------------
 // Embedded plugin configurations
 
-interface PluginConfig {
-  readonly where: string;
-  readonly file: string;
-  readonly json: string;
-  readonly rootId: string;
-  readonly name: string;
-  readonly vmId: string;
-  readonly failurePolicy: string | undefined;
-}
-
-/** istiod's translation of a WasmPlugin into the plugin config Envoy gets (pilot/pkg/model/extensions.go). */
-function istiodPluginConfig(wp: Json): Json {
-  const failurePolicy: Record<string, string> = { FAIL_OPEN: "FAIL_OPEN", FAIL_CLOSE: "FAIL_CLOSED", FAIL_RELOAD: "FAIL_RELOAD" };
-  return {
-    name: `${wp.metadata.namespace}.${wp.metadata.name}`,
-    root_id: wp.spec.pluginName,
-    configuration: { "@type": STRING_VALUE_TYPE, value: JSON.stringify(wp.spec.pluginConfig ?? {}) },
-    ...(wp.spec.failStrategy ? { failure_policy: failurePolicy[wp.spec.failStrategy] } : {}),
-    vm_config: { runtime: "envoy.wasm.runtime.v8", code: { local: { filename: WASM } } },
-  };
-}
-
-function pluginConfigs(): PluginConfig[] {
-  const configs: PluginConfig[] = [];
-  for (const m of ofKind("EnvoyFilter")) {
-    for (const { path, node } of findAll(m.doc.spec, isInlineWasm)) {
-      const config = node.typed_config.config;
-      const where = `${m.where} spec${path}`;
-      assert.equal(config.configuration?.["@type"], STRING_VALUE_TYPE, `${where}: configuration must be a StringValue`);
-      assert.equal(typeof config.configuration.value, "string", `${where}: configuration.value must be a string`);
-      configs.push({
-        where,
-        file: m.file,
-        json: config.configuration.value,
-        rootId: config.root_id,
-        name: config.name,
-        vmId: config.vm_config?.vm_id ?? "",
-        failurePolicy: config.failure_policy,
-      });
-    }
-  }
-  for (const m of ofKind("WasmPlugin")) {
-    const translated = istiodPluginConfig(m.doc);
-    configs.push({
-      where: `${m.where} spec.pluginConfig`,
-      file: m.file,
-      json: translated.configuration.value,
-      rootId: translated.root_id,
-      name: translated.name,
-      vmId: "",
-      failurePolicy: translated.failure_policy,
-    });
-  }
-  return configs;
-}
-
+const istiodPluginConfig = (wp: Json): Json => istioPluginConfigOf(wp, WASM);
+const pluginConfigs = (): PluginConfig[] => pluginConfigsOf(manifests, WASM);
 const roleOf = (config: PluginConfig): string => JSON.parse(config.json).role;
-
-async function startFilter(config: PluginConfig): Promise<ProxyWasmHost> {
-  const host = await ProxyWasmHost.fromFile(WASM, {
-    rootId: config.rootId,
-    name: config.name,
-    vmId: config.vmId,
-    pluginConfiguration: config.json,
-    failurePolicy: "FAIL_CLOSED",
-  });
-  assert.ok(host.start(), `${config.where}: the filter refused its configuration: ${host.startFailure}`);
-  return host;
-}
-
-/** Only if missing: another change may be in flight in assembly/, and the existing build is what is tested. */
-function ensureFilterBuilt(): void {
-  if (existsSync(WASM)) return;
-  execFileSync(process.execPath, ["scripts/build.mjs", FILTER], { cwd: REPO_ROOT, stdio: "inherit" });
-}
+const startFilter = (config: PluginConfig) => startFilterFrom(WASM, config);
 
 // ---------------------------------------------------------------------------------------------
-// A small EnvoyFilter patcher (the semantics these manifests use) and an Istio-shaped sidecar
-
-interface Chain {
-  name: string;
-  filters: Json[];
-}
-interface Listener {
-  name: string;
-  context: "SIDECAR_OUTBOUND" | "SIDECAR_INBOUND";
-  chains: Chain[];
-}
-
-/** Istio's tcp_proxy on a passthrough-like chain (typed, so a MERGE has something to merge into). */
-const istioTcpProxy = (cluster: string): Json => ({
-  name: TCP_PROXY,
-  typed_config: { "@type": TCP_PROXY_TYPE, stat_prefix: cluster, cluster },
-});
+// The sidecar the patches are applied to
 
 /** The listeners of an Istio sidecar that a NETWORK_FILTER match could hit. */
 function istioSidecarListeners(): Listener[] {
-  const stack = (cluster: string) => [{ name: "istio.stats" }, istioTcpProxy(cluster)];
-  return [
-    {
-      name: "virtualOutbound",
-      context: "SIDECAR_OUTBOUND",
-      chains: [
-        { name: "virtualOutbound-blackhole", filters: stack("BlackHoleCluster") },
-        { name: CATCH_ALL_CHAIN, filters: stack("PassthroughCluster") },
-      ],
-    },
-    {
-      name: "0.0.0.0_80",
-      context: "SIDECAR_OUTBOUND",
-      chains: [
-        { name: "", filters: stack("outbound|80||my-service.default.svc.cluster.local") },
-        { name: "PassthroughFilterChain", filters: stack("PassthroughCluster") },
-      ],
-    },
-    {
-      name: "virtualInbound",
-      context: "SIDECAR_INBOUND",
-      chains: [
-        { name: "0.0.0.0_9376", filters: stack("inbound|9376||") },
-        { name: "virtualInbound", filters: stack("InboundPassthroughCluster") },
-      ],
-    },
-  ];
+  return sidecarWith([
+    outboundTcpListener("0.0.0.0_80", "outbound|80||my-service.default.svc.cluster.local", { passthrough: true }),
+    virtualInboundListener(9376, { passthrough: true }),
+  ]);
 }
-
-/** proto.Merge on the JSON form: messages merge, repeated fields append, scalars overwrite. */
-function protoMerge(target: Json, source: Json): Json {
-  for (const [key, value] of Object.entries(source)) {
-    const existing = target[key];
-    if (Array.isArray(value)) target[key] = [...(Array.isArray(existing) ? existing : []), ...structuredClone(value)];
-    else if (value !== null && typeof value === "object" && existing !== null && typeof existing === "object" && !Array.isArray(existing)) {
-      protoMerge(existing, value);
-    } else target[key] = structuredClone(value);
-  }
-  return target;
-}
-
-const contextMatches = (wanted: string | undefined, actual: string): boolean => wanted === undefined || wanted === "ANY" || wanted === actual;
-
-/** Applies the NETWORK_FILTER patches in order; refuses operations it does not model. */
-function applyNetworkFilterPatches(listeners: Listener[], patches: Json[]): void {
-  for (const patch of patches) {
-    if (patch.applyTo !== "NETWORK_FILTER") continue;
-    const match = patch.match ?? {};
-    const listenerMatch = match.listener ?? {};
-    const chainMatch = listenerMatch.filterChain ?? {};
-    const filterMatch = chainMatch.filter ?? {};
-    for (const listener of listeners) {
-      if (!contextMatches(match.context, listener.context)) continue;
-      if (listenerMatch.name !== undefined && listenerMatch.name !== listener.name) continue;
-      for (const chain of listener.chains) {
-        if (chainMatch.name !== undefined && chainMatch.name !== chain.name) continue;
-        const index = chain.filters.findIndex((f) => filterMatch.name === undefined || f.name === filterMatch.name);
-        if (index < 0) continue;
-        const value = structuredClone(patch.patch.value);
-        switch (patch.patch.operation) {
-          case "INSERT_BEFORE":
-            chain.filters.splice(index, 0, value);
-            break;
-          case "MERGE": {
-            // Istio merges typed_config into typed_config when both are typed (listener_patch.go).
-            const filter = chain.filters[index];
-            assert.ok(filter.typed_config, "MERGE into a filter without typed_config is skipped by Istio");
-            assert.equal(value.typed_config["@type"], filter.typed_config["@type"], "MERGE with another type");
-            protoMerge(filter.typed_config, value.typed_config);
-            break;
-          }
-          default:
-            throw new Error(`patcher: NETWORK_FILTER operation ${patch.patch.operation} not modelled`);
-        }
-      }
-    }
-  }
-}
-
-const chainOf = (listeners: Listener[], listener: string, chain: string): Chain =>
-  listeners.find((l) => l.name === listener)!.chains.find((c) => c.name === chain)!;
 
 /** The catch-all chain after the client patches (route A or route B). */
-function patchedCatchAll(patches: Json[]): { listeners: Listener[]; chain: Chain } {
-  const listeners = istioSidecarListeners();
-  applyNetworkFilterPatches(listeners, patches);
-  return { listeners, chain: chainOf(listeners, "virtualOutbound", CATCH_ALL_CHAIN) };
-}
-
-/** Inline wasm filters pointed at the build output; ECDS references resolved the way istiod would. */
-function resolveForEnvoy(value: Json): Json {
-  const copy = structuredClone(value);
-  for (const { node } of findAll(copy, isInlineWasm)) node.typed_config.config.vm_config.code.local.filename = WASM;
-  for (const { node } of findAll(copy, (n) => typeof n?.name === "string" && n.name.startsWith(ECDS_PREFIX) && n.config_discovery)) {
-    const wp = wasmPlugins().find((p) => ecdsName(p) === node.name);
-    assert.ok(wp, `no WasmPlugin serves the ECDS resource ${node.name}`);
-    delete node.config_discovery;
-    node.typed_config = { "@type": WASM_TYPE, config: istiodPluginConfig(wp) };
-  }
-  return copy;
-}
-
-const sdsGrpcCluster = (): Json => ({
-  // pilot-agent's SDS server, as Istio's bootstrap defines it (a unix socket).
-  name: "sds-grpc",
-  type: "STATIC",
-  connect_timeout: "1s",
-  typed_extension_protocol_options: {
-    "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
-      "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
-      explicit_http_config: { http2_protocol_options: {} },
-    },
-  },
-  load_assignment: {
-    cluster_name: "sds-grpc",
-    endpoints: [{ lb_endpoints: [{ endpoint: { address: { pipe: { path: "./var/run/secrets/workload-spiffe-uds/socket" } } } }] }],
-  },
-});
-
-/** Istio's bootstrap extension (tools/packaging/common/envoy_bootstrap.json), here untyped-struct free. */
-const INTERNAL_LISTENER_EXTENSION = {
-  name: "envoy.bootstrap.internal_listener",
-  typed_config: { "@type": "type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener", buffer_size_kb: 64 },
-};
+const patchedCatchAll = (patches: Json[]) => patchCatchAll(istioSidecarListeners(), patches);
 
 /**
  * One sidecar that is both client and server (every labelled pod is): the catch-all chain after
  * the client patches, the server's added listeners, Istio's own clusters and every added cluster.
  */
 function sidecarBootstrap(client: Json, server: Json, options: { internalListenerExtension?: boolean } = {}): Json {
-  const catchAll = patchedCatchAll(client.spec.configPatches).chain.filters.filter((f) => f.name !== "istio.stats");
-  return resolveForEnvoy({
-    // SDS needs a node identity, as every Istio sidecar has.
+  return istioSidecarBootstrap({
     node: { id: "sidecar~10.244.1.21~my-service-0.default~default.svc.cluster.local", cluster: "my-service.default" },
-    ...(options.internalListenerExtension === false ? {} : { bootstrap_extensions: [INTERNAL_LISTENER_EXTENSION] }),
-    static_resources: {
-      listeners: [
-        {
-          name: "virtualOutbound",
-          address: { socket_address: { address: "0.0.0.0", port_value: 15001 } },
-          use_original_dst: true,
-          filter_chains: [{ name: CATCH_ALL_CHAIN, filters: catchAll }],
-        },
-        ...addedListeners(server),
-      ],
-      clusters: [
-        { name: "PassthroughCluster", type: "ORIGINAL_DST", lb_policy: "CLUSTER_PROVIDED", connect_timeout: "10s" },
-        { name: "BlackHoleCluster", type: "STATIC", connect_timeout: "10s" },
-        sdsGrpcCluster(),
-        ...addedClusters(client),
-        ...addedClusters(server),
-      ],
-    },
+    catchAll: patchedCatchAll(client.spec.configPatches).chain.filters,
+    listeners: addedListeners(server),
+    clusters: [...addedClusters(client), ...addedClusters(server)],
+    internalListenerExtension: options.internalListenerExtension,
+    wasm: WASM,
+    plugins: wasmPlugins(),
   });
-}
-
-function envoyValidate(name: string, bootstrap: Json): { ok: boolean; output: string } {
-  mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
-  const dir = mkdtempSync(join(REPO_ROOT, ".tmp", `istio-tunnel-port-${name}-`));
-  const path = join(dir, "envoy.yaml");
-  writeFileSync(path, stringify(bootstrap));
-  try {
-    return validateConfig(path);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
 
 describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
-  before(() => ensureFilterBuilt());
+  before(() => ensureFilterBuilt(FILTER));
 
   it("exist: client and server EnvoyFilters, a WasmPlugin per role, their hookups", () => {
     assert.ok(inFile("client-envoyfilter.yaml").length === 1);
@@ -444,39 +162,23 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
   });
 
   describe("Istio CRD schema (@kubernetes-models/istio)", () => {
-    for (const m of manifests) {
-      it(`${m.where} ${m.doc.kind}/${m.doc.metadata?.name} is valid`, () => {
-        assert.ok(MODELS[modelKey(m.doc)], `${m.where}: no Istio schema known for ${modelKey(m.doc)}`);
-        validateSchema(m.doc);
-      });
-    }
+    schemaValidityTests(manifests);
 
     // The check must be able to fail, on the mistakes people make in these files.
     it("rejects a patch whose applyTo has the wrong type", () => {
-      const broken = structuredClone(serverEf());
-      broken.spec.configPatches[0].applyTo = 42;
-      assert.throws(() => validateSchema(broken), /configPatches\/0\/applyTo must be string/);
+      assertRejectsNumericApplyTo(serverEf());
     });
 
     it("rejects a listener patch value that is not an object", () => {
-      const broken = structuredClone(serverEf());
-      broken.spec.configPatches[1].patch.value = "tunnel_port_inbound_internal";
-      assert.throws(() => validateSchema(broken), /configPatches\/1\/patch\/value must be object/);
+      assertRejectsStringPatchValue(serverEf(), 1, "tunnel_port_inbound_internal");
     });
 
     it("rejects Envoy's spelling FAIL_CLOSED in a WasmPlugin (Istio's is FAIL_CLOSE)", () => {
-      const broken = structuredClone(wasmPluginOfRole("server"));
-      broken.spec.failStrategy = "FAIL_CLOSED";
-      assert.throws(() => validateSchema(broken), /failStrategy must be equal to one of the allowed values/);
+      assertRejectsEnvoyFailStrategy(wasmPluginOfRole("server"));
     });
 
     it("rejects an unknown traffic mode and a port given as a string in a WasmPlugin match", () => {
-      const badMode = structuredClone(wasmPluginOfRole("client"));
-      badMode.spec.match[0].mode = "OUTBOUND";
-      assert.throws(() => validateSchema(badMode), /match\/0\/mode must be equal to one of the allowed values/);
-      const badPort = structuredClone(wasmPluginOfRole("client"));
-      badPort.spec.match[0].ports[0].number = "15006";
-      assert.throws(() => validateSchema(badPort), /match\/0\/ports\/0\/number must be integer/);
+      assertRejectsBadWasmPluginMatch(wasmPluginOfRole("client"));
     });
   });
 
@@ -492,14 +194,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
     });
 
     it("every one: root_id tunnel_port, FAIL_CLOSED (as Envoy gets it), vm_id tunnel_port when inline", () => {
-      for (const config of pluginConfigs()) {
-        assert.equal(config.rootId, FILTER, `${config.where}: root_id`);
-        assert.equal(config.failurePolicy, "FAIL_CLOSED", `${config.where}: failure policy`);
-        if (!config.where.includes("pluginConfig")) {
-          assert.equal(config.vmId, FILTER, `${config.where}: vm_id`);
-          assert.equal(config.name, FILTER, `${config.where}: name`);
-        }
-      }
+      assertPluginConfigsPinned(pluginConfigs(), FILTER);
     });
 
     it("route A and route B carry the same snapshot per role, and both roles the same mesh", () => {
@@ -588,13 +283,9 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
       const base = JSON.parse(pluginConfigs().find((c) => roleOf(c) === "server")!.json);
       const broken = structuredClone(base);
       broken.workloads[0].addresses = ["10.244.1.300"];
-      const host = await ProxyWasmHost.fromFile(WASM, { rootId: FILTER, pluginConfiguration: JSON.stringify(broken) });
-      assert.equal(host.start(), false);
-      assert.match(host.logs().map((e) => e.message).join("\n"), /workloads\[0\]\.addresses\[0\]: not an IP address: "10\.244\.1\.300"/);
+      assert.match((await refusedSnapshotLog(WASM, FILTER, broken)).log, /workloads\[0\]\.addresses\[0\]: not an IP address: "10\.244\.1\.300"/);
       const foreign = { ...base, localWorkload: "10.244.9.9" };
-      const other = await ProxyWasmHost.fromFile(WASM, { rootId: FILTER, pluginConfiguration: JSON.stringify(foreign) });
-      assert.equal(other.start(), false);
-      assert.match(other.logs().map((e) => e.message).join("\n"), /localWorkload: no workload has address 10\.244\.9\.9/);
+      assert.match((await refusedSnapshotLog(WASM, FILTER, foreign)).log, /localWorkload: no workload has address 10\.244\.9\.9/);
     });
   });
 
@@ -627,10 +318,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
 
     it("both NETWORK_FILTER patches match tcp_proxy on the outbound catch-all chain", () => {
       for (const patch of patchesOf(clientEf(), "NETWORK_FILTER")) {
-        assert.equal(patch.match.context, "SIDECAR_OUTBOUND");
-        assert.equal(patch.match.listener.name, "virtualOutbound");
-        assert.equal(patch.match.listener.filterChain.name, CATCH_ALL_CHAIN);
-        assert.equal(patch.match.listener.filterChain.filter.name, TCP_PROXY);
+        assertMatchesCatchAllTcpProxy(patch);
       }
     });
 
@@ -674,10 +362,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
       assert.equal(tls["@type"], "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext");
       const common = tls.common_tls_context;
       assert.deepEqual(common.alpn_protocols, ["h2"]);
-      const viaSdsGrpc = (secret: Json) => secret.sds_config.api_config_source.grpc_services[0].envoy_grpc.cluster_name;
-      assert.deepEqual(common.tls_certificate_sds_secret_configs.map((s: Json) => [s.name, viaSdsGrpc(s)]), [["default", "sds-grpc"]]);
-      const rootCa = common.combined_validation_context.validation_context_sds_secret_config;
-      assert.deepEqual([rootCa.name, viaSdsGrpc(rootCa)], ["ROOTCA", "sds-grpc"]);
+      assertIstioSdsSecrets(common);
       // The SAN is per connection (the filter's upstream_subject_alt_names), never fixed here.
       assert.equal(common.combined_validation_context.default_validation_context.match_typed_subject_alt_names, undefined);
     });
@@ -713,10 +398,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
       const common = tls.common_tls_context;
       assert.deepEqual(common.alpn_protocols, ["h2"]);
       assert.equal(common.tls_params.tls_minimum_protocol_version, "TLSv1_3");
-      const viaSdsGrpc = (secret: Json) => secret.sds_config.api_config_source.grpc_services[0].envoy_grpc.cluster_name;
-      assert.deepEqual(common.tls_certificate_sds_secret_configs.map((s: Json) => [s.name, viaSdsGrpc(s)]), [["default", "sds-grpc"]]);
-      const rootCa = common.combined_validation_context.validation_context_sds_secret_config;
-      assert.deepEqual([rootCa.name, viaSdsGrpc(rootCa)], ["ROOTCA", "sds-grpc"]);
+      assertIstioSdsSecrets(common);
       const hcm = hcmOf(connect);
       assert.equal(hcm.codec_type, "HTTP2");
       assert.equal(hcm.http2_protocol_options.allow_connect, true);
@@ -823,10 +505,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
       const reference = hookup.spec.configPatches[0].patch.value;
       expected[0].patch.value = reference;
       assert.deepEqual(hookup.spec.configPatches, expected);
-      assert.equal(reference.name, ecdsName(wp));
-      assert.deepEqual(reference.config_discovery.type_urls, [WASM_TYPE]);
-      assert.deepEqual(reference.config_discovery.config_source.ads, {});
-      assert.equal(reference.config_discovery.config_source.initial_fetch_timeout, "0s");
+      assertEcdsReference(reference, wp);
       assert.deepEqual(hookup.spec.workloadSelector, clientEf().spec.workloadSelector);
       // istiod serves WasmPlugin ECDS resources from the proxy's namespace or the root namespace only.
       assert.ok([hookup.metadata.namespace, "istio-system"].includes(wp.metadata.namespace));
@@ -842,24 +521,22 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
       const reference = hookup.spec.configPatches[internalIndex].patch.value.filter_chains[0].filters[0];
       expected[internalIndex].patch.value.filter_chains[0].filters[0] = reference;
       assert.deepEqual(hookup.spec.configPatches, expected);
-      assert.equal(reference.name, ecdsName(wp));
-      assert.deepEqual(reference.config_discovery.type_urls, [WASM_TYPE]);
-      assert.equal(reference.config_discovery.config_source.initial_fetch_timeout, "0s");
+      assertEcdsReference(reference, wp, { ads: false });
       assert.deepEqual(hookup.spec.workloadSelector, serverEf().spec.workloadSelector);
       assert.ok([hookup.metadata.namespace, "istio-system"].includes(wp.metadata.namespace));
     });
   });
 
   describe("the pinned Envoy's --mode validate (an Istio-shaped sidecar that is client and server)", () => {
-    const skip = existsSync(ENVOY_BINARY) ? false : `no Envoy at ${ENVOY_BINARY} (npm run setup)`;
+    const skip = envoySkip();
 
     it("route A (client-envoyfilter.yaml + server-envoyfilter.yaml) passes", { skip }, () => {
-      const result = envoyValidate("route-a", sidecarBootstrap(clientEf(), serverEf()));
+      const result = envoyValidate("tunnel-port-route-a", sidecarBootstrap(clientEf(), serverEf()));
       assert.equal(result.ok, true, result.output);
     });
 
     it("route B (the hookups, with what istiod makes of the WasmPlugins inlined where ECDS would deliver it) passes", { skip }, () => {
-      const result = envoyValidate("route-b", sidecarBootstrap(clientHookup(), serverHookup()));
+      const result = envoyValidate("tunnel-port-route-b", sidecarBootstrap(clientHookup(), serverHookup()));
       assert.equal(result.ok, true, result.output);
     });
 
@@ -867,13 +544,13 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
       const server = structuredClone(serverEf());
       const config = findAll(server.spec, isInlineWasm)[0]!.node.typed_config.config;
       config.configuration.value = config.configuration.value.replace('"localWorkload": "10.244.1.21"', '"localWorkload": "10.244.1.299"');
-      const result = envoyValidate("broken", sidecarBootstrap(clientEf(), server));
+      const result = envoyValidate("tunnel-port-broken", sidecarBootstrap(clientEf(), server));
       assert.equal(result.ok, false);
       assert.match(result.output, /localWorkload: not an IP address: "10\.244\.1\.299"/);
     });
 
     it("the internal listener needs Istio's bootstrap extension: without it Envoy refuses the config", { skip }, () => {
-      const result = envoyValidate("no-internal-listener", sidecarBootstrap(clientEf(), serverEf(), { internalListenerExtension: false }));
+      const result = envoyValidate("tunnel-port-no-internal-listener", sidecarBootstrap(clientEf(), serverEf(), { internalListenerExtension: false }));
       assert.equal(result.ok, false, "validated without envoy.bootstrap.internal_listener");
       assert.match(result.output, /InternalListener bootstrap extension is mandatory/);
     });

@@ -17,32 +17,60 @@
 //   the filter;
 // - the patched sidecar (Istio-shaped bootstrap) passes the pinned Envoy's `--mode validate`, which
 //   loads the .wasm and runs its configure; and Envoy refuses what the README says it refuses.
+// Shared machinery (loading, schema, patcher, sidecar bootstrap, Envoy validate): ./istio_support.ts
 // Run: node --import tsx --test tests/tools/istio_waypoint_route.test.ts
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { before, describe, it } from "node:test";
-import { WasmPlugin } from "@kubernetes-models/istio/extensions.istio.io/v1alpha1";
-import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3";
-import { parse, parseAllDocuments, stringify } from "yaml";
-import { type Connection, ProxyWasmHost } from "../../host/index.js";
-import { ENVOY_BINARY, validateConfig } from "../support/envoy.js";
+import { type Connection, type ProxyWasmHost } from "../../host/index.js";
 import { REPO_ROOT } from "../support/paths.js";
+import {
+  addedClusters,
+  addedListeners,
+  assertEcdsReference,
+  assertIstioSdsSecrets,
+  assertMatchesCatchAllTcpProxy,
+  assertPluginConfigsPinned,
+  assertRejectsBadWasmPluginMatch,
+  assertRejectsEnvoyFailStrategy,
+  assertRejectsNumericApplyTo,
+  assertRejectsStringPatchValue,
+  clusterNamed,
+  ensureFilterBuilt,
+  envoySkip,
+  envoyValidate,
+  findAll,
+  HTTP_OPTIONS,
+  isInlineWasm,
+  istiodPluginConfig as istioPluginConfigOf,
+  istioManifests,
+  istioSidecarListeners as sidecarWith,
+  type Json,
+  type Listener,
+  loadManifests,
+  only,
+  outboundTcpListener,
+  patchCatchAll,
+  patchesOf,
+  plainConfig,
+  type PluginConfig,
+  pluginConfigs as pluginConfigsOf,
+  refusedSnapshotLog,
+  schemaValidityTests,
+  sidecarBootstrap as istioSidecarBootstrap,
+  startFilter as startFilterFrom,
+  TCP_PROXY,
+  UPSTREAM_TLS_TYPE,
+  validateSchema,
+  virtualInboundListener,
+  WASM_FILTER,
+  wasmPath,
+  yamlFiles as yamlFilesIn,
+} from "./istio_support.js";
 
 const FILTER = "waypoint_route";
-const DIR = join(REPO_ROOT, "istio", FILTER);
-const WASM = join(REPO_ROOT, "build", `${FILTER}.wasm`);
-const WASM_TYPE = "type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm";
-const TCP_PROXY_TYPE = "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy";
-const UPSTREAM_TLS_TYPE = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext";
-const STRING_VALUE_TYPE = "type.googleapis.com/google.protobuf.StringValue";
-const CATCH_ALL_CHAIN = "virtualOutbound-catchall-tcp";
-const TCP_PROXY = "envoy.filters.network.tcp_proxy";
+const WASM = wasmPath(FILTER);
 const SET_FILTER_STATE = "envoy.filters.network.set_filter_state";
-const WASM_FILTER = "envoy.filters.network.wasm";
-const ECDS_PREFIX = "extensions.istio.io/wasmplugin/";
-const HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
 const OPT_IN_LABEL = "mesh.example.com/waypoint-route";
 /**
  * Names Istio gives its own HBONE / double-HBONE listeners and clusters (pilot/pkg/networking/core:
@@ -65,96 +93,26 @@ const ISTIO_RESERVED_NAMES = [
   "xds-grpc",
 ];
 
-type Json = any; // manifests are free-form YAML; each test asserts the shape it relies on
-
 // ---------------------------------------------------------------------------------------------
 // The manifests
 
-interface Manifest {
-  readonly where: string;
-  readonly file: string;
-  readonly index: number;
-  readonly doc: Json;
-}
-
-const MODELS: Record<string, new (data: Json) => { validate(): void }> = {
-  "networking.istio.io/v1alpha3/EnvoyFilter": EnvoyFilter,
-  "extensions.istio.io/v1alpha1/WasmPlugin": WasmPlugin,
-};
-
-const yamlFiles = (dir = DIR): string[] =>
-  readdirSync(dir)
-    .filter((name) => /\.ya?ml$/.test(name))
-    .sort()
-    .map((name) => join(dir, name));
-
-function loadManifests(dir = DIR): Manifest[] {
-  const manifests: Manifest[] = [];
-  for (const path of yamlFiles(dir)) {
-    const file = relative(REPO_ROOT, path);
-    parseAllDocuments(readFileSync(path, "utf8")).forEach((document, index) => {
-      if (document.errors.length > 0) throw new Error(`${file}#${index}: ${document.errors.map(String).join("; ")}`);
-      const doc = document.toJS();
-      if (doc !== null && doc !== undefined) manifests.push({ where: `${file}#${index}`, file, index, doc });
-    });
-  }
-  return manifests;
-}
-
-const manifests = loadManifests();
-const modelKey = (doc: Json): string => `${doc?.apiVersion}/${doc?.kind}`;
-const inFile = (name: string): Manifest[] => manifests.filter((m) => m.file === `istio/${FILTER}/${name}`);
-const ofKind = (kind: string): Manifest[] => manifests.filter((m) => m.doc.kind === kind);
-
-function only(list: Manifest[], what: string): Json {
-  assert.equal(list.length, 1, `expected exactly one ${what}, found ${list.length}`);
-  return list[0]!.doc;
-}
-
-function validateSchema(doc: Json): void {
-  const Model = MODELS[modelKey(doc)];
-  if (!Model) throw new Error(`no Istio schema known for ${modelKey(doc)}: add its model to MODELS`);
-  new Model(doc).validate();
-}
+const { dir: DIR, manifests, inFile } = istioManifests(FILTER);
+const yamlFiles = (): string[] => yamlFilesIn(DIR);
 
 /** Route A: the self-contained EnvoyFilter. */
 const routeA = () => only(inFile("envoyfilter.yaml"), "EnvoyFilter in envoyfilter.yaml");
 /** Route B: the WasmPlugin and its hookup EnvoyFilter. */
 const wasmPlugin = () => only(inFile("wasmplugin.yaml").filter((m) => m.doc.kind === "WasmPlugin"), "WasmPlugin in wasmplugin.yaml");
 const hookup = () => only(inFile("wasmplugin.yaml").filter((m) => m.doc.kind === "EnvoyFilter"), "EnvoyFilter in wasmplugin.yaml");
-const ecdsName = (wp: Json): string => `${ECDS_PREFIX}${wp.metadata.namespace}.${wp.metadata.name}`;
 
 /** The plain client config these manifests translate (proven in the real Envoy by tests/mesh). */
-const plainClient = (): Json => parse(readFileSync(join(REPO_ROOT, "envoy-configs", "waypoint_route_client.yaml"), "utf8"));
+const plainClient = (): Json => plainConfig("waypoint_route_client.yaml");
 const plainCatchAllFilters = (): Json[] => plainClient().static_resources.listeners.find((l: Json) => l.name === "virtualOutbound").filter_chains[0].filters;
 const plainListener = (name: string): Json => plainClient().static_resources.listeners.find((l: Json) => l.name === name);
 const plainCluster = (name: string): Json => clusterNamed(plainClient().static_resources.clusters, name);
 
 // ---------------------------------------------------------------------------------------------
 // Finding things inside Envoy config
-
-/** Every object (depth first) inside `value` for which `test` holds, with a path for messages. */
-function findAll(value: Json, test: (node: Json) => boolean, path = ""): { path: string; node: Json }[] {
-  const out: { path: string; node: Json }[] = [];
-  if (Array.isArray(value)) value.forEach((item, i) => out.push(...findAll(item, test, `${path}[${i}]`)));
-  else if (value !== null && typeof value === "object") {
-    if (test(value)) out.push({ path, node: value });
-    for (const [key, child] of Object.entries(value)) out.push(...findAll(child, test, `${path}.${key}`));
-  }
-  return out;
-}
-
-const isInlineWasm = (node: Json): boolean => node?.typed_config?.["@type"] === WASM_TYPE;
-const patchesOf = (ef: Json, applyTo: string, operation?: string): Json[] =>
-  ef.spec.configPatches.filter((p: Json) => p.applyTo === applyTo && (operation === undefined || p.patch.operation === operation));
-const addedListeners = (ef: Json): Json[] => patchesOf(ef, "LISTENER", "ADD").map((p) => structuredClone(p.patch.value));
-const addedClusters = (ef: Json): Json[] => patchesOf(ef, "CLUSTER", "ADD").map((p) => structuredClone(p.patch.value));
-
-function clusterNamed(clusters: Json[], name: string): Json {
-  const found = clusters.filter((c) => c.name === name);
-  assert.equal(found.length, 1, `expected one cluster ${name}`);
-  return found[0];
-}
 
 /** The one internal listener route A adds (the outer CONNECT). */
 function outerListener(ef: Json = routeA()): Json {
@@ -176,8 +134,6 @@ function relayOf(ef: Json): Json {
   return found[0].patch.value.typed_config;
 }
 
-const viaSdsGrpc = (secret: Json) => secret.sds_config.api_config_source.grpc_services[0].envoy_grpc.cluster_name;
-
 /** Istio mTLS from the sidecar's SDS secrets, TLS 1.3, ALPN h2, and no fixed SAN matcher. */
 function assertIstioMtls(tls: Json, where: string): void {
   assert.equal(tls["@type"], UPSTREAM_TLS_TYPE, where);
@@ -185,9 +141,8 @@ function assertIstioMtls(tls: Json, where: string): void {
   assert.deepEqual(common.alpn_protocols, ["h2"], `${where}: ALPN`);
   assert.equal(common.tls_params.tls_minimum_protocol_version, "TLSv1_3", where);
   assert.equal(common.tls_params.tls_maximum_protocol_version, "TLSv1_3", where);
-  assert.deepEqual(common.tls_certificate_sds_secret_configs.map((s: Json) => [s.name, viaSdsGrpc(s)]), [["default", "sds-grpc"]], where);
+  assertIstioSdsSecrets(common, where);
   const rootCa = common.combined_validation_context.validation_context_sds_secret_config;
-  assert.deepEqual([rootCa.name, viaSdsGrpc(rootCa)], ["ROOTCA", "sds-grpc"], where);
   for (const secret of [...common.tls_certificate_sds_secret_configs, rootCa]) {
     assert.equal(secret.sds_config.initial_fetch_timeout, "0s", `${where}: ${secret.name} must be waited for`);
   }
@@ -200,79 +155,9 @@ function assertIstioMtls(tls: Json, where: string): void {
 // ---------------------------------------------------------------------------------------------
 // Embedded plugin configurations
 
-interface PluginConfig {
-  readonly where: string;
-  readonly file: string;
-  readonly json: string;
-  readonly rootId: string;
-  readonly name: string;
-  readonly vmId: string;
-  readonly failurePolicy: string | undefined;
-}
-
-/** istiod's translation of a WasmPlugin into the plugin config Envoy gets (pilot/pkg/model/extensions.go). */
-function istiodPluginConfig(wp: Json): Json {
-  const failurePolicy: Record<string, string> = { FAIL_OPEN: "FAIL_OPEN", FAIL_CLOSE: "FAIL_CLOSED", FAIL_RELOAD: "FAIL_RELOAD" };
-  return {
-    name: `${wp.metadata.namespace}.${wp.metadata.name}`,
-    root_id: wp.spec.pluginName,
-    configuration: { "@type": STRING_VALUE_TYPE, value: JSON.stringify(wp.spec.pluginConfig ?? {}) },
-    ...(wp.spec.failStrategy ? { failure_policy: failurePolicy[wp.spec.failStrategy] } : {}),
-    vm_config: { runtime: "envoy.wasm.runtime.v8", code: { local: { filename: WASM } } },
-  };
-}
-
-function pluginConfigs(): PluginConfig[] {
-  const configs: PluginConfig[] = [];
-  for (const m of ofKind("EnvoyFilter")) {
-    for (const { path, node } of findAll(m.doc.spec, isInlineWasm)) {
-      const config = node.typed_config.config;
-      const where = `${m.where} spec${path}`;
-      assert.equal(config.configuration?.["@type"], STRING_VALUE_TYPE, `${where}: configuration must be a StringValue`);
-      assert.equal(typeof config.configuration.value, "string", `${where}: configuration.value must be a string`);
-      configs.push({
-        where,
-        file: m.file,
-        json: config.configuration.value,
-        rootId: config.root_id,
-        name: config.name,
-        vmId: config.vm_config?.vm_id ?? "",
-        failurePolicy: config.failure_policy,
-      });
-    }
-  }
-  for (const m of ofKind("WasmPlugin")) {
-    const translated = istiodPluginConfig(m.doc);
-    configs.push({
-      where: `${m.where} spec.pluginConfig`,
-      file: m.file,
-      json: translated.configuration.value,
-      rootId: translated.root_id,
-      name: translated.name,
-      vmId: "",
-      failurePolicy: translated.failure_policy,
-    });
-  }
-  return configs;
-}
-
-async function startFilter(config: PluginConfig, json = config.json): Promise<ProxyWasmHost> {
-  const host = await ProxyWasmHost.fromFile(WASM, {
-    rootId: config.rootId,
-    name: config.name,
-    vmId: config.vmId,
-    pluginConfiguration: json,
-    failurePolicy: "FAIL_CLOSED",
-  });
-  assert.ok(host.start(), `${config.where}: the filter refused its configuration: ${host.startFailure}`);
-  return host;
-}
-
-/** Only if missing: another change may be in flight in assembly/, and the existing build is what is tested. */
-function ensureFilterBuilt(): void {
-  if (existsSync(WASM)) return;
-  execFileSync(process.execPath, ["scripts/build.mjs", FILTER], { cwd: REPO_ROOT, stdio: "inherit" });
-}
+const istiodPluginConfig = (wp: Json): Json => istioPluginConfigOf(wp, WASM);
+const pluginConfigs = (): PluginConfig[] => pluginConfigsOf(manifests, WASM);
+const startFilter = (config: PluginConfig, json = config.json): Promise<ProxyWasmHost> => startFilterFrom(WASM, config, json);
 
 /** The example snapshot, with the named workloads' health changed (a snapshot push). */
 function withHealth(json: string, healthy: Record<string, boolean>): string {
@@ -360,197 +245,38 @@ function throughManifest(ef: Json, chainFilters: Json[], conn: Connection) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A small EnvoyFilter patcher (the semantics these manifests use) and an Istio-shaped sidecar
-
-interface Chain {
-  name: string;
-  filters: Json[];
-}
-interface Listener {
-  name: string;
-  context: "SIDECAR_OUTBOUND" | "SIDECAR_INBOUND";
-  chains: Chain[];
-}
-
-/** Istio's tcp_proxy on a passthrough-like chain (typed, so a MERGE has something to merge into). */
-const istioTcpProxy = (cluster: string): Json => ({
-  name: TCP_PROXY,
-  typed_config: { "@type": TCP_PROXY_TYPE, stat_prefix: cluster, cluster },
-});
+// The sidecar the patches are applied to
 
 /** The listeners of an Istio sidecar that a NETWORK_FILTER match could hit. */
 function istioSidecarListeners(): Listener[] {
-  const stack = (cluster: string) => [{ name: "istio.stats" }, istioTcpProxy(cluster)];
-  return [
-    {
-      name: "virtualOutbound",
-      context: "SIDECAR_OUTBOUND",
-      chains: [
-        { name: "virtualOutbound-blackhole", filters: stack("BlackHoleCluster") },
-        { name: CATCH_ALL_CHAIN, filters: stack("PassthroughCluster") },
-      ],
-    },
-    {
-      // A per-service outbound TCP listener (reviews:9080 when it is in the egress scope).
-      name: "10.96.20.1_9080",
-      context: "SIDECAR_OUTBOUND",
-      chains: [{ name: "", filters: stack("outbound|9080||reviews.default.svc.cluster.local") }],
-    },
-    {
-      name: "0.0.0.0_80",
-      context: "SIDECAR_OUTBOUND",
-      chains: [
-        { name: "", filters: stack("outbound|80||isolated.default.svc.cluster.local") },
-        { name: "PassthroughFilterChain", filters: stack("PassthroughCluster") },
-      ],
-    },
-    {
-      name: "virtualInbound",
-      context: "SIDECAR_INBOUND",
-      chains: [
-        { name: "0.0.0.0_9080", filters: stack("inbound|9080||") },
-        { name: "virtualInbound", filters: stack("InboundPassthroughCluster") },
-      ],
-    },
-  ];
+  return sidecarWith([
+    // A per-service outbound TCP listener (reviews:9080 when it is in the egress scope).
+    outboundTcpListener("10.96.20.1_9080", "outbound|9080||reviews.default.svc.cluster.local"),
+    outboundTcpListener("0.0.0.0_80", "outbound|80||isolated.default.svc.cluster.local", { passthrough: true }),
+    virtualInboundListener(9080, { passthrough: true }),
+  ]);
 }
-
-/** proto.Merge on the JSON form: messages merge, repeated fields append, scalars overwrite. */
-function protoMerge(target: Json, source: Json): Json {
-  for (const [key, value] of Object.entries(source)) {
-    const existing = target[key];
-    if (Array.isArray(value)) target[key] = [...(Array.isArray(existing) ? existing : []), ...structuredClone(value)];
-    else if (value !== null && typeof value === "object" && existing !== null && typeof existing === "object" && !Array.isArray(existing)) {
-      protoMerge(existing, value);
-    } else target[key] = structuredClone(value);
-  }
-  return target;
-}
-
-const contextMatches = (wanted: string | undefined, actual: string): boolean => wanted === undefined || wanted === "ANY" || wanted === actual;
-
-/** Applies the NETWORK_FILTER patches in order (as istiod does within one EnvoyFilter); refuses operations it does not model. */
-function applyNetworkFilterPatches(listeners: Listener[], patches: Json[]): void {
-  for (const patch of patches) {
-    if (patch.applyTo !== "NETWORK_FILTER") continue;
-    const match = patch.match ?? {};
-    const listenerMatch = match.listener ?? {};
-    const chainMatch = listenerMatch.filterChain ?? {};
-    const filterMatch = chainMatch.filter ?? {};
-    for (const listener of listeners) {
-      if (!contextMatches(match.context, listener.context)) continue;
-      if (listenerMatch.name !== undefined && listenerMatch.name !== listener.name) continue;
-      for (const chain of listener.chains) {
-        if (chainMatch.name !== undefined && chainMatch.name !== chain.name) continue;
-        const index = chain.filters.findIndex((f) => filterMatch.name === undefined || f.name === filterMatch.name);
-        if (index < 0) continue;
-        const value = structuredClone(patch.patch.value);
-        switch (patch.patch.operation) {
-          case "INSERT_BEFORE":
-            chain.filters.splice(index, 0, value);
-            break;
-          case "MERGE": {
-            // Istio merges typed_config into typed_config when both are typed (listener_patch.go).
-            const filter = chain.filters[index];
-            assert.ok(filter.typed_config, "MERGE into a filter without typed_config is skipped by Istio");
-            assert.equal(value.typed_config["@type"], filter.typed_config["@type"], "MERGE with another type");
-            protoMerge(filter.typed_config, value.typed_config);
-            break;
-          }
-          default:
-            throw new Error(`patcher: NETWORK_FILTER operation ${patch.patch.operation} not modelled`);
-        }
-      }
-    }
-  }
-}
-
-const chainOf = (listeners: Listener[], listener: string, chain: string): Chain =>
-  listeners.find((l) => l.name === listener)!.chains.find((c) => c.name === chain)!;
 
 /** The catch-all chain after the patches of the given EnvoyFilters, applied in order. */
-function patchedCatchAll(...efs: Json[]): { listeners: Listener[]; chain: Chain } {
-  const listeners = istioSidecarListeners();
-  for (const ef of efs) applyNetworkFilterPatches(listeners, ef.spec.configPatches);
-  return { listeners, chain: chainOf(listeners, "virtualOutbound", CATCH_ALL_CHAIN) };
-}
-
-/** Inline wasm filters pointed at the build output; ECDS references resolved the way istiod would. */
-function resolveForEnvoy(value: Json, plugins: Json[] = [wasmPlugin()]): Json {
-  const copy = structuredClone(value);
-  for (const { node } of findAll(copy, isInlineWasm)) node.typed_config.config.vm_config.code.local.filename = WASM;
-  for (const { node } of findAll(copy, (n) => typeof n?.name === "string" && n.name.startsWith(ECDS_PREFIX) && n.config_discovery)) {
-    const wp = plugins.find((p) => ecdsName(p) === node.name);
-    assert.ok(wp, `no WasmPlugin serves the ECDS resource ${node.name}`);
-    delete node.config_discovery;
-    node.typed_config = { "@type": WASM_TYPE, config: istiodPluginConfig(wp) };
-  }
-  return copy;
-}
-
-const sdsGrpcCluster = (): Json => ({
-  // pilot-agent's SDS server, as Istio's bootstrap defines it (a unix socket).
-  name: "sds-grpc",
-  type: "STATIC",
-  connect_timeout: "1s",
-  typed_extension_protocol_options: {
-    [HTTP_OPTIONS]: { "@type": `type.googleapis.com/${HTTP_OPTIONS}`, explicit_http_config: { http2_protocol_options: {} } },
-  },
-  load_assignment: {
-    cluster_name: "sds-grpc",
-    endpoints: [{ lb_endpoints: [{ endpoint: { address: { pipe: { path: "./var/run/secrets/workload-spiffe-uds/socket" } } } }] }],
-  },
-});
-
-/** Istio's bootstrap extension (tools/packaging/common/envoy_bootstrap.json). */
-const INTERNAL_LISTENER_EXTENSION = {
-  name: "envoy.bootstrap.internal_listener",
-  typed_config: { "@type": "type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener", buffer_size_kb: 64 },
-};
+const patchedCatchAll = (...efs: Json[]) => patchCatchAll(istioSidecarListeners(), ...efs);
 
 /** An Istio-shaped client sidecar with the given EnvoyFilters applied (in order). */
 function sidecarBootstrap(efs: Json[], options: { internalListenerExtension?: boolean } = {}): Json {
-  const catchAll = patchedCatchAll(...efs).chain.filters.filter((f) => f.name !== "istio.stats");
-  return resolveForEnvoy({
-    // SDS needs a node identity, as every Istio sidecar has.
+  return istioSidecarBootstrap({
     node: { id: "sidecar~10.244.1.10~sleep-0.default~default.svc.cluster.local", cluster: "sleep.default" },
-    ...(options.internalListenerExtension === false ? {} : { bootstrap_extensions: [INTERNAL_LISTENER_EXTENSION] }),
-    static_resources: {
-      listeners: [
-        {
-          name: "virtualOutbound",
-          address: { socket_address: { address: "0.0.0.0", port_value: 15001 } },
-          use_original_dst: true,
-          filter_chains: [{ name: CATCH_ALL_CHAIN, filters: catchAll }],
-        },
-        ...efs.flatMap(addedListeners),
-      ],
-      clusters: [
-        { name: "PassthroughCluster", type: "ORIGINAL_DST", lb_policy: "CLUSTER_PROVIDED", connect_timeout: "10s" },
-        { name: "BlackHoleCluster", type: "STATIC", connect_timeout: "10s" },
-        sdsGrpcCluster(),
-        ...efs.flatMap(addedClusters),
-      ],
-    },
+    catchAll: patchedCatchAll(...efs).chain.filters,
+    listeners: efs.flatMap(addedListeners),
+    clusters: efs.flatMap(addedClusters),
+    internalListenerExtension: options.internalListenerExtension,
+    wasm: WASM,
+    plugins: [wasmPlugin()],
   });
-}
-
-function envoyValidate(name: string, bootstrap: Json): { ok: boolean; output: string } {
-  mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
-  const dir = mkdtempSync(join(REPO_ROOT, ".tmp", `istio-waypoint-route-${name}-`));
-  const path = join(dir, "envoy.yaml");
-  writeFileSync(path, stringify(bootstrap));
-  try {
-    return validateConfig(path);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
 
 describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
-  before(() => ensureFilterBuilt());
+  before(() => ensureFilterBuilt(FILTER));
 
   it("exist: envoyfilter.yaml (route A), wasmplugin.yaml with the WasmPlugin first, then its hookup (route B)", () => {
     assert.deepEqual(
@@ -563,25 +289,16 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
   });
 
   describe("Istio CRD schema (@kubernetes-models/istio)", () => {
-    for (const m of manifests) {
-      it(`${m.where} ${m.doc.kind}/${m.doc.metadata?.name} is valid`, () => {
-        assert.ok(MODELS[modelKey(m.doc)], `${m.where}: no Istio schema known for ${modelKey(m.doc)}`);
-        validateSchema(m.doc);
-      });
-    }
+    schemaValidityTests(manifests);
 
     // The check must be able to fail, on the mistakes people make in these files.
     it("rejects a patch whose applyTo has the wrong type", () => {
-      const broken = structuredClone(routeA());
-      broken.spec.configPatches[0].applyTo = 42;
-      assert.throws(() => validateSchema(broken), /configPatches\/0\/applyTo must be string/);
+      assertRejectsNumericApplyTo(routeA());
     });
 
     it("rejects a listener patch value that is not an object", () => {
-      const broken = structuredClone(routeA());
-      const index = broken.spec.configPatches.findIndex((p: Json) => p.applyTo === "LISTENER");
-      broken.spec.configPatches[index].patch.value = "waypoint_route_outer";
-      assert.throws(() => validateSchema(broken), new RegExp(`configPatches/${index}/patch/value must be object`));
+      const index = routeA().spec.configPatches.findIndex((p: Json) => p.applyTo === "LISTENER");
+      assertRejectsStringPatchValue(routeA(), index, "waypoint_route_outer");
     });
 
     it("rejects a workloadSelector label that is not a string (an unquoted number or boolean)", () => {
@@ -591,21 +308,14 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
     });
 
     it("rejects Envoy's spelling FAIL_CLOSED in a WasmPlugin (Istio's is FAIL_CLOSE)", () => {
-      const broken = structuredClone(wasmPlugin());
-      broken.spec.failStrategy = "FAIL_CLOSED";
-      assert.throws(() => validateSchema(broken), /failStrategy must be equal to one of the allowed values/);
+      assertRejectsEnvoyFailStrategy(wasmPlugin());
     });
 
     it("rejects an unknown plugin type, an unknown traffic mode and a port given as a string", () => {
       const badType = structuredClone(wasmPlugin());
       badType.spec.type = "TCP";
       assert.throws(() => validateSchema(badType), /type must be equal to one of the allowed values/);
-      const badMode = structuredClone(wasmPlugin());
-      badMode.spec.match[0].mode = "OUTBOUND";
-      assert.throws(() => validateSchema(badMode), /match\/0\/mode must be equal to one of the allowed values/);
-      const badPort = structuredClone(wasmPlugin());
-      badPort.spec.match[0].ports[0].number = "15006";
-      assert.throws(() => validateSchema(badPort), /match\/0\/ports\/0\/number must be integer/);
+      assertRejectsBadWasmPluginMatch(wasmPlugin());
     });
   });
 
@@ -622,14 +332,7 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
     });
 
     it("every one: root_id waypoint_route, FAIL_CLOSED as Envoy gets it, name and vm_id waypoint_route when inline", () => {
-      for (const config of pluginConfigs()) {
-        assert.equal(config.rootId, FILTER, `${config.where}: root_id`);
-        assert.equal(config.failurePolicy, "FAIL_CLOSED", `${config.where}: failure policy`);
-        if (!config.where.includes("pluginConfig")) {
-          assert.equal(config.vmId, FILTER, `${config.where}: vm_id`);
-          assert.equal(config.name, FILTER, `${config.where}: name`);
-        }
-      }
+      assertPluginConfigsPinned(pluginConfigs(), FILTER);
     });
 
     it("route A and route B carry the same snapshot", () => {
@@ -781,13 +484,9 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
       const base = JSON.parse(pluginConfigs()[0]!.json);
       const broken = structuredClone(base);
       broken.services[0].waypoint = { hostname: "waypoint.default.svc.cluster.local", address: "10.244.1.41" };
-      const host = await ProxyWasmHost.fromFile(WASM, { rootId: FILTER, pluginConfiguration: JSON.stringify(broken) });
-      assert.equal(host.start(), false);
-      assert.match(host.logs().map((e) => e.message).join("\n"), /services\[0\]\.waypoint: both "address" and "hostname" are set/);
+      assert.match((await refusedSnapshotLog(WASM, FILTER, broken)).log, /services\[0\]\.waypoint: both "address" and "hostname" are set/);
       const foreign = { ...base, localWorkload: "10.244.9.9" };
-      const other = await ProxyWasmHost.fromFile(WASM, { rootId: FILTER, pluginConfiguration: JSON.stringify(foreign) });
-      assert.equal(other.start(), false);
-      assert.match(other.logs().map((e) => e.message).join("\n"), /localWorkload: no workload has address 10\.244\.9\.9/);
+      assert.match((await refusedSnapshotLog(WASM, FILTER, foreign)).log, /localWorkload: no workload has address 10\.244\.9\.9/);
     });
   });
 
@@ -835,10 +534,7 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
       const patches = patchesOf(routeA(), "NETWORK_FILTER");
       assert.equal(patches.length, 3);
       for (const patch of patches) {
-        assert.equal(patch.match.context, "SIDECAR_OUTBOUND");
-        assert.equal(patch.match.listener.name, "virtualOutbound");
-        assert.equal(patch.match.listener.filterChain.name, CATCH_ALL_CHAIN);
-        assert.equal(patch.match.listener.filterChain.filter.name, TCP_PROXY);
+        assertMatchesCatchAllTcpProxy(patch);
       }
     });
 
@@ -979,25 +675,22 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
       const reference = hookup().spec.configPatches[0].patch.value;
       expected[0].patch.value = reference;
       assert.deepEqual(hookup().spec.configPatches, expected);
-      assert.equal(reference.name, ecdsName(wasmPlugin()));
-      assert.deepEqual(reference.config_discovery.type_urls, [WASM_TYPE]);
-      assert.deepEqual(reference.config_discovery.config_source.ads, {});
-      assert.equal(reference.config_discovery.config_source.initial_fetch_timeout, "0s");
+      assertEcdsReference(reference, wasmPlugin());
       const names = patchedCatchAll(hookup()).chain.filters.map((f) => f.name);
       assert.deepEqual(names, ["istio.stats", reference.name, SET_FILTER_STATE, TCP_PROXY]);
     });
   });
 
   describe("the pinned Envoy's --mode validate (an Istio-shaped client sidecar)", () => {
-    const skip = existsSync(ENVOY_BINARY) ? false : `no Envoy at ${ENVOY_BINARY} (npm run setup)`;
+    const skip = envoySkip();
 
     it("route A (envoyfilter.yaml) passes", { skip }, () => {
-      const result = envoyValidate("route-a", sidecarBootstrap([routeA()]));
+      const result = envoyValidate("waypoint-route-route-a", sidecarBootstrap([routeA()]));
       assert.equal(result.ok, true, result.output);
     });
 
     it("route B (the hookup, with what istiod makes of the WasmPlugin inlined where ECDS would deliver it) passes", { skip }, () => {
-      const result = envoyValidate("route-b", sidecarBootstrap([hookup()]));
+      const result = envoyValidate("waypoint-route-route-b", sidecarBootstrap([hookup()]));
       assert.equal(result.ok, true, result.output);
     });
 
@@ -1005,19 +698,19 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
       const broken = structuredClone(routeA());
       const config = findAll(broken.spec, isInlineWasm)[0]!.node.typed_config.config;
       config.configuration.value = config.configuration.value.replace('"localWorkload": "10.244.1.10"', '"localWorkload": "10.244.1.299"');
-      const result = envoyValidate("broken", sidecarBootstrap([broken]));
+      const result = envoyValidate("waypoint-route-broken", sidecarBootstrap([broken]));
       assert.equal(result.ok, false);
       assert.match(result.output, /localWorkload: not an IP address: "10\.244\.1\.299"/);
     });
 
     it("both routes on one pod are refused: the listener and clusters would exist twice", { skip }, () => {
-      const result = envoyValidate("both-routes", sidecarBootstrap([routeA(), hookup()]));
+      const result = envoyValidate("waypoint-route-both-routes", sidecarBootstrap([routeA(), hookup()]));
       assert.equal(result.ok, false, "validated with every listener and cluster added twice");
       assert.match(result.output, /duplicate cluster 'waypoint_route_hbone'/);
     });
 
     it("the internal listener needs Istio's bootstrap extension: without it Envoy refuses the config", { skip }, () => {
-      const result = envoyValidate("no-internal-listener", sidecarBootstrap([routeA()], { internalListenerExtension: false }));
+      const result = envoyValidate("waypoint-route-no-internal-listener", sidecarBootstrap([routeA()], { internalListenerExtension: false }));
       assert.equal(result.ok, false, "validated without envoy.bootstrap.internal_listener");
       assert.match(result.output, /InternalListener bootstrap extension is mandatory/);
     });
