@@ -215,7 +215,7 @@ function configure(wasm: Uint8Array, snapshot: Snapshot): { subject?: Subject } 
     config_bytes_per_pod: round(configBytes / pods, 1),
     unit: "bytes",
     target: MEMORY_TARGET,
-    note: "after configure; holds the configuration copy and what the JSON tree took (linear memory never shrinks)",
+    note: "after configure; the configuration (held twice while it is read) and the model (linear memory never shrinks)",
   });
   const streams = { ...snapshot.destinations, mixed: mixedDestinations(snapshot, 50_000) };
   return { subject: { pods, host, streams, made: 0 } };
