@@ -31,3 +31,4 @@ export {
   parseMeshConfigString,
   parseMeshDocument,
 } from "./parse";
+export { readDestination } from "./destination";

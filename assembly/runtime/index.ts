@@ -19,3 +19,11 @@ export {
 export { setEnvoyFilterState, setEnvoyFilterStateBytes } from "./filter_state";
 export { closeDownstream, continueDownstream, getBufferBytes, setBufferBytes } from "./buffer";
 export { hostValuePtr, hostValueSize, releaseHostValue } from "./host_value";
+export {
+  DESTINATION_ADDRESS,
+  DISABLE_TUNNELING,
+  ORIGINAL_DST_ADDRESS,
+  TCP_PROXY_CLUSTER,
+  TRUE_VALUE,
+  UPSTREAM_SUBJECT_ALT_NAMES,
+} from "./envoy_state";

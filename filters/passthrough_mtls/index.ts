@@ -2,38 +2,33 @@
 // passthrough as the fallback, headless services without per-pod listeners, and the endpoint
 // selection value envoy.lb.address. Everything is decided in on_new_connection, because
 // tcp_proxy picks its upstream right after it. See README.md.
-import { Address, formatAddress, parseSocketAddress } from "../../assembly/mesh";
+import { Address, formatAddress, readDestination } from "../../assembly/mesh";
 import {
   closeDownstream,
   ConnectionContext,
   Counter,
-  fetchProperty,
   FilterStatus,
-  hostValuePtr,
-  hostValueSize,
-  LogLevel,
   logDebug,
   logEnabled,
   logError,
   logInfo,
+  LogLevel,
   logWarn,
+  ORIGINAL_DST_ADDRESS,
   propertyPath,
   registerRootContext,
-  releaseHostValue,
   RootContext,
   setEnvoyFilterStateBytes,
   setPropertyBytes,
+  TCP_PROXY_CLUSTER,
+  UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
 import { parsePassthroughConfig, PassthroughConfig } from "./config";
 import { Decision, decide, Route } from "./decision";
 export * from "../../assembly/runtime/exports";
 
-const DESTINATION_ADDRESS = propertyPath(["destination", "address"]);
 // Envoy filter-state keys (registered object factories) and our own properties, encoded once.
-const TCP_PROXY_CLUSTER = String.UTF8.encode("envoy.tcp_proxy.cluster");
-const ORIGINAL_DST_ADDRESS = String.UTF8.encode("envoy.network.transport_socket.original_dst_address");
-const UPSTREAM_SANS = String.UTF8.encode("envoy.network.upstream_subject_alt_names");
 /** `%FILTER_STATE(wasm.lb_address:PLAIN)%`: the envoy.lb.address value, IP:PORT. */
 const LB_ADDRESS_PROPERTY = propertyPath(["lb_address"]);
 /** `%FILTER_STATE(wasm.upstream_sans:PLAIN)%`: the pod identity, for the subset mode relay. */
@@ -98,10 +93,7 @@ class PassthroughConnection extends ConnectionContext {
     const config = root.config;
     if (config === null) return FilterStatus.Continue; // unreachable: Envoy refuses unconfigured plugins
     const dst = root.destination;
-    const found = fetchProperty(DESTINATION_ADDRESS) == WasmResult.Ok &&
-      parseSocketAddress(hostValuePtr(), <i32>hostValueSize(), dst);
-    releaseHostValue();
-    if (!found || dst.port < 0) {
+    if (!readDestination(dst)) {
       root.noDestination.inc();
       if (logEnabled(LogLevel.Debug)) logDebug("no usable destination.address -> passthrough");
       return FilterStatus.Continue; // tcp_proxy's own cluster: the plain passthrough
@@ -147,7 +139,7 @@ class PassthroughConnection extends ConnectionContext {
   /** The upstream TLS session must present this pod's own identity, not just any mesh cert. */
   private pinIdentity(config: PassthroughConfig, workload: i32, relayForSubset: bool): bool {
     const identity = config.mesh.workloadIdentityUtf8(workload);
-    if (setEnvoyFilterStateBytes(UPSTREAM_SANS, identity) != WasmResult.Ok) return false;
+    if (setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, identity) != WasmResult.Ok) return false;
     // Subset mode: the TLS handshake to a pod happens behind an internal listener, which only
     // sees filter state shared with upstream; a native set_filter_state relays this value there.
     // It runs for every connection of the chain, so headless members need it too (otherwise

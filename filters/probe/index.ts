@@ -4,24 +4,24 @@
 import {
   ConnectionContext,
   Counter,
+  DESTINATION_ADDRESS,
   FilterStatus,
   getPropertyString,
-  LogLevel,
   logDebug,
   logEnabled,
   logError,
+  LogLevel,
   propertyPath,
   registerRootContext,
   RootContext,
   setEnvoyFilterStateBytes,
+  TCP_PROXY_CLUSTER,
   WasmResult,
 } from "../../assembly/runtime";
 import { hostOfAddress } from "./address";
 import { parseProbeConfig, ProbeConfig } from "./config";
 export * from "../../assembly/runtime/exports";
 
-const DESTINATION_ADDRESS = propertyPath(["destination", "address"]);
-const TCP_PROXY_CLUSTER = String.UTF8.encode("envoy.tcp_proxy.cluster");
 
 class ProbeRoot extends RootContext {
   config: ProbeConfig = new ProbeConfig();

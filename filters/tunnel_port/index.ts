@@ -5,26 +5,31 @@
 //   server - behind the server sidecar's CONNECT termination: checks both ports and the peer
 //            against what this workload serves, and refuses anything else.
 // Everything is decided in on_new_connection; nothing waits for client bytes. See README.md.
-import { Address, formatAddress, parseSocketAddress } from "../../assembly/mesh";
+import { Address, formatAddress, readDestination } from "../../assembly/mesh";
 import {
   closeDownstream,
   ConnectionContext,
   Counter,
+  DISABLE_TUNNELING,
   fetchProperty,
   FilterStatus,
   hostValuePtr,
   hostValueSize,
-  LogLevel,
   logDebug,
   logEnabled,
   logError,
+  LogLevel,
   logWarn,
+  ORIGINAL_DST_ADDRESS,
   propertyPath,
   registerRootContext,
   releaseHostValue,
   RootContext,
   setEnvoyFilterStateBytes,
   setPropertyBytes,
+  TCP_PROXY_CLUSTER,
+  TRUE_VALUE,
+  UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
 import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
@@ -32,7 +37,6 @@ import { parseTunnelConfig, TunnelConfig } from "./config";
 import { checkServer, parsePortBytes, ServerVerdict } from "./server";
 export * from "../../assembly/runtime/exports";
 
-const DESTINATION_ADDRESS = propertyPath(["destination", "address"]);
 /** Shared by the server's CONNECT termination (HTTP set_filter_state, shared with upstream). */
 export const SERVICE_PORT_STATE = "io.tunnel_port.service_port";
 export const PEER_STATE = "io.tunnel_port.peer_principal";
@@ -44,11 +48,6 @@ const SERVICE_PORT_PATH = propertyPath(["filter_state", SERVICE_PORT_STATE]);
 const ROUTE_SERVICE_PORT_PATH = propertyPath(["metadata", "filter_metadata", "tunnel_port", "service_port"]);
 const PEER_PATH = propertyPath(["filter_state", PEER_STATE]);
 
-const TCP_PROXY_CLUSTER = String.UTF8.encode("envoy.tcp_proxy.cluster");
-const ORIGINAL_DST_ADDRESS = String.UTF8.encode("envoy.network.transport_socket.original_dst_address");
-const UPSTREAM_SANS = String.UTF8.encode("envoy.network.upstream_subject_alt_names");
-const DISABLE_TUNNELING = String.UTF8.encode("envoy.tcp_proxy.disable_tunneling");
-const TRUE = String.UTF8.encode("true");
 /** %FILTER_STATE(wasm.authority:PLAIN)%, %FILTER_STATE(wasm.service_port:PLAIN)%, ... */
 const AUTHORITY_PROPERTY = propertyPath(["authority"]);
 const SERVICE_PORT_PROPERTY = propertyPath(["service_port"]);
@@ -102,9 +101,7 @@ class TunnelConnection extends ConnectionContext {
     const config = this.root.config;
     if (config === null) return FilterStatus.Continue;
     const dst = this.root.destination;
-    const found = fetchProperty(DESTINATION_ADDRESS) == WasmResult.Ok &&
-      parseSocketAddress(hostValuePtr(), <i32>hostValueSize(), dst) && dst.port > 0;
-    releaseHostValue();
+    const found = readDestination(dst) && dst.port > 0;
     return config.client ? this.client(config, found, dst) : this.server(config, found, dst);
   }
 
@@ -130,7 +127,7 @@ class TunnelConnection extends ConnectionContext {
         return this.close((found ? formatAddress(dst) : "a connection without destination") + " is unknown to the mesh configuration");
       }
       // tcp_proxy would tunnel its own cluster too: plain TCP for what the mesh does not know.
-      if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE) != WasmResult.Ok) return this.reject();
+      if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
       root.unknownPassthrough.inc();
       if (logEnabled(LogLevel.Debug)) logDebug((found ? formatAddress(dst) : "no destination") + " -> unknown, plain passthrough");
       return FilterStatus.Continue;
@@ -146,7 +143,7 @@ class TunnelConnection extends ConnectionContext {
     pod.port = decision.targetPort;
     const authority = formatAddress(pod);
     const ok =
-      setEnvoyFilterStateBytes(UPSTREAM_SANS, mesh.workloadIdentityUtf8(decision.workload)) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, mesh.workloadIdentityUtf8(decision.workload)) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(ORIGINAL_DST_ADDRESS, tunnelAddress) == WasmResult.Ok &&
       setPropertyBytes(AUTHORITY_PROPERTY, String.UTF8.encode(authority)) == WasmResult.Ok &&
       setPropertyBytes(SERVICE_PORT_PROPERTY, String.UTF8.encode(decision.servicePort.toString())) == WasmResult.Ok &&

@@ -3,38 +3,33 @@
 // original service port; without a waypoint, to an endpoint the same way. Decided in
 // on_new_connection; every error closes the connection with a counter and a log line naming the
 // rule. See README.md.
-import { Address, formatAddress, parseSocketAddress } from "../../assembly/mesh";
+import { Address, formatAddress, readDestination } from "../../assembly/mesh";
 import {
   closeDownstream,
   ConnectionContext,
   Counter,
-  fetchProperty,
+  DISABLE_TUNNELING,
   FilterStatus,
-  hostValuePtr,
-  hostValueSize,
-  LogLevel,
   logDebug,
   logEnabled,
   logError,
+  LogLevel,
   logWarn,
+  ORIGINAL_DST_ADDRESS,
   propertyPath,
   registerRootContext,
-  releaseHostValue,
   RootContext,
   setEnvoyFilterStateBytes,
   setPropertyBytes,
+  TCP_PROXY_CLUSTER,
+  TRUE_VALUE,
+  UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
 import { parseWaypointConfig, WaypointConfig } from "./config";
 import { Decision, decide, Outcome, Scratch } from "./decide";
 export * from "../../assembly/runtime/exports";
 
-const DESTINATION_ADDRESS = propertyPath(["destination", "address"]);
-const TCP_PROXY_CLUSTER = String.UTF8.encode("envoy.tcp_proxy.cluster");
-const ORIGINAL_DST_ADDRESS = String.UTF8.encode("envoy.network.transport_socket.original_dst_address");
-const UPSTREAM_SANS = String.UTF8.encode("envoy.network.upstream_subject_alt_names");
-const DISABLE_TUNNELING = String.UTF8.encode("envoy.tcp_proxy.disable_tunneling");
-const TRUE = String.UTF8.encode("true");
 // Properties (%FILTER_STATE(wasm.<name>:PLAIN)%). `authority` is the CONNECT this listener's
 // tcp_proxy opens (the only one for HBONE, the inner one for double HBONE). The outer layer's
 // values go to the internal listener that opens the outer CONNECT through a set_filter_state
@@ -108,9 +103,7 @@ class WaypointConnection extends ConnectionContext {
     const config = root.config;
     if (config === null) return FilterStatus.Continue;
     const dst = root.destination;
-    const found = fetchProperty(DESTINATION_ADDRESS) == WasmResult.Ok &&
-      parseSocketAddress(hostValuePtr(), <i32>hostValueSize(), dst) && dst.port > 0;
-    releaseHostValue();
+    const found = readDestination(dst) && dst.port > 0;
     const d = root.decision;
     if (found) decide(config, dst, root.scratch, d);
     else d.outcome = Outcome.Unknown;
@@ -133,7 +126,7 @@ class WaypointConnection extends ConnectionContext {
 
   private single(config: WaypointConfig, dst: Address, d: Decision): FilterStatus {
     const ok =
-      setEnvoyFilterStateBytes(UPSTREAM_SANS, utf8(d.sans)) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, utf8(d.sans)) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(ORIGINAL_DST_ADDRESS, utf8(formatAddress(d.nextHop))) == WasmResult.Ok &&
       setPropertyBytes(AUTHORITY, utf8(d.authority)) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.hboneCluster) == WasmResult.Ok;
@@ -150,7 +143,7 @@ class WaypointConnection extends ConnectionContext {
   private double(config: WaypointConfig, dst: Address, d: Decision): FilterStatus {
     const authority = utf8(d.authority);
     const ok =
-      setEnvoyFilterStateBytes(UPSTREAM_SANS, utf8(d.sans)) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, utf8(d.sans)) == WasmResult.Ok &&
       setPropertyBytes(AUTHORITY, authority) == WasmResult.Ok &&
       setPropertyBytes(OUTER_AUTHORITY, authority) == WasmResult.Ok &&
       setPropertyBytes(OUTER_ADDRESS, utf8(formatAddress(d.nextHop))) == WasmResult.Ok &&
@@ -169,7 +162,7 @@ class WaypointConnection extends ConnectionContext {
       closeDownstream();
       return FilterStatus.StopIteration;
     }
-    if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE) != WasmResult.Ok) return this.reject();
+    if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
     if (logEnabled(LogLevel.Debug)) {
       logDebug(what + (d.outcome == Outcome.PlaintextPod ? " -> plain TCP: pod without a sidecar" : " -> plain TCP: not in this network's mesh view"));
     }

@@ -1,0 +1,13 @@
+// The connection's original destination, parsed straight from the host's value: no string, no
+// allocation. Every filter that decides by destination starts here.
+import { fetchProperty, hostValuePtr, hostValueSize, releaseHostValue, WasmResult } from "../runtime";
+import { DESTINATION_ADDRESS } from "../runtime/envoy_state";
+import { Address, parseSocketAddress } from "./ip";
+
+/** Reads `destination.address` into `out`; false when the host has none or it is not IP:PORT. */
+export function readDestination(out: Address): bool {
+  const found = fetchProperty(DESTINATION_ADDRESS) == WasmResult.Ok &&
+    parseSocketAddress(hostValuePtr(), <i32>hostValueSize(), out);
+  releaseHostValue();
+  return found;
+}
