@@ -1,0 +1,189 @@
+// Alternating A/B runs against sidecar Envoys that all run side by side, only one under load at a
+// time: capture is switched to each arm's listener in turn, arms in ABBA order per round (the
+// order reverses every round) so slow drift of a shared machine cancels out of the ratios. Per
+// arm and round: new connections per second (wrk, `concurrency` connections, one request each),
+// TTFB p50/p99 (wrk with one connection at a time), bulk MB/s (iperf3), the sidecar's CPU per
+// connection (/proc over the rate run) and, at the end, its memory. Every run is checked against
+// the sidecar's own stats (did these connections take the route this arm claims?) before its
+// figures count.
+import { emit } from "../emit.js";
+import { sleep, type EnvoyProcess } from "../../tests/support/envoy.js";
+import { captureGeneratorTo, releaseGeneratorCapture } from "./capture.js";
+import { iperf3, wrk, type WrkResult } from "./generators.js";
+import { cpuMicros, rssMb, withCpu } from "./proc.js";
+
+export type Variant = "without" | "with" | "native";
+export type Metric = "conn_rate_per_s" | "ttfb_p50_us" | "ttfb_p99_us" | "bulk_mb_per_s" | "envoy_cpu_us_per_conn" | "envoy_memory_mb";
+
+export interface Arm {
+  variant: Variant;
+  /** Which traffic this arm carries (e.g. "plain", "mtls"); ratios compare arms of one path. */
+  path: string;
+  sidecar: EnvoyProcess;
+  /** The sidecar's outbound (capture) port. */
+  capturePort: number;
+  /** The URL the application dials (captured to the sidecar). */
+  url: string;
+  bulk: { host: string; port: number };
+  /** Checks a run's stats delta; returns what is wrong, or undefined. */
+  verify(delta: (name: string) => number, connections: number): string | undefined;
+}
+
+export interface AbTimings {
+  rounds: number;
+  rateSeconds: number;
+  ttfbSeconds: number;
+  bulkSeconds: number;
+  concurrency: number;
+}
+
+interface RoundSample {
+  conn_rate_per_s: number;
+  ttfb_p50_us: number;
+  ttfb_p99_us: number;
+  bulk_mb_per_s: number;
+  envoy_cpu_us_per_conn: number;
+  generatorCpuPct: number;
+  envoyCpuPct: number;
+}
+
+const UNIT: Record<Metric, string> = {
+  conn_rate_per_s: "conn/s",
+  ttfb_p50_us: "us",
+  ttfb_p99_us: "us",
+  bulk_mb_per_s: "MB/s",
+  envoy_cpu_us_per_conn: "us",
+  envoy_memory_mb: "MB",
+};
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+const round2 = (value: number): number => Math.round(value * 100) / 100;
+
+async function statsDelta(envoy: EnvoyProcess, work: () => Promise<number>): Promise<{ connections: number; delta: (name: string) => number }> {
+  const before = await envoy.stats();
+  const connections = await work();
+  // The last connections close while wrk exits: give Envoy a moment to count them.
+  await sleep(150);
+  const after = await envoy.stats();
+  return { connections, delta: (name) => (after.get(name) ?? 0) - (before.get(name) ?? 0) };
+}
+
+async function measureArm(arm: Arm, timings: AbTimings): Promise<RoundSample> {
+  captureGeneratorTo(arm.capturePort);
+  try {
+    const pid = arm.sidecar.child.pid!;
+    let rate!: { result: WrkResult; cpuUs: number; wallUs: number };
+    let ttfb!: WrkResult;
+    const { connections, delta } = await statsDelta(arm.sidecar, async () => {
+      rate = await withCpu(pid, () => wrk(arm.url, timings.concurrency, timings.rateSeconds, true));
+      ttfb = await wrk(arm.url, 1, timings.ttfbSeconds, true);
+      return rate.result.requests + ttfb.requests;
+    });
+    const wrong = arm.verify(delta, connections);
+    if (wrong) throw new Error(`${arm.variant}/${arm.path}: ${wrong}`);
+    const bulk = await iperf3(arm.bulk.host, arm.bulk.port, timings.bulkSeconds, true);
+    return {
+      conn_rate_per_s: rate.result.perSecond,
+      ttfb_p50_us: ttfb.p50Us,
+      ttfb_p99_us: ttfb.p99Us,
+      bulk_mb_per_s: bulk.mbPerSecond,
+      envoy_cpu_us_per_conn: rate.cpuUs / rate.result.requests,
+      generatorCpuPct: (100 * rate.result.cpuUs) / rate.result.wallUs,
+      envoyCpuPct: (100 * rate.cpuUs) / rate.wallUs,
+    };
+  } finally {
+    releaseGeneratorCapture();
+  }
+}
+
+export interface AbResult {
+  /** Per arm (index as given), the samples of every round. */
+  samples: RoundSample[][];
+}
+
+const ROUND_METRICS = ["conn_rate_per_s", "ttfb_p50_us", "ttfb_p99_us", "bulk_mb_per_s", "envoy_cpu_us_per_conn"] as const;
+
+/** Runs the arms alternately, emits envoy_ab per round and the medians, then memory. */
+export async function runAb(filter: string, arms: Arm[], timings: AbTimings, log: (message: string) => void): Promise<AbResult> {
+  const samples: RoundSample[][] = arms.map(() => []);
+  for (let round = 0; round < timings.rounds; round++) {
+    const order = arms.map((_, index) => index);
+    if (round % 2) order.reverse();
+    for (const index of order) {
+      const arm = arms[index]!;
+      const sample = await measureArm(arm, timings);
+      samples[index]!.push(sample);
+      log(`round ${round + 1}/${timings.rounds} ${arm.variant}/${arm.path}: ${Math.round(sample.conn_rate_per_s)} conn/s, ttfb p50 ${Math.round(sample.ttfb_p50_us)} us p99 ${Math.round(sample.ttfb_p99_us)} us, bulk ${Math.round(sample.bulk_mb_per_s)} MB/s, ${Math.round(sample.envoy_cpu_us_per_conn)} us CPU/conn`);
+      for (const metric of ROUND_METRICS) {
+        emit({ figure: "envoy_ab", filter, variant: arm.variant, path: arm.path, metric, value: round2(sample[metric]), unit: UNIT[metric], runs: 1, round: round + 1 });
+      }
+    }
+  }
+  arms.forEach((arm, index) => {
+    for (const metric of ROUND_METRICS) {
+      const values = samples[index]!.map((sample) => sample[metric]);
+      emit({ figure: "envoy_ab", filter, variant: arm.variant, path: arm.path, metric, value: round2(median(values)), unit: UNIT[metric], runs: values.length });
+    }
+  });
+  await emitMemory(filter, arms);
+  return { samples };
+}
+
+/**
+ * Memory after the runs: /stats server.memory_allocated (tcmalloc's bytes in use) and RSS. The
+ * arms' configs differ only by the filter, so with − without is the wasm VMs' share (the VM,
+ * its canary's leftovers, the module, the plugin config).
+ */
+async function emitMemory(filter: string, arms: Arm[]): Promise<void> {
+  const allocated = new Map<EnvoyProcess, number>();
+  for (const arm of arms) {
+    if (allocated.has(arm.sidecar)) continue;
+    allocated.set(arm.sidecar, ((await arm.sidecar.stats()).get("server.memory_allocated") ?? NaN) / (1 << 20));
+  }
+  const without = arms.find((arm) => arm.variant === "without");
+  const seen = new Set<EnvoyProcess>();
+  for (const arm of arms) {
+    if (seen.has(arm.sidecar)) continue;
+    seen.add(arm.sidecar);
+    const value = allocated.get(arm.sidecar)!;
+    const wasmShare = arm.variant === "with" && without ? round2(value - allocated.get(without.sidecar)!) : undefined;
+    emit({
+      figure: "envoy_ab",
+      filter,
+      variant: arm.variant,
+      metric: "envoy_memory_mb",
+      value: round2(value),
+      unit: UNIT.envoy_memory_mb,
+      runs: 1,
+      rss_mb: round2(rssMb(arm.sidecar.child.pid!)),
+      cpu_total_s: round2(cpuMicros(arm.sidecar.child.pid!) / 1e6),
+      wasm_share_mb: wasmShare,
+    });
+  }
+}
+
+/**
+ * Ratios of `arm` over `baseline`, per round (the two ran back to back) and then the median:
+ * connection rate (target >= 0.9), p99 TTFB added in µs (target < 100), bulk (target >= 0.97).
+ */
+export function emitRatios(filter: string, arms: Arm[], result: AbResult, armIndex: number, baselineIndex: number): void {
+  const a = result.samples[armIndex]!;
+  const b = result.samples[baselineIndex]!;
+  const perRound = (f: (x: RoundSample, y: RoundSample) => number) => median(a.map((x, i) => f(x, b[i]!)));
+  const common = { filter, path: arms[armIndex]!.path, variant: arms[armIndex]!.variant, baseline: arms[baselineIndex]!.variant, runs: a.length };
+  const rate = perRound((x, y) => x.conn_rate_per_s / y.conn_rate_per_s);
+  emit({ figure: "envoy_ab_ratio", ...common, metric: "conn_rate_per_s", value: Math.round(rate * 1000) / 1000, unit: "ratio", target: ">= 0.9", met: rate >= 0.9 });
+  const addedP99 = perRound((x, y) => x.ttfb_p99_us - y.ttfb_p99_us);
+  emit({ figure: "envoy_ab_ratio", ...common, metric: "ttfb_p99_us", value: round2(addedP99), unit: "us", target: "< 100", met: addedP99 < 100 });
+  const addedP50 = perRound((x, y) => x.ttfb_p50_us - y.ttfb_p50_us);
+  emit({ figure: "envoy_ab_ratio", ...common, metric: "ttfb_p50_us", value: round2(addedP50), unit: "us" });
+  const bulk = perRound((x, y) => x.bulk_mb_per_s / y.bulk_mb_per_s);
+  emit({ figure: "envoy_ab_ratio", ...common, metric: "bulk_mb_per_s", value: Math.round(bulk * 1000) / 1000, unit: "ratio", target: ">= 0.97", met: bulk >= 0.97 });
+  const cpu = perRound((x, y) => x.envoy_cpu_us_per_conn / y.envoy_cpu_us_per_conn);
+  emit({ figure: "envoy_ab_ratio", ...common, metric: "envoy_cpu_us_per_conn", value: Math.round(cpu * 1000) / 1000, unit: "ratio" });
+}

@@ -1,0 +1,33 @@
+// The real-Envoy benchmark: A/B runs of each filter's topology with and without the filter (and
+// Envoy's native equivalent where one exists), and the 100k-pod passthrough_mtls load. Figures
+// are JSON lines (bench/emit.ts). One failed topology emits an error figure; the others still run.
+import { emit } from "../emit.js";
+import type { AbTimings } from "./ab.js";
+import { passthroughMtlsAb } from "./passthrough_mtls.js";
+
+function log(message: string): void {
+  process.stderr.write(`[envoy-bench] ${message}\n`);
+}
+
+/** quick: ~1.5 min on 2 cores; full: ~8 min. */
+function timings(quick: boolean): AbTimings {
+  return quick
+    ? { rounds: 2, rateSeconds: 2, ttfbSeconds: 1, bulkSeconds: 1, concurrency: 16 }
+    : { rounds: 4, rateSeconds: 5, ttfbSeconds: 3, bulkSeconds: 3, concurrency: 16 };
+}
+
+async function guarded(figure: string, filter: string, work: () => Promise<void>): Promise<void> {
+  try {
+    await work();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    log(`${filter}: ${message}`);
+    emit({ figure, filter, error: message.slice(0, 2000) });
+  }
+}
+
+export async function envoyBench(opts: { quick: boolean }): Promise<void> {
+  const t = timings(opts.quick);
+  log(`sidecar Envoys pinned to one worker (--concurrency 1); ${t.rounds} rounds, ${t.concurrency} connections`);
+  await guarded("envoy_ab", "passthrough_mtls", () => passthroughMtlsAb(t, log));
+}

@@ -1,0 +1,140 @@
+// passthrough_mtls, real Envoy, A/B. Three sidecars run side by side, built from the shipped
+// envoy-configs/passthrough_mtls.yaml so the "with" arm is exactly what operators get:
+// - without: the same config minus the wasm filter (every connection: PassthroughCluster, clear);
+// - with:    the shipped config (filter on the catch-all chain);
+// - native:  what Envoy does without wasm to get mTLS to one pod reached by IP, the shape Istio
+//            generates per headless pod: a filter chain matching that pod's IP (and port) → an
+//            ORIGINAL_DST cluster with Istio's mTLS that verifies that pod's SAN.
+// Two paths: "plain" dials a tlsMode-disabled pod (the filter looks it up and passes it through:
+// its pure decision cost, same upstream work as without), "mtls" dials a tlsMode-istio pod (the
+// filter's whole job, compared with native). Pods live in one fast upstream Envoy (upstream.ts).
+import { parse } from "yaml";
+import { emit } from "../emit.js";
+import { EnvoyProcess } from "../../tests/support/envoy.js";
+import { shippedConfig } from "../../tests/support/envoy_yaml.js";
+import { emitRatios, median, runAb, type AbTimings, type Arm } from "./ab.js";
+import { iperf3, wrk } from "./generators.js";
+import { withCpu } from "./proc.js";
+import { startUpstream, type PodAddress, type TlsPodAddress } from "./upstream.js";
+
+const FILTER = "passthrough_mtls";
+/** Pods of the shipped config: 127.0.0.12 is tlsMode disabled, 127.0.0.11 tlsMode istio (httpbin). */
+const PLAIN_POD: PodAddress = { host: "127.0.0.12", httpPort: 8080, bulkPort: 5201 };
+const MTLS_POD: TlsPodAddress = { host: "127.0.0.11", httpPort: 8443, bulkPort: 5201, certName: "pod-a" };
+const MTLS_POD_IDENTITY = "spiffe://cluster.local/ns/default/sa/httpbin";
+
+const SIDECARS = {
+  without: { admin: 15010, outbound: 15011 },
+  with: { admin: 15020, outbound: 15021 },
+  native: { admin: 15030, outbound: 15031 },
+} as const;
+const POD_ENVOY_ADMIN = 15040;
+
+/** The shipped config with its own admin and outbound ports. */
+function shipped(admin: number, outbound: number): any {
+  const config = parse(shippedConfig("passthrough_mtls.yaml"));
+  config.admin.address.socket_address.port_value = admin;
+  config.static_resources.listeners[0].address.socket_address.port_value = outbound;
+  return config;
+}
+
+function withoutFilter(admin: number, outbound: number): any {
+  const config = shipped(admin, outbound);
+  const chain = config.static_resources.listeners[0].filter_chains[0];
+  chain.filters = chain.filters.filter((filter: any) => filter.name !== "envoy.filters.network.wasm");
+  return config;
+}
+
+/** Envoy-native mTLS to one pod by IP: per-pod filter chain → per-pod ORIGINAL_DST mTLS cluster. */
+function native(admin: number, outbound: number): any {
+  const config = withoutFilter(admin, outbound);
+  const listener = config.static_resources.listeners[0];
+  const catchAll = listener.filter_chains[0];
+  const podCluster = `outbound_pod|${MTLS_POD.host}`;
+  const podChain = {
+    name: `pod-${MTLS_POD.host}`,
+    filter_chain_match: { prefix_ranges: [{ address_prefix: MTLS_POD.host, prefix_len: 32 }] },
+    filters: [{ ...catchAll.filters[0], typed_config: { ...catchAll.filters[0].typed_config, stat_prefix: "pod_chain", cluster: podCluster } }],
+  };
+  listener.filter_chains = [podChain, catchAll];
+  const mtls = config.static_resources.clusters.find((cluster: any) => cluster.name === "outbound_mtls_passthrough");
+  const tls = structuredClone(mtls.transport_socket);
+  tls.typed_config.common_tls_context.validation_context.match_typed_subject_alt_names = [{ san_type: "URI", matcher: { exact: MTLS_POD_IDENTITY } }];
+  config.static_resources.clusters.push({ ...structuredClone(mtls), name: podCluster, transport_socket: tls });
+  return config;
+}
+
+function atLeast(delta: (name: string) => number, name: string, connections: number): string | undefined {
+  const seen = delta(name);
+  return seen >= connections ? undefined : `${name} grew by ${seen}, expected >= ${connections}`;
+}
+
+export async function passthroughMtlsAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
+  const upstream = await startUpstream(POD_ENVOY_ADMIN, PLAIN_POD, MTLS_POD);
+  const sidecars: EnvoyProcess[] = [];
+  try {
+    const start = async (name: string, config: object, admin: number) => {
+      const envoy = await EnvoyProcess.start({ name: `bench-${name}`, adminPort: admin, config, logLevel: "warn" });
+      sidecars.push(envoy);
+      return envoy;
+    };
+    const without = await start("pt-without", withoutFilter(SIDECARS.without.admin, SIDECARS.without.outbound), SIDECARS.without.admin);
+    const withFilter = await start("pt-with", shipped(SIDECARS.with.admin, SIDECARS.with.outbound), SIDECARS.with.admin);
+    const nativeEnvoy = await start("pt-native", native(SIDECARS.native.admin, SIDECARS.native.outbound), SIDECARS.native.admin);
+
+    const plainUrl = `http://${PLAIN_POD.host}:${PLAIN_POD.httpPort}/`;
+    const mtlsUrl = `http://${MTLS_POD.host}:${MTLS_POD.httpPort}/`;
+    const plainBulk = { host: PLAIN_POD.host, port: PLAIN_POD.bulkPort };
+    const mtlsBulk = { host: MTLS_POD.host, port: MTLS_POD.bulkPort };
+    const arms: Arm[] = [
+      {
+        variant: "without", path: "plain", sidecar: without, capturePort: SIDECARS.without.outbound, url: plainUrl, bulk: plainBulk,
+        verify: (delta, n) => atLeast(delta, "cluster.PassthroughCluster.upstream_cx_total", n),
+      },
+      {
+        variant: "with", path: "plain", sidecar: withFilter, capturePort: SIDECARS.with.outbound, url: plainUrl, bulk: plainBulk,
+        verify: (delta, n) => atLeast(delta, `wasmcustom.${FILTER}.plaintext_pod`, n) ?? atLeast(delta, "cluster.PassthroughCluster.upstream_cx_total", n),
+      },
+      {
+        variant: "with", path: "mtls", sidecar: withFilter, capturePort: SIDECARS.with.outbound, url: mtlsUrl, bulk: mtlsBulk,
+        verify: (delta, n) => atLeast(delta, `wasmcustom.${FILTER}.mtls`, n) ?? atLeast(delta, "cluster.outbound_mtls_passthrough.upstream_cx_total", n),
+      },
+      {
+        variant: "native", path: "mtls", sidecar: nativeEnvoy, capturePort: SIDECARS.native.outbound, url: mtlsUrl, bulk: mtlsBulk,
+        verify: (delta, n) => atLeast(delta, `cluster.outbound_pod|${MTLS_POD.host}.upstream_cx_total`, n),
+      },
+    ];
+    const result = await runAb(FILTER, arms, timings, log);
+    emitRatios(FILTER, arms, result, 1, 0); // the filter's decision cost: with vs without, same path
+    emitRatios(FILTER, arms, result, 2, 3); // the filter's mTLS job vs Envoy's native per-pod config
+
+    // Is the generator the bottleneck? The same wrk straight at the pod, and its CPU through Envoy.
+    const direct = await withCpu(upstream.envoy.child.pid!, () => wrk(plainUrl, timings.concurrency, timings.rateSeconds, false));
+    const through = result.samples[1]!;
+    emit({
+      figure: "envoy_generator_headroom",
+      filter: FILTER,
+      tool: "wrk",
+      metric: "conn_rate_per_s",
+      direct_value: Math.round(direct.result.perSecond),
+      through_envoy_value: Math.round(median(through.map((s) => s.conn_rate_per_s))),
+      generator_cpu_pct: Math.round(median(through.map((s) => s.generatorCpuPct))),
+      envoy_cpu_pct: Math.round(median(through.map((s) => s.envoyCpuPct))),
+      direct_generator_cpu_pct: Math.round((100 * direct.result.cpuUs) / direct.result.wallUs),
+      direct_upstream_cpu_pct: Math.round((100 * direct.cpuUs) / direct.wallUs),
+    });
+    const directBulk = await iperf3(plainBulk.host, plainBulk.port, timings.bulkSeconds, false);
+    emit({
+      figure: "envoy_generator_headroom",
+      filter: FILTER,
+      tool: "iperf3",
+      metric: "bulk_mb_per_s",
+      direct_value: Math.round(directBulk.mbPerSecond),
+      through_envoy_value: Math.round(median(through.map((s) => s.bulk_mb_per_s))),
+      generator_cpu_pct: Math.round((100 * directBulk.cpuUs) / directBulk.wallUs),
+    });
+  } finally {
+    for (const envoy of sidecars) await envoy.stop();
+    await upstream.stop();
+  }
+}
