@@ -4,6 +4,7 @@
 import { emit } from "../emit.js";
 import type { AbTimings } from "./ab.js";
 import { passthroughMtlsAb } from "./passthrough_mtls.js";
+import { pods100k } from "./pods_100k.js";
 
 function log(message: string): void {
   process.stderr.write(`[envoy-bench] ${message}\n`);
@@ -13,7 +14,7 @@ function log(message: string): void {
 function timings(quick: boolean): AbTimings {
   return quick
     ? { rounds: 2, rateSeconds: 2, ttfbSeconds: 1, bulkSeconds: 1, concurrency: 16 }
-    : { rounds: 4, rateSeconds: 5, ttfbSeconds: 3, bulkSeconds: 3, concurrency: 16 };
+    : { rounds: 6, rateSeconds: 4, ttfbSeconds: 2, bulkSeconds: 2, concurrency: 16 };
 }
 
 async function guarded(figure: string, filter: string, work: () => Promise<void>): Promise<void> {
@@ -30,4 +31,5 @@ export async function envoyBench(opts: { quick: boolean }): Promise<void> {
   const t = timings(opts.quick);
   log(`sidecar Envoys pinned to one worker (--concurrency 1); ${t.rounds} rounds, ${t.concurrency} connections`);
   await guarded("envoy_ab", "passthrough_mtls", () => passthroughMtlsAb(t, log));
+  await guarded("envoy_100k_pods", "passthrough_mtls", () => pods100k(100_000, log));
 }

@@ -19,7 +19,7 @@ export interface TlsPodAddress extends PodAddress {
   certName: string;
 }
 
-function directResponse(statPrefix: string): object {
+export function directResponse(statPrefix: string): object {
   return {
     name: "envoy.filters.network.http_connection_manager",
     typed_config: {
@@ -76,7 +76,7 @@ export interface Upstream {
   stop(): Promise<void>;
 }
 
-function startIperfServer(host: string, port: number): ChildProcess {
+export function startIperfServer(host: string, port: number): ChildProcess {
   return spawn("iperf3", ["-s", "-B", host, "-p", String(port)], { stdio: "ignore" });
 }
 
