@@ -5,6 +5,7 @@ import { emit } from "../emit.js";
 import type { AbTimings } from "./ab.js";
 import { passthroughMtlsAb } from "./passthrough_mtls.js";
 import { pods100k } from "./pods_100k.js";
+import { tunnelPortAb } from "./tunnel_port.js";
 
 function log(message: string): void {
   process.stderr.write(`[envoy-bench] ${message}\n`);
@@ -31,5 +32,6 @@ export async function envoyBench(opts: { quick: boolean }): Promise<void> {
   const t = timings(opts.quick);
   log(`sidecar Envoys pinned to one worker (--concurrency 1); ${t.rounds} rounds, ${t.concurrency} connections`);
   await guarded("envoy_ab", "passthrough_mtls", () => passthroughMtlsAb(t, log));
+  await guarded("envoy_ab", "tunnel_port", () => tunnelPortAb(t, log));
   await guarded("envoy_100k_pods", "passthrough_mtls", () => pods100k(100_000, log));
 }
