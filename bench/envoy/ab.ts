@@ -156,6 +156,7 @@ async function emitMemory(filter: string, arms: Arm[]): Promise<void> {
       figure: "envoy_ab",
       filter,
       variant: arm.variant,
+      path: arm.path,
       metric: "envoy_memory_mb",
       value: round2(value),
       unit: UNIT.envoy_memory_mb,

@@ -6,6 +6,7 @@ import type { AbTimings } from "./ab.js";
 import { passthroughMtlsAb } from "./passthrough_mtls.js";
 import { pods100k } from "./pods_100k.js";
 import { tunnelPortAb } from "./tunnel_port.js";
+import { waypointRouteAb } from "./waypoint_route.js";
 
 function log(message: string): void {
   process.stderr.write(`[envoy-bench] ${message}\n`);
@@ -14,8 +15,8 @@ function log(message: string): void {
 /** quick: ~1.5 min on 2 cores; full: ~8 min. */
 function timings(quick: boolean): AbTimings {
   return quick
-    ? { rounds: 2, rateSeconds: 2, ttfbSeconds: 1, bulkSeconds: 1, concurrency: 16 }
-    : { rounds: 6, rateSeconds: 4, ttfbSeconds: 2, bulkSeconds: 2, concurrency: 16 };
+    ? { rounds: 2, rateSeconds: 1, ttfbSeconds: 1, bulkSeconds: 1, concurrency: 16 }
+    : { rounds: 5, rateSeconds: 3, ttfbSeconds: 2, bulkSeconds: 2, concurrency: 16 };
 }
 
 async function guarded(figure: string, filter: string, work: () => Promise<void>): Promise<void> {
@@ -33,5 +34,6 @@ export async function envoyBench(opts: { quick: boolean }): Promise<void> {
   log(`sidecar Envoys pinned to one worker (--concurrency 1); ${t.rounds} rounds, ${t.concurrency} connections`);
   await guarded("envoy_ab", "passthrough_mtls", () => passthroughMtlsAb(t, log));
   await guarded("envoy_ab", "tunnel_port", () => tunnelPortAb(t, log));
+  await guarded("envoy_ab", "waypoint_route", () => waypointRouteAb(t, log));
   await guarded("envoy_100k_pods", "passthrough_mtls", () => pods100k(100_000, log));
 }

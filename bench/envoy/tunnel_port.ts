@@ -9,14 +9,13 @@
 //           with the authority and service-port header written literally in the config, i.e.
 //           the per-service config a control plane would have to generate.
 // There is no "without" arm: without the filter (or a per-service config) nothing tunnels.
-// The app is a fast Envoy: HTTP/1 answered by a direct_response, anything else (iperf3) relayed
-// to a loopback iperf3 server, told apart by http_inspector (bulk after its 100 ms timeout).
+// The app is a fast Envoy (upstream.ts appEnvoyConfig): HTTP answered directly, iperf3 relayed.
 import { parse } from "yaml";
 import { EnvoyProcess } from "../../tests/support/envoy.js";
-import { socketAddress, staticCluster, tcpProxy } from "../../tests/support/envoy_config.js";
+import { socketAddress, tcpProxy } from "../../tests/support/envoy_config.js";
 import { shippedConfig } from "../../tests/support/envoy_yaml.js";
 import { emitRatios, runAb, type AbTimings, type Arm } from "./ab.js";
-import { directResponse, startIperfServer } from "./upstream.js";
+import { appEnvoyConfig, startIperfServer } from "./upstream.js";
 
 const FILTER = "tunnel_port";
 const VIP = "127.10.0.2";
@@ -27,30 +26,6 @@ const APP_ADMIN = 15070;
 const IPERF_BACKEND = { host: "127.0.0.1", port: 5203 };
 const CLIENTS = { with: { admin: 15050, outbound: 15051 }, native: { admin: 15060, outbound: 15061 } } as const;
 const NATIVE_CLUSTER = "outbound|80||admin.default.svc.cluster.local";
-
-function appConfig(): object {
-  return {
-    admin: { address: socketAddress("127.0.0.1", APP_ADMIN) },
-    static_resources: {
-      listeners: [
-        {
-          name: "app",
-          address: socketAddress(POD, TARGET_PORT),
-          // iperf3's 37-byte cookie never lets http_inspector decide: after 100 ms the
-          // connection goes to the default (bulk) chain. iperf3 times its transfer after that.
-          listener_filters_timeout: "0.1s",
-          continue_on_listener_filters_timeout: true,
-          listener_filters: [{ name: "envoy.filters.listener.http_inspector", typed_config: { "@type": "type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector" } }],
-          filter_chains: [
-            { filter_chain_match: { application_protocols: ["http/1.1", "http/1.0"] }, filters: [directResponse("app_http")] },
-            { filters: [tcpProxy("app_bulk", "iperf")] },
-          ],
-        },
-      ],
-      clusters: [staticCluster("iperf", IPERF_BACKEND.host, IPERF_BACKEND.port)],
-    },
-  };
-}
 
 function shippedClient(admin: number, outbound: number): any {
   const config = parse(shippedConfig("tunnel_port_client.yaml"));
@@ -113,7 +88,7 @@ export async function tunnelPortAb(timings: AbTimings, log: (message: string) =>
       envoys.push(envoy);
       return envoy;
     };
-    await start("tp-app", appConfig(), APP_ADMIN);
+    await start("tp-app", appEnvoyConfig(APP_ADMIN, POD, TARGET_PORT, IPERF_BACKEND), APP_ADMIN);
     await start("tp-server", shippedConfig("tunnel_port_server.yaml"), 15000, POD);
     const withFilter = await start("tp-with", shippedClient(CLIENTS.with.admin, CLIENTS.with.outbound), CLIENTS.with.admin);
     const native = await start("tp-native", nativeClient(CLIENTS.native.admin, CLIENTS.native.outbound), CLIENTS.native.admin);

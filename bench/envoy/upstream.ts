@@ -101,3 +101,31 @@ export async function startUpstream(adminPort: number, plain: PodAddress, tls: T
     throw error;
   }
 }
+
+/**
+ * An application behind a sidecar, on one port: HTTP/1 answered by a direct_response, anything
+ * else (iperf3) relayed to a loopback iperf3 server at `bulk`. http_inspector tells them apart;
+ * iperf3's 37-byte cookie never lets it decide, so after 100 ms such a connection goes to the
+ * default (bulk) chain. iperf3 times its transfer only after that.
+ */
+export function appEnvoyConfig(adminPort: number, host: string, port: number, bulk: { host: string; port: number }): object {
+  return {
+    admin: { address: socketAddress("127.0.0.1", adminPort) },
+    static_resources: {
+      listeners: [
+        {
+          name: "app",
+          address: socketAddress(host, port),
+          listener_filters_timeout: "0.1s",
+          continue_on_listener_filters_timeout: true,
+          listener_filters: [{ name: "envoy.filters.listener.http_inspector", typed_config: { "@type": "type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector" } }],
+          filter_chains: [
+            { filter_chain_match: { application_protocols: ["http/1.1", "http/1.0"] }, filters: [directResponse("app_http")] },
+            { filters: [tcpProxy("app_bulk", "iperf")] },
+          ],
+        },
+      ],
+      clusters: [staticCluster("iperf", bulk.host, bulk.port)],
+    },
+  };
+}
