@@ -16,6 +16,8 @@ export type Variant = "without" | "with" | "native";
 export type Metric = "conn_rate_per_s" | "ttfb_p50_us" | "ttfb_p99_us" | "bulk_mb_per_s" | "envoy_cpu_us_per_conn" | "envoy_memory_mb";
 
 export interface Arm {
+  /** The figure's filter name when it is not the topology's (e.g. the noop filter's arm). */
+  filter?: string;
   variant: Variant;
   /** Which traffic this arm carries (e.g. "plain", "mtls"); ratios compare arms of one path. */
   path: string;
@@ -55,6 +57,16 @@ const UNIT: Record<Metric, string> = {
   envoy_cpu_us_per_conn: "us",
   envoy_memory_mb: "MB",
 };
+
+/**
+ * Did (nearly) every connection of a run take this route? `name`'s counter must have grown by at
+ * least 99% of the connections the generators completed: another route would leave it near 0,
+ * and the last connections of a run can still be closing when the stats are read.
+ */
+export function atLeast(delta: (name: string) => number, name: string, connections: number): string | undefined {
+  const seen = delta(name);
+  return seen >= Math.floor(connections * 0.99) ? undefined : `${name} grew by ${seen}, expected >= 99% of ${connections}`;
+}
 
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -110,6 +122,7 @@ const ROUND_METRICS = ["conn_rate_per_s", "ttfb_p50_us", "ttfb_p99_us", "bulk_mb
 
 /** Runs the arms alternately, emits envoy_ab per round and the medians, then memory. */
 export async function runAb(filter: string, arms: Arm[], timings: AbTimings, log: (message: string) => void): Promise<AbResult> {
+  const idle = await memoryAllocatedMb(arms);
   const samples: RoundSample[][] = arms.map(() => []);
   for (let round = 0; round < timings.rounds; round++) {
     const order = arms.map((_, index) => index);
@@ -118,49 +131,57 @@ export async function runAb(filter: string, arms: Arm[], timings: AbTimings, log
       const arm = arms[index]!;
       const sample = await measureArm(arm, timings);
       samples[index]!.push(sample);
-      log(`round ${round + 1}/${timings.rounds} ${arm.variant}/${arm.path}: ${Math.round(sample.conn_rate_per_s)} conn/s, ttfb p50 ${Math.round(sample.ttfb_p50_us)} us p99 ${Math.round(sample.ttfb_p99_us)} us, bulk ${Math.round(sample.bulk_mb_per_s)} MB/s, ${Math.round(sample.envoy_cpu_us_per_conn)} us CPU/conn`);
+      log(`${filter} round ${round + 1}/${timings.rounds} ${arm.variant}/${arm.path}: ${Math.round(sample.conn_rate_per_s)} conn/s, ttfb p50 ${Math.round(sample.ttfb_p50_us)} us p99 ${Math.round(sample.ttfb_p99_us)} us, bulk ${Math.round(sample.bulk_mb_per_s)} MB/s, ${Math.round(sample.envoy_cpu_us_per_conn)} us CPU/conn`);
       for (const metric of ROUND_METRICS) {
-        emit({ figure: "envoy_ab", filter, variant: arm.variant, path: arm.path, metric, value: round2(sample[metric]), unit: UNIT[metric], runs: 1, round: round + 1 });
+        emit({ figure: "envoy_ab", filter: arm.filter ?? filter, variant: arm.variant, path: arm.path, metric, value: round2(sample[metric]), unit: UNIT[metric], runs: 1, round: round + 1 });
       }
     }
   }
   arms.forEach((arm, index) => {
     for (const metric of ROUND_METRICS) {
       const values = samples[index]!.map((sample) => sample[metric]);
-      emit({ figure: "envoy_ab", filter, variant: arm.variant, path: arm.path, metric, value: round2(median(values)), unit: UNIT[metric], runs: values.length });
+      emit({ figure: "envoy_ab", filter: arm.filter ?? filter, variant: arm.variant, path: arm.path, metric, value: round2(median(values)), unit: UNIT[metric], runs: values.length });
     }
   });
-  await emitMemory(filter, arms);
+  await emitMemory(filter, arms, idle);
   return { samples };
 }
 
-/**
- * Memory after the runs: /stats server.memory_allocated (tcmalloc's bytes in use) and RSS. The
- * arms' configs differ only by the filter, so with − without is the wasm VMs' share (the VM,
- * its canary's leftovers, the module, the plugin config).
- */
-async function emitMemory(filter: string, arms: Arm[]): Promise<void> {
+/** /stats server.memory_allocated (bytes tcmalloc hands out) of each sidecar, MB. */
+async function memoryAllocatedMb(arms: Arm[]): Promise<Map<EnvoyProcess, number>> {
   const allocated = new Map<EnvoyProcess, number>();
   for (const arm of arms) {
     if (allocated.has(arm.sidecar)) continue;
     allocated.set(arm.sidecar, ((await arm.sidecar.stats()).get("server.memory_allocated") ?? NaN) / (1 << 20));
   }
+  return allocated;
+}
+
+/**
+ * Memory: server.memory_allocated when idle, before any load (the config and the wasm VMs; after
+ * the runs it also holds buffers of connections still closing, reported as after_runs_mb), and
+ * RSS at the end. The arms' configs differ only by the filter, so idle with − idle without is the
+ * wasm VMs' share (the VMs of the main thread and the worker, the module, the plugin config).
+ */
+async function emitMemory(filter: string, arms: Arm[], idle: Map<EnvoyProcess, number>): Promise<void> {
+  const after = await memoryAllocatedMb(arms);
   const without = arms.find((arm) => arm.variant === "without");
   const seen = new Set<EnvoyProcess>();
   for (const arm of arms) {
     if (seen.has(arm.sidecar)) continue;
     seen.add(arm.sidecar);
-    const value = allocated.get(arm.sidecar)!;
-    const wasmShare = arm.variant === "with" && without ? round2(value - allocated.get(without.sidecar)!) : undefined;
+    const value = idle.get(arm.sidecar)!;
+    const wasmShare = arm.variant === "with" && without ? round2(value - idle.get(without.sidecar)!) : undefined;
     emit({
       figure: "envoy_ab",
-      filter,
+      filter: arm.filter ?? filter,
       variant: arm.variant,
       path: arm.path,
       metric: "envoy_memory_mb",
       value: round2(value),
       unit: UNIT.envoy_memory_mb,
       runs: 1,
+      after_runs_mb: round2(after.get(arm.sidecar)!),
       rss_mb: round2(rssMb(arm.sidecar.child.pid!)),
       cpu_total_s: round2(cpuMicros(arm.sidecar.child.pid!) / 1e6),
       wasm_share_mb: wasmShare,
@@ -176,7 +197,7 @@ export function emitRatios(filter: string, arms: Arm[], result: AbResult, armInd
   const a = result.samples[armIndex]!;
   const b = result.samples[baselineIndex]!;
   const perRound = (f: (x: RoundSample, y: RoundSample) => number) => median(a.map((x, i) => f(x, b[i]!)));
-  const common = { filter, path: arms[armIndex]!.path, variant: arms[armIndex]!.variant, baseline: arms[baselineIndex]!.variant, runs: a.length };
+  const common = { filter: arms[armIndex]!.filter ?? filter, path: arms[armIndex]!.path, variant: arms[armIndex]!.variant, baseline: arms[baselineIndex]!.variant, runs: a.length };
   const rate = perRound((x, y) => x.conn_rate_per_s / y.conn_rate_per_s);
   emit({ figure: "envoy_ab_ratio", ...common, metric: "conn_rate_per_s", value: Math.round(rate * 1000) / 1000, unit: "ratio", target: ">= 0.9", met: rate >= 0.9 });
   const addedP99 = perRound((x, y) => x.ttfb_p99_us - y.ttfb_p99_us);

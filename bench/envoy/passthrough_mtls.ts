@@ -8,11 +8,14 @@
 // Two paths: "plain" dials a tlsMode-disabled pod (the filter looks it up and passes it through:
 // its pure decision cost, same upstream work as without), "mtls" dials a tlsMode-istio pod (the
 // filter's whole job, compared with native). Pods live in one fast upstream Envoy (upstream.ts).
+// A fourth sidecar holds the suite's no-op filter in the same place (figures under filter
+// "noop"): with − without splits into what any wasm filter costs and what this one adds.
 import { parse } from "yaml";
 import { emit } from "../emit.js";
 import { EnvoyProcess } from "../../tests/support/envoy.js";
+import { wasmNetworkFilter } from "../../tests/support/envoy_config.js";
 import { shippedConfig } from "../../tests/support/envoy_yaml.js";
-import { emitRatios, median, runAb, type AbTimings, type Arm } from "./ab.js";
+import { atLeast, emitRatios, median, runAb, type AbTimings, type Arm } from "./ab.js";
 import { iperf3, wrk } from "./generators.js";
 import { withCpu } from "./proc.js";
 import { startUpstream, type PodAddress, type TlsPodAddress } from "./upstream.js";
@@ -27,6 +30,7 @@ const SIDECARS = {
   without: { admin: 15010, outbound: 15011 },
   with: { admin: 15020, outbound: 15021 },
   native: { admin: 15030, outbound: 15031 },
+  noop: { admin: 15100, outbound: 15101 },
 } as const;
 const POD_ENVOY_ADMIN = 15040;
 
@@ -42,6 +46,14 @@ function withoutFilter(admin: number, outbound: number): any {
   const config = shipped(admin, outbound);
   const chain = config.static_resources.listeners[0].filter_chains[0];
   chain.filters = chain.filters.filter((filter: any) => filter.name !== "envoy.filters.network.wasm");
+  return config;
+}
+
+/** The same place in the chain, holding the suite's no-op filter: the runtime's own cost. */
+function withNoop(admin: number, outbound: number): any {
+  const config = withoutFilter(admin, outbound);
+  const chain = config.static_resources.listeners[0].filter_chains[0];
+  chain.filters.unshift(wasmNetworkFilter({ name: "noop", wasm: "build/noop.wasm", configuration: "" }));
   return config;
 }
 
@@ -64,11 +76,6 @@ function native(admin: number, outbound: number): any {
   return config;
 }
 
-function atLeast(delta: (name: string) => number, name: string, connections: number): string | undefined {
-  const seen = delta(name);
-  return seen >= connections ? undefined : `${name} grew by ${seen}, expected >= ${connections}`;
-}
-
 export async function passthroughMtlsAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
   const upstream = await startUpstream(POD_ENVOY_ADMIN, PLAIN_POD, MTLS_POD);
   const sidecars: EnvoyProcess[] = [];
@@ -81,6 +88,7 @@ export async function passthroughMtlsAb(timings: AbTimings, log: (message: strin
     const without = await start("pt-without", withoutFilter(SIDECARS.without.admin, SIDECARS.without.outbound), SIDECARS.without.admin);
     const withFilter = await start("pt-with", shipped(SIDECARS.with.admin, SIDECARS.with.outbound), SIDECARS.with.admin);
     const nativeEnvoy = await start("pt-native", native(SIDECARS.native.admin, SIDECARS.native.outbound), SIDECARS.native.admin);
+    const noop = await start("pt-noop", withNoop(SIDECARS.noop.admin, SIDECARS.noop.outbound), SIDECARS.noop.admin);
 
     const plainUrl = `http://${PLAIN_POD.host}:${PLAIN_POD.httpPort}/`;
     const mtlsUrl = `http://${MTLS_POD.host}:${MTLS_POD.httpPort}/`;
@@ -103,10 +111,16 @@ export async function passthroughMtlsAb(timings: AbTimings, log: (message: strin
         variant: "native", path: "mtls", sidecar: nativeEnvoy, capturePort: SIDECARS.native.outbound, url: mtlsUrl, bulk: mtlsBulk,
         verify: (delta, n) => atLeast(delta, `cluster.outbound_pod|${MTLS_POD.host}.upstream_cx_total`, n),
       },
+      {
+        // The suite's no-op filter where passthrough_mtls sits: what any wasm filter costs here.
+        filter: "noop", variant: "with", path: "plain", sidecar: noop, capturePort: SIDECARS.noop.outbound, url: plainUrl, bulk: plainBulk,
+        verify: (delta, n) => atLeast(delta, "cluster.PassthroughCluster.upstream_cx_total", n),
+      },
     ];
     const result = await runAb(FILTER, arms, timings, log);
     emitRatios(FILTER, arms, result, 1, 0); // the filter's decision cost: with vs without, same path
     emitRatios(FILTER, arms, result, 2, 3); // the filter's mTLS job vs Envoy's native per-pod config
+    emitRatios(FILTER, arms, result, 4, 0); // the runtime alone (noop filter) vs no filter
 
     // Is the generator the bottleneck? The same wrk straight at the pod, and its CPU through Envoy.
     const direct = await withCpu(upstream.envoy.child.pid!, () => wrk(plainUrl, timings.concurrency, timings.rateSeconds, false));

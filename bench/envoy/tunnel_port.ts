@@ -14,7 +14,7 @@ import { parse } from "yaml";
 import { EnvoyProcess } from "../../tests/support/envoy.js";
 import { socketAddress, tcpProxy } from "../../tests/support/envoy_config.js";
 import { shippedConfig } from "../../tests/support/envoy_yaml.js";
-import { emitRatios, runAb, type AbTimings, type Arm } from "./ab.js";
+import { atLeast, emitRatios, runAb, type AbTimings, type Arm } from "./ab.js";
 import { appEnvoyConfig, startIperfServer } from "./upstream.js";
 
 const FILTER = "tunnel_port";
@@ -72,11 +72,6 @@ function nativeClient(admin: number, outbound: number): any {
   config.static_resources.clusters = [config.static_resources.clusters.find((c: any) => c.name === "PassthroughCluster"), cluster];
   delete config.bootstrap_extensions;
   return config;
-}
-
-function atLeast(delta: (name: string) => number, name: string, connections: number): string | undefined {
-  const seen = delta(name);
-  return seen >= connections ? undefined : `${name} grew by ${seen}, expected >= ${connections}`;
 }
 
 export async function tunnelPortAb(timings: AbTimings, log: (message: string) => void): Promise<void> {

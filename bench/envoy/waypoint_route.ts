@@ -20,7 +20,7 @@ import { EnvoyProcess } from "../../tests/support/envoy.js";
 import { socketAddress } from "../../tests/support/envoy_config.js";
 import { shippedConfig } from "../../tests/support/envoy_yaml.js";
 import { REPO_ROOT } from "../../tests/support/paths.js";
-import { emitRatios, runAb, type AbTimings, type Arm } from "./ab.js";
+import { atLeast, emitRatios, runAb, type AbTimings, type Arm } from "./ab.js";
 import { appEnvoyConfig, startIperfServer } from "./upstream.js";
 
 const FILTER = "waypoint_route";
@@ -123,11 +123,6 @@ function nativeClient(ports: { admin: number; outbound: number }, double: boolea
     hboneCluster(shipped, "outer|eastwest", socketAddress(GATEWAY, 15008), GATEWAY_IDENTITY, false),
   ];
   return shipped;
-}
-
-function atLeast(delta: (name: string) => number, name: string, connections: number): string | undefined {
-  const seen = delta(name);
-  return seen >= connections ? undefined : `${name} grew by ${seen}, expected >= ${connections}`;
 }
 
 export async function waypointRouteAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
