@@ -12,10 +12,13 @@ function log(message: string): void {
   process.stderr.write(`[envoy-bench] ${message}\n`);
 }
 
-/** quick: ~1.5 min on 2 cores; full: ~8 min. */
+/**
+ * quick (~1.5 min on 2 cores): one round, arms still back to back; a smoke run whose ratios are
+ * single samples. full (~7-8 min): five rounds in ABBA order, ratios are medians of per-round ratios.
+ */
 function timings(quick: boolean): AbTimings {
   return quick
-    ? { rounds: 2, rateSeconds: 1, ttfbSeconds: 1, bulkSeconds: 1, concurrency: 16 }
+    ? { rounds: 1, rateSeconds: 1, ttfbSeconds: 1, bulkSeconds: 1, concurrency: 16 }
     : { rounds: 5, rateSeconds: 3, ttfbSeconds: 2, bulkSeconds: 2, concurrency: 16 };
 }
 
