@@ -19,7 +19,7 @@ function log(message: string): void {
 function timings(quick: boolean): AbTimings {
   return quick
     ? { rounds: 1, rateSeconds: 1, ttfbSeconds: 1, bulkSeconds: 1, concurrency: 16 }
-    : { rounds: 5, rateSeconds: 3, ttfbSeconds: 2, bulkSeconds: 2, concurrency: 16 };
+    : { rounds: 5, rateSeconds: 2, ttfbSeconds: 2, bulkSeconds: 2, concurrency: 16 };
 }
 
 async function guarded(figure: string, filter: string, work: () => Promise<void>): Promise<void> {

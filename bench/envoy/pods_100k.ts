@@ -14,7 +14,7 @@ import { emit } from "../emit.js";
 import { buildSnapshot } from "../lib/mesh_snapshot.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../../tests/support/capture.js";
 import { createCa, spiffe } from "../../tests/support/certs.js";
-import { EnvoyProcess } from "../../tests/support/envoy.js";
+import { EnvoyProcess, sleep } from "../../tests/support/envoy.js";
 import { shippedConfig } from "../../tests/support/envoy_yaml.js";
 import { REPO_ROOT } from "../../tests/support/paths.js";
 import { startTlsPod } from "../../tests/support/pods.js";
@@ -111,11 +111,18 @@ export async function pods100k(pods: number, log: (message: string) => void): Pr
     const started = process.hrtime.bigint();
     envoy = await EnvoyProcess.start({ name: "bench-100k", adminPort: ADMIN_PORT, config, logLevel: "info", readyTimeoutMs: 180_000 });
     const loadMs = Number(process.hrtime.bigint() - started) / 1e6;
-    const lines = envoy.log().split("\n");
     // One "configured" line per VM: the canary, the main thread's and each worker's (1 here).
-    const configured = lines.filter((line) => line.includes("configured:") && line.includes("workloads"));
+    // The worker's may land in the log file just after /ready answers: wait for it a little.
+    const configuredLines = (text: string) => text.split("\n").filter((line) => line.includes("configured:") && line.includes("workloads"));
+    for (let waited = 0; configuredLines(envoy.log()).length < 3 && waited < 5000; waited += 100) await sleep(100);
+    const lines = envoy.log().split("\n");
+    const configured = configuredLines(envoy.log());
     const firstLine = logTime(lines[0] ?? "");
     const configureMs = configured.map((line) => Math.round(logTime(line) - firstLine));
+    // Envoy logs "loading N static secret(s)" right after it parsed the bootstrap file (here a
+    // 25 MB YAML file; a control plane would send protobuf instead).
+    const parsedLine = lines.find((line) => line.includes("static secret(s)"));
+    const bootstrapParsedMs = parsedLine ? Math.round(logTime(parsedLine) - firstLine) : undefined;
 
     captureOutbound(OUTBOUND_PORT);
     let ok = 0;
@@ -146,6 +153,7 @@ export async function pods100k(pods: number, log: (message: string) => void): Pr
       envoy_memory_mb: Math.round(((after.get("server.memory_allocated") ?? NaN) / (1 << 20)) * 10) / 10,
       rss_mb: Math.round(rssMb(envoy.child.pid!) * 10) / 10,
       configure_log_lines: configured.length,
+      bootstrap_parsed_at_ms: bootstrapParsedMs,
       configured_at_ms: configureMs,
       connections_ok: ok,
       connections_tried: probes.length,
