@@ -7,7 +7,7 @@
 // inside the private netns) and captured connections must reach them the way the snapshot says:
 // mTLS pods over mTLS with the sidecar's identity, a headless member through its service's
 // cluster, a tlsMode-disabled pod and a remote-network-only address in clear.
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { emit } from "../emit.js";
@@ -166,6 +166,8 @@ export async function pods100k(pods: number, log: (message: string) => void): Pr
       // outside the netns nothing was captured
     }
     await envoy?.stop();
+    // Its work directory holds a 25 MB config: do not leave one behind per run.
+    if (envoy) rmSync(envoy.dir, { recursive: true, force: true });
     for (const server of servers) await server.close();
   }
 }
