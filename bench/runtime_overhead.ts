@@ -6,6 +6,8 @@
 import { ProxyWasmHost } from "../host/index.js";
 import { emit } from "./emit.js";
 
+const OPEN_RATIO_TARGET = 1.5;
+
 interface Subject {
   runtime: string;
   wasm: string;
@@ -51,6 +53,7 @@ export async function runtimeOverhead(quick: boolean): Promise<void> {
       pluginConfiguration: subject.configuration,
       measureGuestTime: true,
     });
+    const ours = subject.runtime === "this_runtime";
     if (!host.start()) throw new Error(`${subject.wasm}: plugin refused: ${host.startFailure}`);
     // The stock runtime gets slower with every open context; fewer samples keep the run short.
     const slow = subject.runtime.startsWith("stock");
@@ -70,7 +73,9 @@ export async function runtimeOverhead(quick: boolean): Promise<void> {
       runtime: subject.runtime,
       open_connections: openTarget,
       value: round(busy.vm / idle.vm),
-      target: subject.runtime === "this_runtime" ? "<= 1.5" : undefined,
+      // The target is this runtime's; the stock runtime is the comparison, not held to it.
+      target: ours ? OPEN_RATIO_TARGET : undefined,
+      met: ours ? busy.vm / idle.vm <= OPEN_RATIO_TARGET : undefined,
     });
     if (host.failed) throw new Error(`${subject.wasm} trapped: ${host.trapMessage}`);
   }
