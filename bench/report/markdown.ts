@@ -120,11 +120,23 @@ function scaleSection(results: Results): string {
     ["filter", ...levels.map((n) => `${fmt(n)} open: µs`)],
     FILTERS.map((filter) => [filter, ...levels.map((n) => cell(results, "open_connections_cost", { filter, open: n }, "vm_us"))]),
   );
+  const routeFigures = measured(results, "scale_route_cost");
+  const routes = table(
+    ["filter", "pods", "µs inside the VM per route"],
+    FILTERS.map((filter) => {
+      const of = routeFigures.filter((f) => f.filter === filter);
+      const at = of.length ? pods(num(of[0]!.pods) ?? 0) : NOT_MEASURED;
+      return [filter, at, of.length ? of.map((f) => `${str(f.route)} ${fmt(num(f.vm_us))}`).join(", ") : NOT_MEASURED];
+    }),
+  );
   return [
     "### Decision cost per connection vs pods",
     "Median µs per connection (context create → on_new_connection → close → done/log/delete) over a mixed stream of the filter's routes: inside the VM (guest code plus the host emulator's handling of the host calls it makes) / guest code alone. Each larger size is timed in turns with the 1k-pod VM.",
     cost,
+    "Each route alone, on the smallest configuration (the mixed figure above weights them; routes that pick an endpoint of a service rank its endpoints):",
+    routes,
     "### VM linear memory per pod after configure",
+    "Linear memory never shrinks, so this includes the configuration's peak while it is read (the JSON itself sits in linear memory). The filters share one mesh model, so equal figures across filters are expected.",
     memory,
     "### Configuration load (one VM; Envoy also runs a canary VM, so about twice this)",
     "Plugin configuration size / load time (instantiate + configure) / throughput (10^6 bytes per second).",

@@ -2,7 +2,8 @@
 // the same VM (0, 1k, 5k, 10k, 20k; quick: 0 and 20k), 1k pods. A second, idle VM (no
 // connection held) is timed in turns with the loaded one, and the ratio is taken against it at
 // each level, so machine-load drift between levels cancels:
-//   open_connections_ratio = (loaded at 20k / idle alongside) / (loaded at 0 / idle alongside).
+//   open_connections_ratio = (loaded at 20k / idle alongside) / (loaded at 0 / idle alongside),
+// each term the median of per-round ratios of adjacent batches.
 import type { Connection } from "../../host/index.js";
 import { emit } from "../emit.js";
 import { buildSnapshot } from "../lib/mesh_snapshot.js";
@@ -10,6 +11,7 @@ import type { Subject } from "./subjects.js";
 import { configureVm, log, median, round, vmBatch, type Vm } from "./vm.js";
 
 export const OPEN_RATIO_TARGET = 1.5;
+const WARM_UP = 5_000;
 
 export interface OpenOptions {
   readonly levels: readonly number[];
@@ -37,19 +39,21 @@ export function openConnections(wasm: Uint8Array, subject: Subject, idle: Vm | u
     emit({ figure: "open_connections_ratio", filter, error: why });
     return;
   }
-  vmBatch(loaded, options.batch * 2); // warm-up
+  vmBatch(loaded, WARM_UP); // JIT tiers and allocator growth before the first level
   const held: Connection[] = [];
   const relative = new Map<number, number>();
   for (const level of options.levels) {
     openUntil(loaded, held, level);
     const mine: number[] = [];
     const theirs: number[] = [];
+    const ratios: number[] = [];
     for (let r = 0; r < options.rounds; r++) {
       mine.push(vmBatch(loaded, options.batch));
       theirs.push(vmBatch(idle, options.batch));
+      ratios.push(mine[r]! / theirs[r]!); // adjacent batches: the same machine load
     }
     const open = loaded.host.liveContexts - 1;
-    relative.set(level, median(mine) / median(theirs));
+    relative.set(level, median(ratios));
     emit({ figure: "open_connections_cost", filter, open: level, live_contexts: open, vm_us: round(median(mine)), idle_vm_us: round(median(theirs)) });
     log(`${filter} ${open} open: ${round(median(mine))} us in the VM (idle VM alongside: ${round(median(theirs))} us)`);
   }

@@ -6,8 +6,8 @@
 import { emit } from "../emit.js";
 import { buildSnapshot, type Snapshot } from "../lib/mesh_snapshot.js";
 import { footprint } from "./footprint.js";
-import type { Subject } from "./subjects.js";
-import { checkRoutes, configureVm, guestBatch, log, median, round, vmBatch, type Vm } from "./vm.js";
+import { drawConnections, type Subject } from "./subjects.js";
+import { checkRoutes, configureVm, guestBatch, listBatch, log, median, round, vmBatch, type Vm } from "./vm.js";
 
 export const MEMORY_TARGET_BYTES_PER_POD = 64;
 export const COST_RATIO_TARGET = 2;
@@ -61,27 +61,51 @@ function load(wasm: Uint8Array, subject: Subject, pods: number, options: CurveOp
   return { vm, snapshot };
 }
 
-/** Batches of one VM, or of a VM and the baseline taken in turns; medians per series. */
-function measure(vm: Vm, baseline: Vm | undefined, options: CurveOptions): { vm: number; guest: number; baseVm: number; baseGuest: number } {
+interface Measured {
+  readonly vm: number;
+  readonly guest: number;
+  /** Medians of the per-round ratios to the baseline's adjacent batches (NaN without one). */
+  readonly vmRatio: number;
+  readonly guestRatio: number;
+}
+
+/**
+ * Batches of one VM, or of a VM and the baseline taken in turns. The ratios are medians of
+ * per-round ratios: each round's two batches are adjacent in time, so a load burst from another
+ * process hits both, and the median drops the rounds where it did not.
+ */
+function measure(vm: Vm, baseline: Vm | undefined, options: CurveOptions): Measured {
   vmBatch(vm, options.warmUp);
   if (baseline) vmBatch(baseline, options.batch);
-  const series = { vm: [] as number[], guest: [] as number[], baseVm: [] as number[], baseGuest: [] as number[] };
+  const series = { vm: [] as number[], guest: [] as number[], vmRatio: [] as number[], guestRatio: [] as number[] };
   for (let r = 0; r < options.rounds; r++) {
-    series.vm.push(vmBatch(vm, options.batch));
-    if (baseline) series.baseVm.push(vmBatch(baseline, options.batch));
-    series.guest.push(guestBatch(vm, options.batch));
-    if (baseline) series.baseGuest.push(guestBatch(baseline, options.batch));
+    const mine = vmBatch(vm, options.batch);
+    series.vm.push(mine);
+    if (baseline) series.vmRatio.push(mine / vmBatch(baseline, options.batch));
+    const guest = guestBatch(vm, options.batch);
+    series.guest.push(guest);
+    if (baseline) series.guestRatio.push(guest / guestBatch(baseline, options.batch));
   }
-  return { vm: median(series.vm), guest: median(series.guest), baseVm: median(series.baseVm), baseGuest: median(series.baseGuest) };
+  return { vm: median(series.vm), guest: median(series.guest), vmRatio: median(series.vmRatio), guestRatio: median(series.guestRatio) };
+}
+
+/** Cost of each route alone, so the mixed figure can be read: which decision costs what. */
+function routeCosts(vm: Vm, snapshot: Snapshot, options: CurveOptions): void {
+  for (const route of vm.subject.routes) {
+    const connections = drawConnections(vm.subject, snapshot, options.batch, route, 23);
+    const samples = [0, 1, 2, 3, 4].map(() => listBatch(vm, connections));
+    emit({ figure: "scale_route_cost", filter: vm.subject.name, pods: vm.pods, route: route.name, vm_us: round(median(samples)) });
+  }
 }
 
 /** Runs the curve for one filter; returns the 1k-pod VM (for the open-connections figures). */
 export function podsCurve(wasm: Uint8Array, subject: Subject, options: CurveOptions): Vm | undefined {
   const filter = subject.name;
   const [smallest, ...larger] = options.sizes;
-  const { vm: baseline } = load(wasm, subject, smallest!, options);
+  const { vm: baseline, snapshot: smallSnapshot } = load(wasm, subject, smallest!, options);
   if (baseline !== undefined) {
     const alone = measure(baseline, undefined, options);
+    routeCosts(baseline, smallSnapshot, options);
     emit({ figure: "scale_decision_cost", filter, pods: baseline.pods, vm_us: round(alone.vm), guest_us: round(alone.guest) });
     log(`${filter} ${baseline.pods} pods: ${round(alone.vm)} us in the VM, ${round(alone.guest)} us guest code`);
   }
@@ -94,20 +118,20 @@ export function podsCurve(wasm: Uint8Array, subject: Subject, options: CurveOpti
     }
     const m = measure(vm, baseline, options);
     emit({ figure: "scale_decision_cost", filter, pods, vm_us: round(m.vm), guest_us: round(m.guest) });
-    log(`${filter} ${pods} pods: ${round(m.vm)} us in the VM, ${round(m.guest)} us guest code (1k alongside: ${round(m.baseVm)} / ${round(m.baseGuest)})`);
+    log(`${filter} ${pods} pods: ${round(m.vm)} us in the VM, ${round(m.guest)} us guest code (x${round(m.vmRatio)} / x${round(m.guestRatio)} the 1k VM alongside)`);
     if (vm.host.failed) emit({ figure: "scale_decision_cost", filter, pods, error: `the VM trapped: ${vm.host.trapMessage}` });
     if (pods === largest) {
       if (baseline === undefined) {
         emit({ figure: "scale_cost_ratio", filter, pods, error: `the ${smallest}-pod baseline did not configure` });
       } else {
-        const value = m.vm / m.baseVm;
+        const value = m.vmRatio;
         emit({
           figure: "scale_cost_ratio",
           filter,
           pods,
           baseline_pods: baseline.pods,
           value: round(value),
-          guest_only: round(m.guest / m.baseGuest),
+          guest_only: round(m.guestRatio),
           target: COST_RATIO_TARGET,
           met: value <= COST_RATIO_TARGET,
         });

@@ -66,6 +66,15 @@ export function vmBatch(vm: Vm, count: number): number {
   return Number(host.guestTimeNs - before) / 1000 / count;
 }
 
+/** µs per connection inside the VM over `connections` (one batch, not the mixed stream). */
+export function listBatch(vm: Vm, connections: readonly ConnectOptions[]): number {
+  const { host } = vm;
+  const before = host.guestTimeNs;
+  for (const options of connections) host.connect(options).end();
+  vm.made += connections.length;
+  return Number(host.guestTimeNs - before) / 1000 / connections.length;
+}
+
 /** The same batch with host functions timed: µs per connection of guest code alone. */
 export function guestBatch(vm: Vm, count: number): number {
   const { host, mixed } = vm;
