@@ -27,6 +27,10 @@ export interface HeadlessMember {
   readonly hostname: string;
 }
 
+/** passthrough_mtls's routes: kept for bench/envoy/ (real Envoy), which dials these. */
+export type Route = "mtls" | "headless" | "plaintext_pod" | "not_a_pod";
+export const ROUTES: readonly Route[] = ["mtls", "headless", "plaintext_pod", "not_a_pod"];
+
 export interface Snapshot {
   readonly pods: number;
   readonly localPods: number;
@@ -38,6 +42,8 @@ export interface Snapshot {
   readonly config: Uint8Array;
   /** Every headless (pod, port) pair: Istio builds one listener for each. */
   readonly headlessMembers: readonly HeadlessMember[];
+  /** `IP:PORT` destinations per passthrough_mtls route, drawn uniformly over the table. */
+  readonly destinations: Readonly<Record<Route, string[]>>;
 }
 
 export const HEADLESS_PORTS = [5432, 9042, 27017, 6379];
@@ -185,6 +191,7 @@ export function buildSnapshot(pods: number, own: OwnFields = {}): Snapshot {
     );
   }
   out.push("]}");
+  const destinations = passthroughDestinations(localPods, remotePods, headlessMembers);
   return {
     pods,
     localPods,
@@ -194,5 +201,33 @@ export function buildSnapshot(pods: number, own: OwnFields = {}): Snapshot {
     waypoints,
     config: out.bytes(),
     headlessMembers,
+    destinations,
   };
+}
+
+const DESTINATIONS_PER_ROUTE = 2_000;
+
+function passthroughDestinations(localPods: number, remotePods: number, headlessMembers: readonly HeadlessMember[]): Record<Route, string[]> {
+  const random = prng(7919);
+  const pick = (n: number): number => Math.floor(random() * n);
+  const out: Record<Route, string[]> = { mtls: [], headless: [], plaintext_pod: [], not_a_pod: [] };
+  while (out.mtls.length < DESTINATIONS_PER_ROUTE) {
+    const i = pick(localPods);
+    if (!isDisabled(i) && !isHeadlessMember(i)) out.mtls.push(`${localIp(i)}:${targetPort(i)}`);
+  }
+  while (out.headless.length < DESTINATIONS_PER_ROUTE) {
+    const m = headlessMembers[pick(headlessMembers.length)]!;
+    out.headless.push(`${m.ip}:${m.port}`);
+  }
+  while (out.plaintext_pod.length < DESTINATIONS_PER_ROUTE) {
+    const i = pick(localPods);
+    if (isDisabled(i)) out.plaintext_pod.push(`${localIp(i)}:${targetPort(i)}`);
+  }
+  while (out.not_a_pod.length < DESTINATIONS_PER_ROUTE) {
+    // Half outside the mesh, half pods that exist only on the other network.
+    out.not_a_pod.push(
+      random() < 0.5 ? `192.168.${pick(256)}.${1 + pick(254)}:443` : `${remoteOnlyIp(1 + 2 * pick(Math.floor(remotePods / 2)))}:8080`,
+    );
+  }
+  return out;
 }

@@ -4,6 +4,7 @@
 // measured; the tables say "not measured" for the rest.
 import * as vega from "vega";
 import * as vl from "vega-lite";
+import { envoyValues, VARIANTS } from "./envoy_values.js";
 import { measured, num, str, type Results } from "./results.js";
 
 type Row = Record<string, string | number>;
@@ -173,24 +174,26 @@ export const ENVOY_METRICS: Readonly<Record<string, string>> = {
 
 async function envoyAb(results: Results): Promise<Chart[]> {
   const charts: Chart[] = [];
-  const figures = measured(results, "envoy_ab");
+  const all = envoyValues(results);
   for (const [metric, label] of Object.entries(ENVOY_METRICS)) {
-    const values = figures
-      .filter((f) => f.metric === metric && num(f.value) !== undefined)
-      .map((f) => ({ filter: str(f.filter), variant: str(f.variant), value: num(f.value)! }));
+    const values = all
+      .filter((v) => v.metric === metric)
+      .map((v) => ({ measured: v.path ? `${v.filter} / ${v.path}` : v.filter, variant: v.variant, value: v.value }));
     if (values.length === 0) continue;
     const title = `Real Envoy, with and without the filter: ${label}`;
     charts.push({
       file: `envoy_${metric}.svg`,
       title,
       svg: await draw(title, values, {
-        mark: "bar",
         encoding: {
-          x: { field: "filter", type: "nominal", title: null, axis: { labelAngle: 0 } },
-          xOffset: { field: "variant", sort: ["without", "with", "native"] },
-          y: { field: "value", type: "quantitative", title: label, aggregate: "median" },
-          color: { field: "variant", type: "nominal", title: "variant", sort: ["without", "with", "native"] },
+          x: { field: "measured", type: "nominal", title: "filter / path", axis: { labelAngle: 0, labelLimit: 0, labelExpr: "split(datum.label, ' / ')" } },
+          xOffset: { field: "variant", sort: VARIANTS },
+          y: { field: "value", type: "quantitative", title: label },
         },
+        layer: [
+          { mark: "bar", encoding: { color: { field: "variant", type: "nominal", title: "variant", sort: VARIANTS } } },
+          { mark: { type: "text", dy: -6 }, encoding: { text: { field: "value", type: "quantitative", format: ",.3~r" } } },
+        ],
       }),
     });
   }

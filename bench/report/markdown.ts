@@ -2,6 +2,7 @@
 // then one table per figure family with every expected cell present: a figure that is missing
 // reads "not measured", one that failed reads "failed" with its error listed below the table.
 import { ENVOY_METRICS, type Chart } from "./charts.js";
+import { envoyValues, VARIANTS } from "./envoy_values.js";
 import { measured, named, num, str, type Figure, type Results } from "./results.js";
 
 export const FILTERS = ["passthrough_mtls", "tunnel_port_client", "tunnel_port_server", "waypoint_route"];
@@ -78,9 +79,11 @@ function targetsSection(results: Results): string {
     const open = lastOf("open_connections_ratio", filter);
     rows.push([filter, "cost with 20k open / 0 open ≤ 1.5", open?.error ? "failed" : fmt(num(open?.value)), verdict(open)]);
   }
-  for (const f of named(results, "envoy_ab_ratio")) {
+  for (const f of named(results, "envoy_ab_ratio").filter((x) => x.target !== undefined || x.error !== undefined)) {
     const unit = str(f.unit) === "us" ? " µs" : "";
-    rows.push([str(f.filter), `real Envoy: ${str(f.metric)} (target ${str(f.target)}${unit})`, f.error ? "failed" : `${fmt(num(f.value))}${unit}`, verdict(f)]);
+    const where = `${str(f.filter)}${f.path ? ` (${str(f.path)})` : ""}`;
+    const compared = f.variant ? `, ${str(f.variant)} vs ${str(f.baseline)}` : "";
+    rows.push([where, `real Envoy: ${str(f.metric)}${compared} (target ${str(f.target)}${unit})`, f.error ? "failed" : `${fmt(num(f.value))}${unit}`, verdict(f)]);
   }
   if (named(results, "envoy_ab_ratio").length === 0) rows.push(["all", "real Envoy with/without ratios", NOT_MEASURED, NOT_MEASURED]);
   for (const f of named(results, "vm_cost_ratio_open_vs_idle").filter((x) => x.target !== undefined)) {
@@ -174,38 +177,50 @@ function runtimeSection(results: Results): string {
 }
 
 function envoySection(results: Results): string {
-  const ab = named(results, "envoy_ab");
-  const filters = [...new Set([...ab, ...named(results, "envoy_ab_ratio")].map((f) => str(f.filter)).filter((x) => x))];
+  const values = envoyValues(results);
+  const ratios = named(results, "envoy_ab_ratio");
   const parts: string[] = [];
-  if (filters.length === 0) {
+  const failedFilters = [...new Set(named(results, "envoy_ab").filter((f) => f.error !== undefined).map((f) => str(f.filter)))];
+  if (values.length === 0 && failedFilters.length === 0) {
     parts.push(`Real-Envoy A/B (\`envoy_ab\`): ${NOT_MEASURED} in this run.`);
   } else {
-    const variants = ["without", "with", "native"];
     const rows: string[][] = [];
-    for (const filter of filters) {
-      for (const metric of Object.keys(ENVOY_METRICS)) {
-        const of = ab.filter((f) => f.filter === filter && f.metric === metric);
-        rows.push([
-          filter,
-          ENVOY_METRICS[metric]!,
-          ...variants.map((variant) => {
-            const values = of.filter((f) => f.variant === variant && f.error === undefined).map((f) => num(f.value)).filter((v): v is number => v !== undefined);
-            return values.length ? `${fmt(median(values))}${values.length > 1 ? ` (median of ${values.length})` : ""}` : NOT_MEASURED;
-          }),
-        ]);
+    const has = (filter: string, path: string, metric: string) => values.some((v) => v.filter === filter && v.path === path && v.metric === metric);
+    const groups = [...new Set(values.map((v) => `${v.filter}\u0000${v.path}`))].map((x) => x.split("\u0000") as [string, string]);
+    // Every filter gets a memory row (a whole-sidecar figure), measured or not.
+    for (const filter of new Set(values.map((v) => v.filter))) {
+      if (!groups.some(([f, p]) => f === filter && p === "") && !values.some((v) => v.filter === filter && v.metric === "envoy_memory_mb")) groups.push([filter, ""]);
+    }
+    for (const [filter, path] of groups) {
+      // A path shows every per-connection metric; the whole-sidecar group only what it has (memory).
+      const metrics = Object.keys(ENVOY_METRICS).filter((m) => (path ? m !== "envoy_memory_mb" || has(filter, path, m) : has(filter, path, m) || m === "envoy_memory_mb"));
+      for (const metric of metrics) {
+        const cells = VARIANTS.map((variant) => {
+          const v = values.find((x) => x.filter === filter && x.path === path && x.variant === variant && x.metric === metric);
+          return v ? `${fmt(v.value)}${v.runs > 1 ? ` (median of ${v.runs})` : ""}` : NOT_MEASURED;
+        });
+        rows.push([filter, path || "whole sidecar", ENVOY_METRICS[metric]!, ...cells]);
       }
     }
-    parts.push(table(["filter", "metric", "without the filter", "with the filter", "native (Envoy-only equivalent)"], rows));
-    const ratios = named(results, "envoy_ab_ratio");
-    parts.push(
-      ratios.length
-        ? table(
-            ["filter", "metric", "value", "target", "verdict"],
-            ratios.map((f) => [str(f.filter), str(f.metric), f.error ? "failed" : `${fmt(num(f.value))} ${str(f.unit)}`, str(f.target), verdict(f)]),
-          )
-        : `Ratios (\`envoy_ab_ratio\`): ${NOT_MEASURED}.`,
-    );
+    for (const filter of failedFilters) rows.push([filter || "-", "-", "failed (see Failed measurements)", "failed", "failed", "failed"]);
+    parts.push(table(["filter", "path", "metric", "without the filter", "with the filter", "native (Envoy-only equivalent)"], rows));
   }
+  parts.push(
+    ratios.length
+      ? table(
+          ["filter", "path", "compared", "metric", "value", "target", "verdict"],
+          ratios.map((f) => [
+            str(f.filter),
+            str(f.path) || "-",
+            f.variant ? `${str(f.variant)} / ${str(f.baseline)}` : "-",
+            str(f.metric),
+            f.error ? "failed" : `${fmt(num(f.value))} ${str(f.unit)}`,
+            str(f.target) || "-",
+            f.target === undefined && f.error === undefined ? "no target" : verdict(f),
+          ]),
+        )
+      : `Ratios (\`envoy_ab_ratio\`): ${NOT_MEASURED}.`,
+  );
   const headroom = named(results, "envoy_generator_headroom");
   parts.push(
     headroom.length

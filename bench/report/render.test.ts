@@ -18,8 +18,11 @@ const FIGURES = [
   { figure: "scale_vm_memory", filter: "waypoint_route", pods: 10000, bytes_per_pod: 50.5, target: 64, met: true },
   { figure: "scale_cost_ratio", filter: "passthrough_mtls", pods: 10000, value: 1.07, target: 2, met: true },
   { figure: "scale_cost_ratio", filter: "tunnel_port_client", pods: 10000, error: "the 1000-pod baseline did not configure" },
-  { figure: "envoy_ab", filter: "passthrough_mtls", variant: "without", metric: "conn_rate_per_s", value: 9000, unit: "1/s", runs: 3 },
-  { figure: "envoy_ab", filter: "passthrough_mtls", variant: "with", metric: "conn_rate_per_s", value: 8000, unit: "1/s", runs: 3 },
+  // The real-Envoy bench emits each round, then the median of the rounds (no `round`).
+  { figure: "envoy_ab", filter: "passthrough_mtls", variant: "without", path: "plain", metric: "conn_rate_per_s", value: 1234, unit: "1/s", runs: 1, round: 1 },
+  { figure: "envoy_ab", filter: "passthrough_mtls", variant: "without", path: "plain", metric: "conn_rate_per_s", value: 9000, unit: "1/s", runs: 3 },
+  { figure: "envoy_ab", filter: "passthrough_mtls", variant: "with", path: "plain", metric: "conn_rate_per_s", value: 8000, unit: "1/s", runs: 3 },
+  { figure: "envoy_ab", filter: "waypoint_route", error: "Envoy exited with code 1" },
 ];
 
 async function render(lines: string[]): Promise<{ markdown: string; dir: string }> {
@@ -58,9 +61,13 @@ describe("benchmark report", () => {
 
   it("tables the real-Envoy A/B figures present and marks the others not measured", async () => {
     const { markdown } = await render(FIGURES.map((f) => JSON.stringify(f)));
-    const rate = row(markdown, "passthrough_mtls", "connections per second");
-    assert.ok(rate?.includes("9,000") && rate.includes("8,000"), rate);
-    assert.ok(row(markdown, "passthrough_mtls", "bulk throughput", "not measured"));
+    const rate = row(markdown, "passthrough_mtls", "| plain |", "connections per second");
+    assert.ok(rate?.includes("9,000 (median of 3)") && rate.includes("8,000"), rate);
+    assert.ok(!markdown.includes("1,234"), "a single round is not reported when the median is there");
+    assert.ok(row(markdown, "passthrough_mtls", "| plain |", "bulk throughput", "not measured"));
+    assert.ok(row(markdown, "passthrough_mtls", "whole sidecar", "Envoy memory", "not measured"));
+    assert.ok(row(markdown, "waypoint_route", "failed"));
+    assert.ok(markdown.includes("Envoy exited with code 1"));
   });
 
   it("reports unreadable lines instead of dropping them", async () => {

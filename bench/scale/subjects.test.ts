@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { buildSnapshot } from "../lib/mesh_snapshot.js";
-import { SUBJECTS, drawConnections } from "./subjects.js";
+import { buildSnapshot, ROUTES } from "../lib/mesh_snapshot.js";
+import { PASSTHROUGH_MTLS, SUBJECTS, drawConnections } from "./subjects.js";
 import { checkRoutes, configureVm } from "./vm.js";
 
 describe("mesh snapshot", () => {
@@ -38,6 +38,19 @@ describe("scale subjects", () => {
       assert.equal(vm.host.failed, false);
     });
   }
+
+  it("snapshot.destinations (dialled by the real-Envoy bench) take their passthrough_mtls routes", () => {
+    const snapshot = buildSnapshot(1_000, PASSTHROUGH_MTLS.own);
+    const { vm } = configureVm(new Uint8Array(readFileSync(PASSTHROUGH_MTLS.wasm)), PASSTHROUGH_MTLS, snapshot);
+    assert.ok(vm);
+    const counter = { mtls: "mtls", headless: "headless", plaintext_pod: "plaintext_pod", not_a_pod: "passthrough" } as const;
+    for (const route of ROUTES) {
+      const name = `passthrough_mtls.${counter[route]}`;
+      const before = vm.host.metrics().get(name) ?? 0;
+      for (const destination of snapshot.destinations[route].slice(0, 100)) vm.host.connect({ destination }).end();
+      assert.equal((vm.host.metrics().get(name) ?? 0) - before, 100, route);
+    }
+  });
 
   it("draws the mixed stream in the routes' proportions", () => {
     const subject = SUBJECTS[0]!;
