@@ -9,10 +9,10 @@ import { log } from "./vm.js";
 export async function scaleBench({ quick }: { quick: boolean }): Promise<void> {
   const began = performance.now();
   const curve = quick
-    ? { sizes: [1_000, 10_000, 100_000], batch: 500, rounds: 9, warmUp: 3_000, footprintPods: 100_000 }
+    ? { sizes: [1_000, 10_000, 100_000], batch: 500, rounds: 7, warmUp: 3_000, footprintPods: 100_000 }
     : { sizes: [1_000, 10_000, 100_000, 1_000_000], batch: 1_000, rounds: 13, warmUp: 10_000, footprintPods: 100_000 };
   const open = quick
-    ? { levels: [0, 20_000], batch: 1_000, rounds: 11 }
+    ? { levels: [0, 20_000], batch: 500, rounds: 9 }
     : { levels: [0, 1_000, 5_000, 10_000, 20_000], batch: 1_000, rounds: 11 };
   for (const subject of SUBJECTS) {
     const wasm = new Uint8Array(await readFile(subject.wasm));

@@ -3,12 +3,12 @@
 // connection held) is timed in turns with the loaded one, and the ratio is taken against it at
 // each level, so machine-load drift between levels cancels:
 //   open_connections_ratio = (loaded at 20k / idle alongside) / (loaded at 0 / idle alongside),
-// each term the median of per-round ratios of adjacent batches.
+// each cost the lower quartile of its batch times (vm.ts: lowQuartile).
 import type { Connection } from "../../host/index.js";
 import { emit } from "../emit.js";
 import { buildSnapshot } from "../lib/mesh_snapshot.js";
 import type { Subject } from "./subjects.js";
-import { configureVm, log, median, round, vmBatch, type Vm } from "./vm.js";
+import { configureVm, log, lowQuartile, round, vmBatch, type Vm } from "./vm.js";
 
 export const OPEN_RATIO_TARGET = 1.5;
 const WARM_UP = 5_000;
@@ -46,16 +46,15 @@ export function openConnections(wasm: Uint8Array, subject: Subject, idle: Vm | u
     openUntil(loaded, held, level);
     const mine: number[] = [];
     const theirs: number[] = [];
-    const ratios: number[] = [];
     for (let r = 0; r < options.rounds; r++) {
       mine.push(vmBatch(loaded, options.batch));
       theirs.push(vmBatch(idle, options.batch));
-      ratios.push(mine[r]! / theirs[r]!); // adjacent batches: the same machine load
     }
     const open = loaded.host.liveContexts - 1;
-    relative.set(level, median(ratios));
-    emit({ figure: "open_connections_cost", filter, open: level, live_contexts: open, vm_us: round(median(mine)), idle_vm_us: round(median(theirs)) });
-    log(`${filter} ${open} open: ${round(median(mine))} us in the VM (idle VM alongside: ${round(median(theirs))} us)`);
+    const [cost, idleCost] = [lowQuartile(mine), lowQuartile(theirs)];
+    relative.set(level, cost / idleCost);
+    emit({ figure: "open_connections_cost", filter, open: level, live_contexts: open, vm_us: round(cost), idle_vm_us: round(idleCost) });
+    log(`${filter} ${open} open: ${round(cost)} us in the VM (idle VM alongside: ${round(idleCost)} us)`);
   }
   if (loaded.host.failed) emit({ figure: "open_connections_cost", filter, error: `the VM trapped: ${loaded.host.trapMessage}` });
   for (const connection of held) connection.end();

@@ -2,12 +2,13 @@
 // 100k): decision cost per connection (inside the VM and guest code alone), VM linear memory per
 // pod after configure, and configuration load time / throughput. Every larger size alternates
 // its batches with the 1k VM's, so the cost ratio compares moments with the same machine load
-// (the machine is shared; a drift of tens of percent between moments is normal).
+// (the machine is shared; a drift of tens of percent between moments is normal). Costs are
+// lower quartiles of batch times (vm.ts: lowQuartile).
 import { emit } from "../emit.js";
 import { buildSnapshot, type Snapshot } from "../lib/mesh_snapshot.js";
 import { footprint } from "./footprint.js";
 import { drawConnections, type Subject } from "./subjects.js";
-import { checkRoutes, configureVm, guestBatch, listBatch, log, median, round, vmBatch, type Vm } from "./vm.js";
+import { checkRoutes, configureVm, guestBatch, listBatch, log, lowQuartile, round, vmBatch, type Vm } from "./vm.js";
 
 export const MEMORY_TARGET_BYTES_PER_POD = 64;
 export const COST_RATIO_TARGET = 2;
@@ -64,37 +65,33 @@ function load(wasm: Uint8Array, subject: Subject, pods: number, options: CurveOp
 interface Measured {
   readonly vm: number;
   readonly guest: number;
-  /** Medians of the per-round ratios to the baseline's adjacent batches (NaN without one). */
+  /** Ratios to the baseline's batches taken in turns with these (NaN without a baseline). */
   readonly vmRatio: number;
   readonly guestRatio: number;
 }
 
-/**
- * Batches of one VM, or of a VM and the baseline taken in turns. The ratios are medians of
- * per-round ratios: each round's two batches are adjacent in time, so a load burst from another
- * process hits both, and the median drops the rounds where it did not.
- */
+/** Batches of one VM, or of a VM and the baseline taken in turns; lower quartiles (see vm.ts). */
 function measure(vm: Vm, baseline: Vm | undefined, options: CurveOptions): Measured {
   vmBatch(vm, options.warmUp);
   if (baseline) vmBatch(baseline, options.batch);
-  const series = { vm: [] as number[], guest: [] as number[], vmRatio: [] as number[], guestRatio: [] as number[] };
+  const series = { vm: [] as number[], guest: [] as number[], baseVm: [] as number[], baseGuest: [] as number[] };
   for (let r = 0; r < options.rounds; r++) {
-    const mine = vmBatch(vm, options.batch);
-    series.vm.push(mine);
-    if (baseline) series.vmRatio.push(mine / vmBatch(baseline, options.batch));
-    const guest = guestBatch(vm, options.batch);
-    series.guest.push(guest);
-    if (baseline) series.guestRatio.push(guest / guestBatch(baseline, options.batch));
+    series.vm.push(vmBatch(vm, options.batch));
+    if (baseline) series.baseVm.push(vmBatch(baseline, options.batch));
+    series.guest.push(guestBatch(vm, options.batch));
+    if (baseline) series.baseGuest.push(guestBatch(baseline, options.batch));
   }
-  return { vm: median(series.vm), guest: median(series.guest), vmRatio: median(series.vmRatio), guestRatio: median(series.guestRatio) };
+  const vmCost = lowQuartile(series.vm);
+  const guest = lowQuartile(series.guest);
+  return { vm: vmCost, guest, vmRatio: vmCost / lowQuartile(series.baseVm), guestRatio: guest / lowQuartile(series.baseGuest) };
 }
 
 /** Cost of each route alone, so the mixed figure can be read: which decision costs what. */
 function routeCosts(vm: Vm, snapshot: Snapshot, options: CurveOptions): void {
   for (const route of vm.subject.routes) {
     const connections = drawConnections(vm.subject, snapshot, options.batch, route, 23);
-    const samples = [0, 1, 2, 3, 4].map(() => listBatch(vm, connections));
-    emit({ figure: "scale_route_cost", filter: vm.subject.name, pods: vm.pods, route: route.name, vm_us: round(median(samples)) });
+    const samples = [0, 1, 2, 3, 4, 5, 6, 7].map(() => listBatch(vm, connections));
+    emit({ figure: "scale_route_cost", filter: vm.subject.name, pods: vm.pods, route: route.name, vm_us: round(lowQuartile(samples)) });
   }
 }
 

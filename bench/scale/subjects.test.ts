@@ -43,12 +43,13 @@ describe("scale subjects", () => {
     const snapshot = buildSnapshot(1_000, PASSTHROUGH_MTLS.own);
     const { vm } = configureVm(new Uint8Array(readFileSync(PASSTHROUGH_MTLS.wasm)), PASSTHROUGH_MTLS, snapshot);
     assert.ok(vm);
+    const host = vm.host;
     const counter = { mtls: "mtls", headless: "headless", plaintext_pod: "plaintext_pod", not_a_pod: "passthrough" } as const;
     for (const route of ROUTES) {
       const name = `passthrough_mtls.${counter[route]}`;
-      const before = vm.host.metrics().get(name) ?? 0;
-      for (const destination of snapshot.destinations[route].slice(0, 100)) vm.host.connect({ destination }).end();
-      assert.equal((vm.host.metrics().get(name) ?? 0) - before, 100, route);
+      const before: number = host.metrics().get(name) ?? 0;
+      for (const destination of snapshot.destinations[route].slice(0, 100)) host.connect({ destination }).end();
+      assert.equal((host.metrics().get(name) ?? 0) - before, 100, route);
     }
   });
 
