@@ -167,7 +167,7 @@ function runtimeSection(results: Results): string {
   if (runtimes.length === 0) return `Runtime overhead (no-op filter, this runtime vs stock @solo-io/proxy-runtime): ${NOT_MEASURED}.`;
   const levels = [...new Set(named(results, "vm_us_per_connection").map((f) => num(f.open_connections) ?? 0))].sort((a, b) => a - b);
   return table(
-    ["runtime", ...levels.map((n) => `${fmt(n)} open: µs in the VM`), "ratio"],
+    ["runtime", ...levels.map((n) => `${fmt(n)} open: µs in the VM`), "ratio (each level against an idle VM timed alongside)"],
     runtimes.map((runtime) => [
       runtime,
       ...levels.map((n) => cell(results, "vm_us_per_connection", { runtime, open_connections: n }, "value")),
@@ -180,9 +180,12 @@ function envoySection(results: Results): string {
   const values = envoyValues(results);
   const ratios = named(results, "envoy_ab_ratio");
   const parts: string[] = [];
-  const failedFilters = [...new Set(named(results, "envoy_ab").filter((f) => f.error !== undefined).map((f) => str(f.filter)))];
+  const errors = named(results, "envoy_ab").filter((f) => f.error !== undefined);
+  const failedFilters = [...new Set(errors.filter((f) => f.filter !== undefined).map((f) => str(f.filter)))];
+  // An error without a filter means the bench itself did not run: say so in words.
+  for (const f of errors.filter((x) => x.filter === undefined)) parts.push(`Real-Envoy A/B: ${NOT_MEASURED} (${str(f.error)}).`);
   if (values.length === 0 && failedFilters.length === 0) {
-    parts.push(`Real-Envoy A/B (\`envoy_ab\`): ${NOT_MEASURED} in this run.`);
+    if (errors.length === 0) parts.push(`Real-Envoy A/B (\`envoy_ab\`): ${NOT_MEASURED} in this run.`);
   } else {
     const rows: string[][] = [];
     const has = (filter: string, path: string, metric: string) => values.some((v) => v.filter === filter && v.path === path && v.metric === metric);
@@ -202,7 +205,7 @@ function envoySection(results: Results): string {
         rows.push([filter, path || "whole sidecar", ENVOY_METRICS[metric]!, ...cells]);
       }
     }
-    for (const filter of failedFilters) rows.push([filter || "-", "-", "failed (see Failed measurements)", "failed", "failed", "failed"]);
+    for (const filter of failedFilters) rows.push([filter, "-", "failed (see Failed measurements)", "failed", "failed", "failed"]);
     parts.push(table(["filter", "path", "metric", "without the filter", "with the filter", "native (Envoy-only equivalent)"], rows));
   }
   parts.push(
@@ -226,7 +229,11 @@ function envoySection(results: Results): string {
     headroom.length
       ? table(
           ["filter", "tool", "metric", "direct", "through Envoy", "generator CPU %", "Envoy CPU %"],
-          headroom.map((f) => [str(f.filter) || "-", str(f.tool), str(f.metric), fmt(num(f.direct_value)), fmt(num(f.through_envoy_value)), fmt(num(f.generator_cpu_pct)), fmt(num(f.envoy_cpu_pct))]),
+          headroom.map((f) =>
+            f.error
+              ? [str(f.filter) || "-", "failed", "-", "-", "-", "-", "-"]
+              : [str(f.filter) || "-", str(f.tool), str(f.metric), fmt(num(f.direct_value)), fmt(num(f.through_envoy_value)), fmt(num(f.generator_cpu_pct)), fmt(num(f.envoy_cpu_pct))],
+          ),
         )
       : `Load-generator headroom (\`envoy_generator_headroom\`): ${NOT_MEASURED}.`,
   );

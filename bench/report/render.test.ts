@@ -70,6 +70,13 @@ describe("benchmark report", () => {
     assert.ok(markdown.includes("Envoy exited with code 1"));
   });
 
+  it("says in words when the real-Envoy bench did not run at all", async () => {
+    const { markdown } = await render([JSON.stringify(FIGURES[0]), JSON.stringify({ figure: "envoy_ab", error: "bench/envoy/ is missing" })]);
+    assert.ok(markdown.includes("Real-Envoy A/B: not measured (bench/envoy/ is missing)."));
+    assert.equal(row(markdown, "failed (see Failed measurements)"), undefined);
+    assert.ok(row(markdown, "real Envoy with/without ratios", "not measured"));
+  });
+
   it("reports unreadable lines instead of dropping them", async () => {
     const { markdown } = await render([JSON.stringify(FIGURES[0]), "{not json", "[1,2]"]);
     assert.ok(markdown.includes("line 2: not JSON"));

@@ -16,11 +16,9 @@ import { round } from "./vm.js";
 
 const NOT_APPLICABLE: Readonly<Record<string, string>> = {
   tunnel_port_client:
-    "no per-pod listener to replace: without the filter the target port rides on per-endpoint EDS data (sent anyway) or metadata exchange (ruled out); the plugin bytes come on top",
-  tunnel_port_server:
-    "no per-pod listener to replace: the server checks its own pod's ports; the plugin bytes come on top of the inbound listeners Istio builds anyway",
-  waypoint_route:
-    "no per-pod listener to replace: sidecars have no listener form of double HBONE through an east-west gateway; the plugin bytes come on top",
+    "the target port otherwise rides on per-endpoint EDS data that is sent anyway (or on metadata exchange, ruled out by problem 2), so these bytes come on top",
+  tunnel_port_server: "the server checks only its own pod's ports; these bytes come on top of the inbound listeners Istio builds anyway",
+  waypoint_route: "sidecars have no listener form of double HBONE through an east-west gateway to compare with; these bytes come on top",
 };
 
 export function footprint(subject: Subject, snapshot: Snapshot): void {
