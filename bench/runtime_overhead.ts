@@ -53,8 +53,9 @@ export async function runtimeOverhead(quick: boolean): Promise<void> {
     const ours = subject.runtime === "this_runtime";
     // The stock runtime gets slower with every open context; fewer samples keep the run short.
     const slow = subject.runtime.startsWith("stock");
-    const batch = slow ? (quick ? 100 : 400) : quick ? 1_000 : 2_000;
-    const rounds = slow ? 5 : quick ? 9 : 15;
+    // Small batches (~0.5 ms of guest time for this runtime), many rounds: see scale/index.ts.
+    const batch = slow ? (quick ? 50 : 100) : 500;
+    const rounds = slow ? 7 : quick ? 20 : 30;
     microsPerConnection(loaded, batch * 2); // warm-up: JIT tiers, allocator growth
     microsPerConnection(idle, batch * 2);
     const paired = (): { samples: Sample[]; ratio: number } => {

@@ -12,6 +12,7 @@ import { checkRoutes, configureVm, guestBatch, listBatch, log, lowQuartile, roun
 
 export const MEMORY_TARGET_BYTES_PER_POD = 64;
 export const COST_RATIO_TARGET = 2;
+const ROUTE_SAMPLES = 40;
 
 export interface CurveOptions {
   readonly sizes: readonly number[];
@@ -90,7 +91,7 @@ function measure(vm: Vm, baseline: Vm | undefined, options: CurveOptions): Measu
 function routeCosts(vm: Vm, snapshot: Snapshot, options: CurveOptions): void {
   for (const route of vm.subject.routes) {
     const connections = drawConnections(vm.subject, snapshot, options.batch, route, 23);
-    const samples = [0, 1, 2, 3, 4, 5, 6, 7].map(() => listBatch(vm, connections));
+    const samples = Array.from({ length: ROUTE_SAMPLES }, () => listBatch(vm, connections));
     emit({ figure: "scale_route_cost", filter: vm.subject.name, pods: vm.pods, route: route.name, vm_us: round(lowQuartile(samples)) });
   }
 }
