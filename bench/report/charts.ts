@@ -54,7 +54,7 @@ async function decisionCost(results: Results): Promise<Chart | undefined> {
     svg: await draw(title, values, {
       encoding: {
         x: logX("pods", "pods in the configuration (log scale)"),
-        y: { field: "us", type: "quantitative", title: "µs per connection (median)" },
+        y: { field: "us", type: "quantitative", title: "µs per connection" },
         color: color("filter", "filter"),
       },
       layer: [
@@ -108,8 +108,8 @@ async function openConnections(results: Results): Promise<Chart | undefined> {
     svg: await draw(title, values, {
       mark: { type: "line", point: true },
       encoding: {
-        x: { field: "open", type: "quantitative", title: "connections open on the same VM", axis: { format: "~s" } },
-        y: { field: "us", type: "quantitative", title: "µs per connection inside the VM (median)" },
+        x: { field: "open", type: "quantitative", title: "connections open on the same VM", axis: { format: ",d" } },
+        y: { field: "us", type: "quantitative", title: "µs per connection, inside the VM" },
         color: color("filter", "filter"),
       },
     }),

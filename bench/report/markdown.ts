@@ -134,7 +134,7 @@ function scaleSection(results: Results): string {
   );
   return [
     "### Decision cost per connection vs pods",
-    "Median µs per connection (context create → on_new_connection → close → done/log/delete) over a mixed stream of the filter's routes: inside the VM (guest code plus the host emulator's handling of the host calls it makes) / guest code alone. Each larger size is timed in turns with the 1k-pod VM.",
+    "µs per connection (context create → on_new_connection → close → done/log/delete) over a mixed stream of the filter's routes, the lower quartile of batches of 25 connections (on a shared machine another process only ever slows a batch down): inside the VM (guest code plus the host emulator's handling of the host calls it makes) / guest code alone. Each larger size is timed in turns with the 1k-pod VM; the ratio targets divide such paired figures.",
     cost,
     "Each route alone, on the smallest configuration (the mixed figure above weights them; routes that pick an endpoint of a service rank its endpoints):",
     routes,
