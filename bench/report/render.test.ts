@@ -1,0 +1,98 @@
+// The report says what was measured and what was not: a missing figure reads "not measured", a
+// failed one "failed" with its error listed, targets read met/missed from the figures, unreadable
+// lines are reported, and only charts of measured figures are written (stale ones removed),
+// each with an explicit size and a white background.
+// Run: node --import tsx --test bench/report/render.test.ts
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { renderReport } from "./render.js";
+
+const FIGURES = [
+  { figure: "run", date: "2026-01-01T00:00:00.000Z", quick: true, cpu: "Test CPU", cores: 2, node: "v20.0.0", envoy: "1.39.3" },
+  { figure: "scale_decision_cost", filter: "passthrough_mtls", pods: 1000, vm_us: 14.5, guest_us: 5.25 },
+  { figure: "scale_decision_cost", filter: "passthrough_mtls", pods: 10000, vm_us: 15.5, guest_us: 5.75 },
+  { figure: "scale_vm_memory", filter: "passthrough_mtls", pods: 10000, bytes_per_pod: 470.5, target: 64, met: false },
+  { figure: "scale_vm_memory", filter: "waypoint_route", pods: 10000, bytes_per_pod: 50.5, target: 64, met: true },
+  { figure: "scale_cost_ratio", filter: "passthrough_mtls", pods: 10000, value: 1.07, target: 2, met: true },
+  { figure: "scale_cost_ratio", filter: "tunnel_port_client", pods: 10000, error: "the 1000-pod baseline did not configure" },
+  // The real-Envoy bench emits each round, then the median of the rounds (no `round`).
+  { figure: "envoy_ab", filter: "passthrough_mtls", variant: "without", path: "plain", metric: "conn_rate_per_s", value: 1234, unit: "1/s", runs: 1, round: 1 },
+  { figure: "envoy_ab", filter: "passthrough_mtls", variant: "without", path: "plain", metric: "conn_rate_per_s", value: 9000, unit: "1/s", runs: 3 },
+  { figure: "envoy_ab", filter: "passthrough_mtls", variant: "with", path: "plain", metric: "conn_rate_per_s", value: 8000, unit: "1/s", runs: 3 },
+  { figure: "envoy_ab", filter: "waypoint_route", error: "Envoy exited with code 1" },
+];
+
+async function render(lines: string[]): Promise<{ markdown: string; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), "bench-report-"));
+  const results = join(dir, "results.jsonl");
+  writeFileSync(results, lines.join("\n") + "\n");
+  mkdirSync(join(dir, "bench"));
+  writeFileSync(join(dir, "bench", "stale.svg"), "<svg/>");
+  await renderReport(results, join(dir, "benchmarks.md"), join(dir, "bench"));
+  return { markdown: readFileSync(join(dir, "benchmarks.md"), "utf8"), dir };
+}
+
+const row = (markdown: string, ...cells: string[]) =>
+  markdown.split("\n").find((line) => line.startsWith("|") && cells.every((c) => line.includes(c)));
+
+describe("benchmark report", () => {
+  it("tables every expected cell: measured values, 'not measured' and 'failed'", async () => {
+    const { markdown } = await render(FIGURES.map((f) => JSON.stringify(f)));
+    const cost = row(markdown, "| passthrough_mtls |", "14.5 / 5.25");
+    assert.ok(cost, "the passthrough_mtls cost row");
+    assert.ok(cost.includes("15.5 / 5.75"));
+    assert.ok(cost.includes("not measured / not measured"), "the 100k and 1M columns were not measured");
+    assert.ok(row(markdown, "| tunnel_port_server |", "not measured"), "a filter with no figure at all still has its row");
+    assert.ok(row(markdown, "tunnel_port_client", "decision cost", "failed"));
+    assert.ok(markdown.includes("the 1000-pod baseline did not configure"), "the error is listed");
+    assert.ok(markdown.includes("Test CPU, 2 cores"));
+  });
+
+  it("reads targets as met or missed from the figures", async () => {
+    const { markdown } = await render(FIGURES.map((f) => JSON.stringify(f)));
+    assert.ok(row(markdown, "passthrough_mtls", "VM memory", "**missed**"));
+    assert.ok(row(markdown, "waypoint_route", "VM memory", "**met**"));
+    assert.ok(row(markdown, "passthrough_mtls", "decision cost at 10k / 1k", "**met**"));
+    assert.ok(row(markdown, "real Envoy with/without ratios", "not measured"));
+  });
+
+  it("tables the real-Envoy A/B figures present and marks the others not measured", async () => {
+    const { markdown } = await render(FIGURES.map((f) => JSON.stringify(f)));
+    const rate = row(markdown, "passthrough_mtls", "| plain |", "connections per second");
+    assert.ok(rate?.includes("9,000 (median of 3)") && rate.includes("8,000"), String(rate));
+    assert.ok(!markdown.includes("1,234"), "a single round is not reported when the median is there");
+    assert.ok(row(markdown, "passthrough_mtls", "| plain |", "bulk throughput", "not measured"));
+    assert.ok(row(markdown, "passthrough_mtls", "whole sidecar", "Envoy memory", "not measured"));
+    assert.ok(row(markdown, "waypoint_route", "failed"));
+    assert.ok(markdown.includes("Envoy exited with code 1"));
+  });
+
+  it("says in words when the real-Envoy bench did not run at all", async () => {
+    const { markdown } = await render([JSON.stringify(FIGURES[0]), JSON.stringify({ figure: "envoy_ab", error: "bench/envoy/ is missing" })]);
+    assert.ok(markdown.includes("Real-Envoy A/B: not measured (bench/envoy/ is missing)."));
+    assert.equal(row(markdown, "failed (see Failed measurements)"), undefined);
+    assert.ok(row(markdown, "real Envoy with/without ratios", "not measured"));
+  });
+
+  it("reports unreadable lines instead of dropping them", async () => {
+    const { markdown } = await render([JSON.stringify(FIGURES[0]), "{not json", "[1,2]"]);
+    assert.ok(markdown.includes("line 2: not JSON"));
+    assert.ok(markdown.includes("line 3: not a figure"));
+  });
+
+  it("writes charts only for measured figures, sized, titled, on white, and removes stale ones", async () => {
+    const { dir } = await render(FIGURES.map((f) => JSON.stringify(f)));
+    assert.equal(existsSync(join(dir, "bench", "stale.svg")), false);
+    assert.equal(existsSync(join(dir, "bench", "open_connections.svg")), false, "no open-connections figure, no chart");
+    for (const file of ["decision_cost.svg", "vm_memory.svg", "envoy_conn_rate_per_s.svg"]) {
+      const svg = readFileSync(join(dir, "bench", file), "utf8");
+      assert.match(svg, /^<svg[^>]* width="\d+" height="\d+"/, file);
+      assert.match(svg, /<rect width="\d+" height="\d+" fill="white"\/>/, file);
+    }
+    assert.match(readFileSync(join(dir, "bench", "decision_cost.svg"), "utf8"), /Decision cost per connection/);
+    assert.match(readFileSync(join(dir, "benchmarks.md"), "utf8"), /!\[[^\]]+\]\(bench\/decision_cost\.svg\)/);
+  });
+});
