@@ -8,6 +8,7 @@ import { runFigure } from "./report/machine.js";
 import { renderReport } from "./report/render.js";
 import { runtimeOverhead } from "./runtime_overhead.js";
 import { scaleBench } from "./scale/index.js";
+import { envoyBench } from "./envoy/index.js";
 import { SUBJECTS } from "./scale/subjects.js";
 
 const quick = process.argv.includes("--quick");
@@ -25,13 +26,7 @@ if (![...SUBJECTS.map((s) => s.wasm), "build/noop.wasm"].every((wasm) => existsS
 run(process.execPath, ["bench/stock-runtime/build.mjs"]); // the stock-runtime baseline
 await runtimeOverhead(quick);
 await scaleBench({ quick });
-// The real-Envoy A/B bench lives in bench/envoy/ (another branch). Until it is merged it may be
-// absent here; the lead removes this existence check at merge.
-const envoyBench = new URL("./envoy/index.ts", import.meta.url);
-if (existsSync(envoyBench)) {
-  await (await import(envoyBench.href)).envoyBench({ quick });
-} else {
-  emit({ figure: "envoy_ab", error: "bench/envoy/ is not in this checkout: the real-Envoy figures were not measured" });
-}
+// The real Envoy, side by side with and without each filter (bench/envoy/README.md).
+await envoyBench({ quick });
 emit({ figure: "run_end", seconds: Math.round((performance.now() - began) / 1000) });
 await renderReport();
