@@ -24,6 +24,8 @@ export interface LoadOptions {
   /** First connection id (ids must be unique per server over its lifetime). */
   firstId?: number;
   timeoutMs?: number;
+  /** Bytes asked back at most; default maxPayload (small values make the server half-close first). */
+  maxDownload?: number;
 }
 
 export interface ConnectionOutcome {
@@ -130,8 +132,9 @@ function compare(upload: Buffer, down: number, client: ClientSide, record: Await
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const random = seededRandom(options.seed);
-  const size = () => Math.floor(random() * (options.maxPayload + 1));
-  const plan = Array.from({ length: options.count }, (_, index) => ({ index, id: (options.firstId ?? 0) + index, up: size(), down: size() }));
+  const size = (max: number) => Math.floor(random() * (max + 1));
+  const maxDownload = Math.min(options.maxDownload ?? options.maxPayload, options.maxPayload);
+  const plan = Array.from({ length: options.count }, (_, index) => ({ index, id: (options.firstId ?? 0) + index, up: size(options.maxPayload), down: size(maxDownload) }));
   const outcomes: ConnectionOutcome[] = new Array(plan.length);
   const started = process.hrtime.bigint();
   let next = 0;
