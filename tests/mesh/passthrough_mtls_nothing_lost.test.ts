@@ -77,4 +77,10 @@ describe("passthrough_mtls loses nothing under load (real Envoy, mesh capture)",
     assert.equal(stats.get("cluster.outbound_mtls_passthrough.ssl.handshake"), 334);
     assert.equal(stats.get("listener.127.0.0.1_15001.downstream_cx_total"), CONNECTIONS);
   });
+
+  it("300 uploads up to 1 MiB against downloads of at most 64 bytes: the pod half-closes first and still gets every byte", async () => {
+    const result = await runLoad({ count: 300, concurrency: 20, seed: seed + CONNECTIONS, maxPayload: MAX_PAYLOAD, maxDownload: 64, pool, target: (index) => ROUTES[index % ROUTES.length]!, servers, localAddress: CLIENT_ADDRESS, firstId: CONNECTIONS });
+    console.log(JSON.stringify({ figure: "nothing_lost", filter: "passthrough_mtls", path: "pod_half_closes_first", seed: result.seed, connections: 300, seconds: Number(result.seconds.toFixed(1)) }));
+    assert.equal(result.failures.length, 0, describeFailures(result));
+  });
 });

@@ -10,6 +10,7 @@ import { chooseSeed, describeFailures, runLoad } from "../support/checksum_load.
 import { PayloadPool, startChecksumServer, type ChecksumServer } from "../support/checksum_server.js";
 import { EnvoyProcess } from "../support/envoy.js";
 import { shippedConfig } from "../support/envoy_yaml.js";
+import { KNOWN_HBONE_HALF_CLOSE_LOSS } from "../support/known_loss.js";
 import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { serverForPod } from "../../scripts/demo/tunnel_port.js";
 
@@ -46,7 +47,7 @@ describe("tunnel_port loses nothing under load (client sidecar -> HBONE mTLS -> 
     for (const app of apps) await app.close();
   });
 
-  it("1,000 connections, 200 at a time, 0-1 MiB each way: every byte arrives, checksums equal, no reset", async () => {
+  it("1,000 connections, 200 at a time, 0-1 MiB each way: every byte arrives, checksums equal, no reset", KNOWN_HBONE_HALF_CLOSE_LOSS, async () => {
     const result = await runLoad({ count: CONNECTIONS, concurrency: CONCURRENCY, seed, maxPayload: MAX_PAYLOAD, pool, target: () => VIP, servers: apps, localAddress: CLIENT_ADDRESS });
     console.log(JSON.stringify({ figure: "nothing_lost", filter: "tunnel_port", seed, connections: CONNECTIONS, bytes_up: result.bytesUp, bytes_down: result.bytesDown, seconds: Number(result.seconds.toFixed(1)) }));
     assert.equal(result.failures.length, 0, describeFailures(result));
@@ -63,5 +64,11 @@ describe("tunnel_port loses nothing under load (client sidecar -> HBONE mTLS -> 
     // Each server sidecar accepted exactly the tunnels whose bytes reached its app.
     assert.equal(counter(p1, "server.accepted"), perApp[0]);
     assert.equal(counter(p2, "server.accepted"), perApp[1]);
+  });
+
+  it("300 uploads up to 1 MiB against downloads of at most 64 bytes (the app half-closes first)", KNOWN_HBONE_HALF_CLOSE_LOSS, async () => {
+    const result = await runLoad({ count: 300, concurrency: 20, seed: seed + CONNECTIONS, maxPayload: MAX_PAYLOAD, maxDownload: 64, pool, target: () => VIP, servers: apps, localAddress: CLIENT_ADDRESS, firstId: CONNECTIONS });
+    console.log(JSON.stringify({ figure: "nothing_lost", filter: "tunnel_port", path: "app_half_closes_first", seed: result.seed, connections: 300, seconds: Number(result.seconds.toFixed(1)) }));
+    assert.equal(result.failures.length, 0, describeFailures(result));
   });
 });

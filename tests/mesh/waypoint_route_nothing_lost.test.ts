@@ -9,16 +9,10 @@ import { CLIENT_ADDRESS } from "../support/capture.js";
 import { chooseSeed, describeFailures, runLoad, type LoadResult } from "../support/checksum_load.js";
 import { PayloadPool, startChecksumServer, type ChecksumServer } from "../support/checksum_server.js";
 import { sleep } from "../support/envoy.js";
+import { KNOWN_HBONE_HALF_CLOSE_LOSS } from "../support/known_loss.js";
 import { LOCAL_BACKEND, REMOTE_BACKEND, WAYPOINT_VIP, WaypointMesh } from "../support/waypoint_mesh.js";
 
 const HALF = 500;
-// Known loss, reported, not hidden: these tests run and print their failures as TODO. On the
-// waypoint path, when the backend half-closes while the client is still sending, the rest of the
-// upload sometimes never arrives (the backend sees EOF after 16 KiB or 128 KiB; the client sees no
-// error). ~1 in 300 connections in the reproducer below; tunnel_port and passthrough_mtls never lose
-// a byte under the same load. Enabling envoy.reloadable_features.allow_multiplexed_upstream_half_close
-// in the waypoint made it worse (one connection's upload appended to another's backend socket).
-const KNOWN_LOSS = { todo: "Envoy loses upload bytes on the waypoint path after the backend half-closes first (see the comment above)" };
 const CONCURRENCY = 200;
 const MAX_PAYLOAD = 1024 * 1024;
 
@@ -56,7 +50,7 @@ describe("waypoint_route loses nothing under load (single HBONE, then double HBO
     for (const backend of backends) await backend.close();
   });
 
-  it("500 connections over single HBONE to the local waypoint: every byte arrives, checksums equal, no reset", KNOWN_LOSS, async () => {
+  it("500 connections over single HBONE to the local waypoint: every byte arrives, checksums equal, no reset", KNOWN_HBONE_HALF_CLOSE_LOSS, async () => {
     const result = await load(HALF);
     report(result, "local_waypoint");
     assert.equal(result.failures.length, 0, describeFailures(result));
@@ -66,7 +60,7 @@ describe("waypoint_route loses nothing under load (single HBONE, then double HBO
     assert.equal(counter(stats, "double_hbone_waypoint"), 0);
   });
 
-  it("500 connections over double HBONE through the east-west gateway after an ECDS update", KNOWN_LOSS, async () => {
+  it("500 connections over double HBONE through the east-west gateway after an ECDS update", KNOWN_HBONE_HALF_CLOSE_LOSS, async () => {
     mesh.setLocalWaypointHealthy(false);
     // Small probes until the update is in force (ECDS applies it within milliseconds).
     let probes = 0;
@@ -87,7 +81,7 @@ describe("waypoint_route loses nothing under load (single HBONE, then double HBO
     assert.equal(backends[0]!.records.size + backends[1]!.records.size, 0, "every server-side record was matched by a client");
   });
 
-  it("reproducer: 300 uploads up to 1 MiB against downloads of at most 64 bytes (the backend half-closes first)", KNOWN_LOSS, async () => {
+  it("300 uploads up to 1 MiB against downloads of at most 64 bytes (the backend half-closes first), double HBONE", KNOWN_HBONE_HALF_CLOSE_LOSS, async () => {
     const firstId = nextId;
     nextId += 300;
     const result = await runLoad({ count: 300, concurrency: 20, seed: seed + firstId, maxPayload: MAX_PAYLOAD, maxDownload: 64, pool, target: () => WAYPOINT_VIP, servers: backends, localAddress: CLIENT_ADDRESS, firstId });

@@ -121,9 +121,9 @@ function compare(upload: Buffer, down: number, client: ClientSide, record: Await
   if (client.error) return `client: ${client.error} (${client.downBytes}/${down} bytes back)`;
   if (!record) return "server never saw this connection end";
   if (record.error) return `server: ${record.error}`;
-  if (record.receivedBytes !== upload.length) return `server received ${record.receivedBytes}/${upload.length} bytes`;
+  if (record.receivedBytes !== upload.length) return `server received ${record.receivedBytes}/${upload.length} bytes${record.firstMismatch >= 0 ? ` (first wrong byte at ${record.firstMismatch})` : ""}`;
   const upSha = createHash("sha256").update(upload).digest("hex");
-  if (record.receivedSha !== upSha) return "upload checksum differs";
+  if (record.receivedSha !== upSha) return `upload checksum differs (first wrong byte at ${record.firstMismatch})`;
   if (client.downBytes !== down) return `client received ${client.downBytes}/${down} bytes`;
   if (record.sentBytes !== down) return `server sent ${record.sentBytes}/${down} bytes`;
   if (record.sentSha !== client.downSha) return "download checksum differs";

@@ -27,8 +27,12 @@ export class PayloadPool {
 
   /** `size` bytes starting at an offset that depends on the connection id and direction. */
   slice(id: number, size: number, direction: 0 | 1): Buffer {
-    const offset = ((id * 2654435761 + direction * 40503) >>> 0) % (this.maxPayload + 1);
+    const offset = this.offset(id, direction);
     return this.bytes.subarray(offset, offset + size);
+  }
+
+  offset(id: number, direction: 0 | 1): number {
+    return ((id * 2654435761 + direction * 40503) >>> 0) % (this.maxPayload + 1);
   }
 }
 
@@ -42,6 +46,8 @@ export interface ServerRecord {
   sentBytes: number;
   /** An error or reset the server saw on this connection. */
   error?: string;
+  /** Offset of the first received byte that differs from what the client sends (-1: none). */
+  firstMismatch: number;
 }
 
 export interface ChecksumServer {
@@ -76,21 +82,35 @@ export function startChecksumServer(name: string, host: string, port: number, po
     let header = Buffer.alloc(0);
     let id = -1;
     let receivedBytes = 0;
+    let firstMismatch = -1;
+    let expectedStart = 0;
     let sent = { sha: "", bytes: 0 };
     let error: string | undefined;
     socket.on("data", (chunk: Buffer) => {
+      let reply: Buffer | undefined;
       if (id < 0) {
         header = Buffer.concat([header, chunk]);
         if (header.length < HEADER_BYTES) return;
         id = header.readUInt32BE(0);
-        const wanted = header.readUInt32BE(4);
+        reply = pool.slice(id, header.readUInt32BE(4), 1);
+        sent = { sha: sha256([reply]), bytes: reply.length };
+        expectedStart = pool.offset(id, 0);
         chunk = header.subarray(HEADER_BYTES);
-        const payload = pool.slice(id, wanted, 1);
-        sent = { sha: sha256([payload]), bytes: payload.length };
-        socket.end(payload);
       }
       hash.update(chunk);
+      // The client's bytes are known (the pool at its offset): locate a corruption, not just flag it.
+      if (firstMismatch < 0) {
+        const expected = pool.bytes.subarray(expectedStart + receivedBytes, expectedStart + receivedBytes + chunk.length);
+        if (!expected.equals(chunk)) {
+          let i = 0;
+          while (i < chunk.length && i < expected.length && chunk[i] === expected[i]) i++;
+          firstMismatch = receivedBytes + i;
+        }
+      }
       receivedBytes += chunk.length;
+      // Last: end() can re-enter this socket's handlers synchronously (seen on TLS sockets ending
+      // with nothing to send: the next 'data' ran inside it, before this chunk was counted).
+      if (reply) socket.end(reply);
     });
     socket.on("error", (failure: NodeJS.ErrnoException) => {
       error = failure.code ?? failure.message;
@@ -101,14 +121,14 @@ export function startChecksumServer(name: string, host: string, port: number, po
         socket.end();
         return;
       }
-      server.records.set(id, { server: name, receivedSha: hash.digest("hex"), receivedBytes, sentSha: sent.sha, sentBytes: sent.bytes, error });
+      server.records.set(id, { server: name, receivedSha: hash.digest("hex"), receivedBytes, sentSha: sent.sha, sentBytes: sent.bytes, error, firstMismatch });
     });
     socket.on("close", () => {
       if (error !== undefined) {
         if (id >= 0) {
           const record = server.records.get(id);
           if (record) record.error = error;
-          else server.records.set(id, { server: name, receivedSha: "", receivedBytes, sentSha: sent.sha, sentBytes: sent.bytes, error });
+          else server.records.set(id, { server: name, receivedSha: "", receivedBytes, sentSha: sent.sha, sentBytes: sent.bytes, error, firstMismatch });
         } else server.broken.push(error);
       }
     });
