@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { bootstrap, listener, staticCluster, tcpProxy, wasmNetworkFilter } from "../support/envoy_config.js";
-import { EnvoyProcess } from "../support/envoy.js";
+import { EnvoyProcess, sleep } from "../support/envoy.js";
 import { freePort } from "../support/ports.js";
 import { exchange, startBackend, type Backend } from "../support/tcp.js";
 
@@ -30,9 +30,13 @@ async function startTrappingEnvoy(policy: "FAIL_CLOSED" | "FAIL_OPEN", backend: 
   return { envoy, port };
 }
 
-/** Proof in Envoy's own log that the VM trapped in on_new_connection. */
-function assertVmTrapped(envoy: EnvoyProcess): void {
-  const log = envoy.log();
+/** Proof in Envoy's own log that the VM trapped in on_new_connection (the log is flushed every 50 ms). */
+async function assertVmTrapped(envoy: EnvoyProcess): Promise<void> {
+  let log = envoy.log();
+  for (let attempt = 0; attempt < 100 && !/proxy_on_new_connection failed/.test(log); attempt++) {
+    await sleep(50);
+    log = envoy.log();
+  }
   assert.match(log, /wasm log trap_on_connection[^:]*: trapping on purpose/);
   assert.match(log, /proxy_on_new_connection failed: Uncaught RuntimeError: unreachable/);
 }
@@ -63,7 +67,7 @@ for (const policy of ["FAIL_CLOSED", "FAIL_OPEN"] as const) {
       const reply = await exchange("127.0.0.1", port, "second");
       assert.equal(reply.received.length, 0, "the trapped connection must not reach the upstream");
       assert.equal(backend.accepted, 1);
-      assertVmTrapped(envoy);
+      await assertVmTrapped(envoy);
     });
 
     if (policy === "FAIL_CLOSED") {
