@@ -3,7 +3,7 @@
 // byte for byte (SHA-256) against what the checksum server recorded for the same connection id.
 import { createHash } from "node:crypto";
 import { connect } from "node:net";
-import { HEADER_BYTES, type ChecksumServer, type PayloadPool } from "./checksum_server.js";
+import { HEADER_BYTES, HOLD_FIN_UNTIL_CLIENT_EOF, type ChecksumServer, type PayloadPool } from "./checksum_server.js";
 
 export interface Target {
   host: string;
@@ -26,6 +26,9 @@ export interface LoadOptions {
   timeoutMs?: number;
   /** Bytes asked back at most; default maxPayload (small values make the server half-close first). */
   maxDownload?: number;
+  /** When the server half-closes: "after-reply" (as soon as it has sent; it may still be receiving)
+   *  or "after-client-eof" (request/response order). Both sides stream at once either way. */
+  serverFin?: "after-reply" | "after-client-eof";
 }
 
 export interface ConnectionOutcome {
@@ -34,6 +37,9 @@ export interface ConnectionOutcome {
   down: number;
   /** Empty when every byte arrived both ways; otherwise what went wrong. */
   problem: string;
+  /** The only problem is that the server got a clean prefix of the upload (no wrong byte, no
+   *  error, download complete): the signature of the known HBONE loss (known_loss.ts). */
+  uploadTruncatedOnly: boolean;
   /** Name of the server that handled it. */
   server: string;
 }
@@ -66,7 +72,7 @@ interface ClientSide {
 }
 
 /** One connection: header + upload, half-close, read to EOF. Never rejects. */
-function oneConnection(target: Target, id: number, upload: Buffer, down: number, timeoutMs: number, localAddress?: string): Promise<ClientSide> {
+function oneConnection(target: Target, id: number, upload: Buffer, down: number, holdFin: boolean, timeoutMs: number, localAddress?: string): Promise<ClientSide> {
   return new Promise((done) => {
     const hash = createHash("sha256");
     let downBytes = 0;
@@ -80,7 +86,7 @@ function oneConnection(target: Target, id: number, upload: Buffer, down: number,
     socket.on("connect", () => {
       const header = Buffer.alloc(HEADER_BYTES);
       header.writeUInt32BE(id, 0);
-      header.writeUInt32BE(down, 4);
+      header.writeUInt32BE((down | (holdFin ? HOLD_FIN_UNTIL_CLIENT_EOF : 0)) >>> 0, 4);
       socket.write(header);
       socket.end(upload);
     });
@@ -142,9 +148,14 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     while (next < plan.length) {
       const { index, id, up, down } = plan[next++]!;
       const upload = options.pool.slice(id, up, 0);
-      const client = await oneConnection(options.target(index), id, upload, down, options.timeoutMs ?? 30_000, options.localAddress);
+      const holdFin = options.serverFin === "after-client-eof";
+      const client = await oneConnection(options.target(index), id, upload, down, holdFin, options.timeoutMs ?? 30_000, options.localAddress);
       const record = await takeRecord(options.servers, id);
-      outcomes[index] = { id, up, down, problem: compare(upload, down, client, record), server: record?.server ?? "" };
+      const problem = compare(upload, down, client, record);
+      const uploadTruncatedOnly =
+        problem !== "" && record !== undefined && !client.error && !record.error && record.firstMismatch < 0 &&
+        record.receivedBytes < upload.length && compare(upload.subarray(0, record.receivedBytes), down, client, record) === "";
+      outcomes[index] = { id, up, down, problem, uploadTruncatedOnly, server: record?.server ?? "" };
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency, plan.length) }, worker));

@@ -1,14 +1,19 @@
 // A loopback server for "nothing lost" tests: every connection starts with a small header
 // (connection id, bytes the client wants back); the server sends that many bytes from a shared
-// random pool, half-closes, keeps reading to EOF, and records SHA-256 checksums of both
+// random pool, half-closes (at once, or after the client's FIN when the client asks), keeps
+// reading to EOF, and records SHA-256 checksums of both
 // directions under the connection id so the client can compare them with its own.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer as createTcpServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer } from "node:tls";
 
-/** id (u32 BE) + bytes wanted back (u32 BE). */
+/** id (u32 BE) + bytes wanted back (u32 BE, at most 2^31 - 1) with the flag below in its top bit. */
 export const HEADER_BYTES = 8;
+/** Set by the client: "send your bytes but hold your FIN until you have read mine", the order of a
+ *  request/response protocol. Without it the server half-closes as soon as it has sent, while
+ *  the client may still be uploading (tests/support/known_loss.ts: HBONE loses that upload). */
+export const HOLD_FIN_UNTIL_CLIENT_EOF = 0x8000_0000;
 
 /** Random bytes both sides slice payloads from: cheap to produce, different per connection. */
 export class PayloadPool {
@@ -86,13 +91,16 @@ export function startChecksumServer(name: string, host: string, port: number, po
     let expectedStart = 0;
     let sent = { sha: "", bytes: 0 };
     let error: string | undefined;
+    let holdFin = false;
     socket.on("data", (chunk: Buffer) => {
       let reply: Buffer | undefined;
       if (id < 0) {
         header = Buffer.concat([header, chunk]);
         if (header.length < HEADER_BYTES) return;
         id = header.readUInt32BE(0);
-        reply = pool.slice(id, header.readUInt32BE(4), 1);
+        const wanted = header.readUInt32BE(4);
+        holdFin = (wanted & HOLD_FIN_UNTIL_CLIENT_EOF) !== 0;
+        reply = pool.slice(id, wanted & ~HOLD_FIN_UNTIL_CLIENT_EOF, 1);
         sent = { sha: sha256([reply]), bytes: reply.length };
         expectedStart = pool.offset(id, 0);
         chunk = header.subarray(HEADER_BYTES);
@@ -110,7 +118,10 @@ export function startChecksumServer(name: string, host: string, port: number, po
       receivedBytes += chunk.length;
       // Last: end() can re-enter this socket's handlers synchronously (seen on TLS sockets ending
       // with nothing to send: the next 'data' ran inside it, before this chunk was counted).
-      if (reply) socket.end(reply);
+      if (reply) {
+        if (holdFin) socket.write(reply);
+        else socket.end(reply);
+      }
     });
     socket.on("error", (failure: NodeJS.ErrnoException) => {
       error = failure.code ?? failure.message;
@@ -122,6 +133,7 @@ export function startChecksumServer(name: string, host: string, port: number, po
         return;
       }
       server.records.set(id, { server: name, receivedSha: hash.digest("hex"), receivedBytes, sentSha: sent.sha, sentBytes: sent.bytes, error, firstMismatch });
+      if (holdFin) socket.end();
     });
     socket.on("close", () => {
       if (error !== undefined) {
