@@ -1,6 +1,8 @@
 // Envoy soak: 100,000 connections through the real Envoy for each filter's mesh topology (the
 // shipped configs, sidecar-style capture), small random payloads both ways checked by SHA-256,
-// high concurrency. Samples the filter Envoy's memory (/stats server.memory_allocated and
+// high concurrency, the application's FIN after the client's (request/response order; the other
+// order meets Envoy's known HBONE truncation, tests/support/known_loss.ts, which the
+// nothing-lost tests cover). Samples the filter Envoy's memory (/stats server.memory_allocated and
 // server.memory_heap_size, and the process RSS) after a warm-up and at the end, prints one JSON
 // line per filter and returns false if a connection failed or memory grew beyond the tolerance.
 //
@@ -117,7 +119,7 @@ async function soakOne(filter: string, start: (pool: PayloadPool) => Promise<Top
   const started = Date.now();
   try {
     const load = (count: number, firstId: number) =>
-      runLoad({ count, concurrency: CONCURRENCY, seed: seed + firstId, maxPayload: MAX_PAYLOAD, pool, target: topology.target, servers: topology.servers, localAddress: CLIENT_ADDRESS, firstId });
+      runLoad({ count, concurrency: CONCURRENCY, seed: seed + firstId, maxPayload: MAX_PAYLOAD, pool, target: topology.target, servers: topology.servers, localAddress: CLIENT_ADDRESS, firstId, serverFin: "after-client-eof" });
     const warm = await load(WARM_UP, 0);
     const afterWarmUp = await sampleMemory(topology.envoy);
     const rest = await load(CONNECTIONS - WARM_UP, WARM_UP);
