@@ -32,5 +32,6 @@ export {
   parseMeshConfig,
   parseMeshConfigString,
   parseMeshDocument,
+  parseMeshSource,
 } from "./parse";
 export { readDestination } from "./destination";

@@ -22,6 +22,8 @@
 // field ("workloads[3].addresses[1]: not an IP address: ...") and the whole configuration is
 // refused.
 import { ConfigReader, hashBytes, JsonNames, JsonStream, JsonToken, JsonValue, quoteForMessage, writeJson } from "../json";
+import { ByteSource } from "../json/source";
+import { DEFAULT_MARGIN, DEFAULT_WINDOW } from "../json/stream";
 import { Address, FAMILY_V4, FAMILY_V6, IpParse, parseIpBytes, parseIpString } from "./ip";
 import { StringTable } from "./intern";
 import {
@@ -1362,7 +1364,26 @@ export function parseMeshDocument(
   ownFields: string[],
   limits: MeshLimits = DEFAULT_LIMITS,
 ): MeshDocument {
-  const stream = new JsonStream(bytes);
+  return parseMeshStream(new JsonStream(bytes), ownFields, limits);
+}
+
+/**
+ * parseMeshDocument over a document that is never whole in linear memory: every reader reads
+ * `source` (the host's plugin configuration, say) through its own window of `window` bytes.
+ * Same model, same messages. `margin` is the look-ahead kept in each window (tests shrink
+ * both to make every token cross a window boundary).
+ */
+export function parseMeshSource(
+  source: ByteSource,
+  ownFields: string[],
+  limits: MeshLimits = DEFAULT_LIMITS,
+  window: i32 = DEFAULT_WINDOW,
+  margin: i32 = DEFAULT_MARGIN,
+): MeshDocument {
+  return parseMeshStream(JsonStream.windowed(source, window, margin), ownFields, limits);
+}
+
+function parseMeshStream(stream: JsonStream, ownFields: string[], limits: MeshLimits): MeshDocument {
   const scan = new MeshScan();
   const known = ownFields.concat(MESH_FIELDS);
   if (!scan.run(stream, new JsonNames(ownFields), known)) return new MeshDocument(null, null, scan.error);
