@@ -691,6 +691,11 @@ export class JsonStream {
     return (this.tok = JsonToken.End);
   }
 
+  /** Offset just past the last token read (where the reader continues). */
+  offset(): i32 {
+    return this.pos;
+  }
+
   /** The last token `next()` returned. */
   token(): JsonToken {
     return this.tok;

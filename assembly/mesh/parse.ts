@@ -38,7 +38,7 @@ import {
   W_ISTIO,
 } from "./model";
 import { failElementString, failEnum, failInteger, FieldReader } from "./fields";
-import { ADDED, AddrTable4, AddrTable6, MAX_TABLE_NETWORKS, mix32, mix64, tableCapacity, U64Table } from "./table";
+import { ADDED, AddrTable4, AddrTable6, exactCapacity, MAX_TABLE_NETWORKS, mix32, mix64, slotOf, tableCapacity, U64Table } from "./table";
 import {
   isHostname,
   isLocality,
@@ -149,6 +149,7 @@ const MESH_WORKLOADS = 0;
 const ADDRESSES_NAME = new JsonNames(["addresses"]);
 const ADDRESS_NAME = new JsonNames(["address"]);
 const SERVICE_COUNTED = new JsonNames(["ports", "endpoints", "subjectAltNames", "vips"]);
+const HEADLESS_NAME = new JsonNames(["headless"]);
 const COUNT_PORTS = 0;
 const COUNT_ENDPOINTS = 1;
 const COUNT_SANS = 2;
@@ -262,6 +263,11 @@ class MeshScan {
   vips: i64 = 0;
   vip4: i32 = 0;
   vip6: i32 = 0;
+  // For the build's memory reservation (see reserveBuildMemory): bytes the services' own texts
+  // may cost once decoded (names, SANs, a cluster name per port), and (pod, port) pairs of
+  // headless services (the headless index).
+  serviceTextBytes: i64 = 0;
+  headlessPairs: i64 = 0;
   private scratch: Address = new Address();
 
   /**
@@ -369,11 +375,24 @@ class MeshScan {
         if (!s.skip(t)) return false;
         continue;
       }
+      const slotsBefore = this.slots;
+      const endpointsBefore = this.endpoints;
+      let text: i64 = 0;
+      let headless = false;
       while (true) {
         t = s.next();
-        if (t == JsonToken.EndObject) break;
+        if (t == JsonToken.EndObject) {
+          const ports = this.slots - slotsBefore;
+          // Texts are kept as UTF-16 strings (2 bytes per byte at most) and UTF-8 buffers; a
+          // cluster name per port is at most the service's texts plus "outbound|port||".
+          this.serviceTextBytes += 3 * text + ports * (text + 24) + 256;
+          if (headless) this.headlessPairs += (this.endpoints - endpointsBefore) * ports;
+          break;
+        }
         if (t != JsonToken.Key) return false;
+        const isHeadless = HEADLESS_NAME.find(s) == 0;
         const counted = SERVICE_COUNTED.find(s);
+        const valueAt = s.offset();
         const ports = counted == COUNT_PORTS;
         const endpoints = counted == COUNT_ENDPOINTS;
         const sans = counted == COUNT_SANS;
@@ -397,7 +416,11 @@ class MeshScan {
           }
         } else if (!s.skip(t)) {
           return false;
+        } else {
+          if (isHeadless) headless = t == JsonToken.True;
+          text += <i64>(s.offset() - valueAt);
         }
+        if (sans) text += <i64>(s.offset() - valueAt);
       }
     }
   }
@@ -501,7 +524,6 @@ class TextIndex {
 class UidIndex {
   private slots: usize = 0;
   private offsets: usize = 0;
-  private mask: u32 = 0;
   private capacity: i32 = 0;
   private count: i32 = 0;
   private limit: i32 = 0;
@@ -510,12 +532,11 @@ class UidIndex {
   /** Room for `n` workloads. */
   init(n: i32): void {
     this.release();
-    const capacity = tableCapacity(n);
+    const capacity = exactCapacity(n);
     this.slots = heap.alloc(<usize>capacity << 2);
     memory.fill(this.slots, 0, <usize>capacity << 2);
     this.offsets = heap.alloc(<usize>max(n, 1) << 2);
     this.capacity = capacity;
-    this.mask = <u32>capacity - 1;
     this.limit = n;
     this.count = 0;
     // Enough low bits for n + 1; the rest of the slot holds hash bits that rule out most
@@ -543,7 +564,9 @@ class UidIndex {
   private probe(s: JsonStream, hash: u32, add: i32): i32 {
     if (this.capacity == 0) return -1;
     const tag = hash & ~this.ownerMask;
-    let i = hash & this.mask;
+    const capacity = <u32>this.capacity;
+    // The home slot from remixed bits, so it does not correlate with the tag (high bits).
+    let i = slotOf(mix32(hash), capacity);
     for (let probes = 0; probes < this.capacity; probes++) {
       const slot = this.slots + (<usize>i << 2);
       const entry = load<u32>(slot);
@@ -559,7 +582,7 @@ class UidIndex {
         const w = <i32>(entry & this.ownerMask) - 1;
         if (w >= 0 && w < this.count && s.sameStringAt(<i32>load<u32>(this.offsets + (<usize>w << 2)))) return w;
       }
-      i = (i + 1) & this.mask;
+      i = i + 1 == capacity ? 0 : i + 1;
     }
     return -1;
   }
@@ -659,6 +682,36 @@ class RefIndex {
 
 // ==================================================================== pass 2: build
 
+/**
+ * Linear memory never shrinks, and AssemblyScript's allocator grows it by at least its current
+ * size whenever a block does not fit: a build that allocates column after column would end
+ * with up to twice the memory it needs. So before the first column, one block the size of
+ * everything the build will allocate (estimated from the scan's counts, with 1/16 to spare) is
+ * allocated and freed at once: memory grows by that much once, while it is still small, and
+ * every later allocation fits in the freed space. Columns and tables are sized exactly as
+ * below; texts from the scan's byte counts; interned identities, localities and networks from
+ * a per-workload allowance (they are shared texts; a mesh where every pod has its own identity
+ * goes over it and then grows as before).
+ */
+function reserveBuildMemory(scan: MeshScan): void {
+  const n = scan.workloads;
+  let bytes: i64 = n * 18 + (n + 1) * 4 + <i64>scan.count4 * 4 + <i64>exactCapacity(scan.count4) * 8;
+  if (scan.count6 > 0) bytes += (n + 1) * 4 + <i64>scan.count6 * 16 + <i64>tableCapacity(scan.count6) * 20;
+  bytes += <i64>exactCapacity(<i32>min(n, MAX_WORKLOADS)) * 4 + n * 4; // the uid index (transient)
+  bytes += n; // interned texts shared by many pods
+  const services = scan.services;
+  bytes += services * 25 + 16 + scan.slots * 8 + <i64>tableCapacity(<i32>min(scan.slots, MAX_SERVICE_ITEMS)) * 16;
+  bytes += scan.endpoints * 4 + scan.vips * 27;
+  bytes += <i64>exactCapacity(scan.vip4) * 8 + <i64>tableCapacity(scan.vip6) * 20;
+  bytes += scan.serviceTextBytes;
+  if (scan.headlessPairs > 0) bytes += <i64>tableCapacity(<i32>min(scan.headlessPairs, MAX_SERVICE_ITEMS)) * 16;
+  bytes += (bytes >> 4) + 65536;
+  // Beyond the limits the build refuses the configuration before allocating: nothing to reserve.
+  if (bytes > <i64>0x40000000) return;
+  const block = heap.alloc(<usize>bytes);
+  heap.free(block);
+}
+
 class MeshParser {
   mesh: Mesh;
   private scratch: Address = new Address();
@@ -714,6 +767,7 @@ class MeshParser {
     // Both lists' types first, as ConfigReader.optionalArray on each did.
     const workloads = this.isList(scan.workloadsToken, this.workloadsPath);
     const services = this.isList(scan.servicesToken, this.servicesPath);
+    if (!r.failed()) reserveBuildMemory(scan);
     if (workloads && !r.failed()) this.workloads(scan);
     if (services && !r.failed()) this.services(scan);
     this.uids.release();

@@ -1,5 +1,7 @@
 // Contexts: one root context per plugin (configuration, counters, shared lookup tables) and one
 // small context per connection. Filters subclass both and register a factory under their root_id.
+import { ByteSource } from "../json/source";
+import { readWhole } from "./config_source";
 import { FilterStatus, PeerType } from "./types";
 
 /** Per-connection state. Keep it small: one is allocated for every connection. */
@@ -37,6 +39,14 @@ export class RootContext {
    */
   onConfigure(configuration: ArrayBuffer): bool {
     return true;
+  }
+  /**
+   * What proxy_on_configure calls: the plugin configuration as a source the filter can read in
+   * windows (see assembly/json JsonStream.windowed), so a large one is never whole in linear
+   * memory. By default it is read whole and handed to onConfigure.
+   */
+  onConfigureSource(configuration: ByteSource): bool {
+    return this.onConfigure(readWhole(configuration));
   }
   /** Called for each new connection; return the connection's context. */
   newConnection(id: u32): ConnectionContext {

@@ -6,6 +6,7 @@
 // Imported for its side effect: the abort override (asconfig `use abort=`) must be compiled in.
 import "./abort";
 import { getBufferBytes } from "./buffer";
+import { HostBufferSource } from "./config_source";
 import { ConnectionContext, factoryFor, RootContext } from "./context";
 import { logError } from "./log";
 import { getPropertyString, propertyPath } from "./property";
@@ -54,8 +55,10 @@ export function proxy_on_vm_start(rootContextId: u32, vmConfigurationSize: u32):
 
 export function proxy_on_configure(rootContextId: u32, configurationSize: u32): u32 {
   if (!roots.has(rootContextId)) return 0;
-  const configuration = readBuffer(BufferType.PluginConfiguration, configurationSize);
-  return roots.get(rootContextId).onConfigure(configuration) ? 1 : 0;
+  // A configuration larger than 2 GB cannot be addressed by a wasm32 reader anyway.
+  const size = configurationSize > <u32>i32.MAX_VALUE ? 0 : <i32>configurationSize;
+  const configuration = new HostBufferSource(BufferType.PluginConfiguration, size);
+  return roots.get(rootContextId).onConfigureSource(configuration) ? 1 : 0;
 }
 
 export function proxy_on_tick(rootContextId: u32): void {

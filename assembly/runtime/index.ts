@@ -18,6 +18,7 @@ export {
   setPropertyText,
 } from "./property";
 export { ByteText } from "./text";
+export { HostBufferSource, readWhole } from "./config_source";
 export { setEnvoyFilterState, setEnvoyFilterStateBytes, setEnvoyFilterStateText } from "./filter_state";
 export { closeDownstream, continueDownstream, getBufferBytes, setBufferBytes } from "./buffer";
 export { hostValuePtr, hostValueSize, releaseHostValue } from "./host_value";

@@ -27,8 +27,9 @@ import {
   UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
-import { parsePassthroughConfig, PassthroughConfig } from "./config";
+import { parsePassthroughConfigFrom, PassthroughConfig } from "./config";
 import { Decision, decide, Route } from "./decision";
+import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
 // Envoy filter-state keys (registered object factories) and our own properties, encoded once.
@@ -65,8 +66,9 @@ class PassthroughRoot extends RootContext {
   readonly localNetworkWins: Counter = new Counter("passthrough_mtls.local_network_wins");
   readonly plaintextPod: Counter = new Counter("passthrough_mtls.plaintext_pod");
 
-  onConfigure(configuration: ArrayBuffer): bool {
-    const result = parsePassthroughConfig(configuration);
+  /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
+  onConfigureSource(configuration: ByteSource): bool {
+    const result = parsePassthroughConfigFrom(configuration);
     const config = result.config;
     if (config === null) {
       logError("invalid plugin configuration: " + result.error);

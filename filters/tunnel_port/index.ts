@@ -35,8 +35,9 @@ import {
   WasmResult,
 } from "../../assembly/runtime";
 import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
-import { parseTunnelConfig, TunnelConfig } from "./config";
+import { parseTunnelConfigFrom, TunnelConfig } from "./config";
 import { checkServer, parsePortBytes, ServerVerdict } from "./server";
+import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
 /** Shared by the server's CONNECT termination (HTTP set_filter_state, shared with upstream). */
@@ -82,8 +83,9 @@ class TunnelRoot extends RootContext {
   // both roles: Envoy refused a filter-state write, connection closed
   readonly rejected: Counter = new Counter("tunnel_port.rejected");
 
-  onConfigure(configuration: ArrayBuffer): bool {
-    const result = parseTunnelConfig(configuration);
+  /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
+  onConfigureSource(configuration: ByteSource): bool {
+    const result = parseTunnelConfigFrom(configuration);
     const config = result.config;
     if (config === null) {
       logError("invalid plugin configuration: " + result.error);

@@ -1,7 +1,7 @@
 // waypoint_route plugin configuration: the shared mesh model, this sidecar's own workload (its
 // network and locality drive every choice), and the two clusters. See README.md.
-import { ConfigReader } from "../../assembly/json";
-import { Address, IpParse, Mesh, parseIpString, parseMeshDocument } from "../../assembly/mesh";
+import { ByteSource, ConfigReader } from "../../assembly/json";
+import { Address, IpParse, Mesh, MeshDocument, parseIpString, parseMeshDocument, parseMeshSource } from "../../assembly/mesh";
 
 const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "unknownDestination"];
 
@@ -60,7 +60,15 @@ function refuse(error: string): WaypointConfigResult {
 
 /** Streams the configuration (no JSON tree: large meshes fit); own fields are checked first. */
 export function parseWaypointConfig(bytes: ArrayBuffer): WaypointConfigResult {
-  const doc = parseMeshDocument(bytes, OWN_FIELDS);
+  return configOf(parseMeshDocument(bytes, OWN_FIELDS));
+}
+
+/** parseWaypointConfig over the host's configuration, read in windows (never whole in memory). */
+export function parseWaypointConfigFrom(source: ByteSource): WaypointConfigResult {
+  return configOf(parseMeshSource(source, OWN_FIELDS));
+}
+
+function configOf(doc: MeshDocument): WaypointConfigResult {
   const root = doc.own;
   if (root === null) return refuse(doc.error); // JSON, root type or unknown field
   const reader = new ConfigReader();

@@ -29,8 +29,9 @@ import {
   UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
-import { parseWaypointConfig, WaypointConfig } from "./config";
+import { parseWaypointConfigFrom, WaypointConfig } from "./config";
 import { Decision, decide, Outcome, Scratch } from "./decide";
+import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
 // Properties (%FILTER_STATE(wasm.<name>:PLAIN)%). `authority` is the CONNECT this listener's
@@ -78,8 +79,9 @@ class WaypointRoot extends RootContext {
     if (i >= 0 && i < this.outcomes.length) unchecked(this.outcomes[i]).inc();
   }
 
-  onConfigure(configuration: ArrayBuffer): bool {
-    const result = parseWaypointConfig(configuration);
+  /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
+  onConfigureSource(configuration: ByteSource): bool {
+    const result = parseWaypointConfigFrom(configuration);
     const config = result.config;
     if (config === null) {
       logError("invalid plugin configuration: " + result.error);
