@@ -72,6 +72,8 @@ const hostReads = { calls: 0, bytes: 0 };
 
 async function instance(config) {
   let x;
+  let bytes = null;
+  let words = null;
   const env = {
     abort: () => { throw new Error("abort"); },
     seed: () => 1,
@@ -83,10 +85,13 @@ async function instance(config) {
       const to = Math.min(from + (length >>> 0), config.length);
       hostReads.bytes += to - from;
       const block = x.malloc(Math.max(to - from, 1)) >>> 0;
-      new Uint8Array(x.memory.buffer, block, to - from).set(config.subarray(from, to));
-      const view = new DataView(x.memory.buffer);
-      view.setUint32(ptrOut >>> 0, block, true);
-      view.setUint32(sizeOut >>> 0, to - from, true);
+      if (bytes === null || bytes.buffer !== x.memory.buffer) {
+        bytes = new Uint8Array(x.memory.buffer); // a grown memory detaches the old view
+        words = new DataView(x.memory.buffer);
+      }
+      bytes.set(config.subarray(from, to), block);
+      words.setUint32(ptrOut >>> 0, block, true);
+      words.setUint32(sizeOut >>> 0, to - from, true);
       return 0;
     },
   };
