@@ -1,4 +1,6 @@
-// A pull (streaming) JSON reader over UTF-8 bytes already in linear memory.
+// A pull (streaming) JSON reader over UTF-8 bytes, either already in linear memory or read
+// through a window from a ByteSource (`JsonStream.windowed`: the host's plugin configuration,
+// which then never is whole in linear memory; see "Windows" below).
 //
 // `parseJson` builds a JsonValue tree: about 15 bytes of tree per byte of text, which at a
 // million pods is gigabytes of linear memory that the VM keeps forever (wasm memory never
@@ -25,6 +27,14 @@
 // for its value, or when it is 1e308 or larger and must be range-checked). Bookkeeping grows
 // amortised: the key stack (16 bytes per key of the objects currently open) and, for objects
 // with more than SMALL_OBJECT keys, a hash index of their keys.
+//
+// Windows: a windowed reader keeps a window of the document (DEFAULT_WINDOW bytes) and at
+// least `margin` bytes (DEFAULT_MARGIN) ahead of every token in it, refilling from the source
+// as it moves and when valueAt seeks outside it; a string or number longer than that is read
+// again in a wider window. Offsets are document offsets either way (tokenOffset, valueAt,
+// errors), and string accessors work on the current token, which is always in the window.
+// What must outlive the window is copied: the keys of the open objects (for the duplicate
+// check, into a small arena) and, for sameStringAt, the one earlier literal it compares with.
 //
 // Duplicate keys: every object is checked, as parseJson does, so the reader is a drop-in
 // validator. The keys of the objects currently open are kept as byte ranges of the input
@@ -84,7 +94,7 @@ const KEY_INTS: i32 = 4;
  */
 export const DEFAULT_MARGIN: i32 = 1024;
 /** Default window of a windowed reader. */
-export const DEFAULT_WINDOW: i32 = 32768;
+export const DEFAULT_WINDOW: i32 = 8192;
 
 const EMPTY_INDEX = new StaticArray<i32>(0);
 

@@ -686,14 +686,15 @@ class RefIndex {
  * Linear memory never shrinks, and AssemblyScript's allocator grows it by at least its current
  * size whenever a block does not fit: a build that allocates column after column would end
  * with up to twice the memory it needs. So before the first column, one block the size of
- * everything the build will allocate (estimated from the scan's counts, with 1/16 to spare) is
- * allocated and freed at once: memory grows by that much once, while it is still small, and
+ * everything the build will allocate (estimated from the scan's counts, with 1/16 and 128 KB
+ * to spare) is allocated and freed at once: memory grows by that much once, while it is still small, and
  * every later allocation fits in the freed space. Columns and tables are sized exactly as
  * below; texts from the scan's byte counts; interned identities, localities and networks from
  * a per-workload allowance (they are shared texts; a mesh where every pod has its own identity
  * goes over it and then grows as before).
  */
 function reserveBuildMemory(scan: MeshScan): void {
+  lastReservation = 0;
   const n = scan.workloads;
   let bytes: i64 = n * 18 + (n + 1) * 4 + <i64>scan.count4 * 4 + <i64>exactCapacity(scan.count4) * 8;
   if (scan.count6 > 0) bytes += (n + 1) * 4 + <i64>scan.count6 * 16 + <i64>tableCapacity(scan.count6) * 20;
@@ -705,12 +706,16 @@ function reserveBuildMemory(scan: MeshScan): void {
   bytes += <i64>exactCapacity(scan.vip4) * 8 + <i64>tableCapacity(scan.vip6) * 20;
   bytes += scan.serviceTextBytes;
   if (scan.headlessPairs > 0) bytes += <i64>tableCapacity(<i32>min(scan.headlessPairs, MAX_SERVICE_ITEMS)) * 16;
-  bytes += (bytes >> 4) + 65536;
+  bytes += (bytes >> 4) + 131072;
   // Beyond the limits the build refuses the configuration before allocating: nothing to reserve.
   if (bytes > <i64>0x40000000) return;
   const block = heap.alloc(<usize>bytes);
   heap.free(block);
+  lastReservation = bytes;
 }
+
+/** Bytes the last build reserved (0: none); for the benchmark. */
+export let lastReservation: i64 = 0;
 
 class MeshParser {
   mesh: Mesh;

@@ -3,6 +3,7 @@
 import { JsonValue, parseJson } from "../../json";
 import { Address, Mesh, MeshLimits, parseMeshConfig, parseMeshSource, parseSocketAddress } from "../index";
 import { HostBufferSource } from "../../runtime/config_source";
+import { lastReservation } from "../parse";
 import { BufferType } from "../../runtime/types";
 export { malloc } from "../../runtime/host_value";
 
@@ -68,6 +69,11 @@ export function parseTree(bytes: ArrayBuffer): i32 {
 
 export function dropTree(): void {
   tree = null;
+}
+
+/** What the last build reserved up front (see parse.ts reserveBuildMemory). */
+export function reservedBytes(): f64 {
+  return <f64>lastReservation;
 }
 
 export function retainedBytes(): f64 {

@@ -12,6 +12,10 @@
 //                          (implemented here as Envoy does it: range clamped, each window in a
 //                          block the host gets from the guest's malloc); total ÷ pods
 //   windowedConfigureMs    configure's time that way
+//   reservedBytesPerPod    the block the build reserved up front (its estimate of everything
+//                          it allocates, transient uid index included) ÷ pods
+//   hostReads, bytesReadPerInputByte  proxy_get_buffer_bytes calls (windows, and one per
+//                          endpoint whose uid is confirmed on the bytes), bytes they returned
 //   wholeInputVmBytesPerPod the configuration copied in whole first (one proxy_get_buffer_bytes
 //                          for all of it, the runtime copies it into an ArrayBuffer and frees
 //                          the block: how the runtime delivered it before), then configure
@@ -128,6 +132,7 @@ async function measure(pods, withTree) {
     result.vmBytesPerPod = +(w.memory.buffer.byteLength / pods).toFixed(1);
     result.vmMB = +(w.memory.buffer.byteLength / MB).toFixed(1);
     result.windowedRetainedBytesPerPod = +(w.retainedBytes() / pods).toFixed(1);
+    result.reservedBytesPerPod = +(w.reservedBytes() / pods).toFixed(1);
     // How the configuration was read: host calls, and bytes read ÷ the configuration's size.
     result.hostReads = hostReads.calls;
     result.bytesReadPerInputByte = +(hostReads.bytes / text.length).toFixed(2);
