@@ -452,6 +452,10 @@ export class JsonStream {
   private keyBytes: usize = 0;
   private keyBytesUsed: i32 = 0;
   private keyBytesCapacity: i32 = 0;
+  // Windowed: a second window for sameStringAt's reads far from the main one.
+  private far: ArrayBuffer | null = null;
+  private farStart: i32 = 0;
+  private farEnd: i32 = 0;
   private pos: i32 = 0;
   private state: i32 = S_VALUE;
   /** true: the whole input is one document (trailing data is an error); false after valueAt. */
@@ -890,28 +894,35 @@ export class JsonStream {
   }
 
   /**
-   * Windowed, the literal at `quoteOffset` outside the window: fetches just enough of it to
-   * decide. A literal that spells the current text takes at most 6 bytes per byte of that text
-   * (a \\u escape per byte), so a longer one cannot be equal.
+   * Windowed, the literal at `quoteOffset` outside the window: read from the source into a
+   * second window. A literal that spells the current text takes at most 6 bytes per byte of
+   * that text (a \u escape per byte), so a longer one cannot be equal: that much must be read.
    */
   private sameStringFetched(quoteOffset: i32): bool {
     const source = this.source;
     if (source === null || quoteOffset < 0 || quoteOffset >= this.length) return false;
     const want = min(6 * (this.strTo - this.strFrom) + 2, this.length - quoteOffset);
-    const block = heap.alloc(<usize>max(want, 1));
-    const got = source.read(quoteOffset, want, block);
-    let same = false;
-    const fetched = block - <usize>quoteOffset; // document offsets, as in the window
-    const end = quoteOffset + max(got, 0);
-    if (got > 0 && byteAt(fetched, end, quoteOffset) == QUOTE) {
-      const r = scanLiteral(fetched, end, quoteOffset);
-      if ((r & (SCAN_CONTROL | SCAN_UNTERMINATED)) == 0) {
-        const close = <i32>(r & 0xffffffff);
-        same = sameContentIn(fetched, end, quoteOffset + 1, close, (r & SCAN_ESCAPED) != 0, this.base, this.limit, this.strFrom, this.strTo, this.strEscaped);
-      }
+    // A second, lazily made window for these far reads: uids of consecutive endpoints are
+    // often consecutive workloads, so one read usually serves many comparisons.
+    let far = this.far;
+    if (far === null || want > far.byteLength) {
+      far = new ArrayBuffer(max(want, this.buffer.byteLength));
+      this.far = far;
+      this.farEnd = this.farStart; // empty
     }
-    heap.free(block);
-    return same;
+    if (quoteOffset < this.farStart || quoteOffset + want > this.farEnd) {
+      const count = min(far.byteLength, this.length - quoteOffset);
+      const got = source.read(quoteOffset, count, changetype<usize>(far));
+      this.farStart = quoteOffset;
+      this.farEnd = quoteOffset + max(got, 0);
+    }
+    const fetched = changetype<usize>(far) - <usize>this.farStart; // document offsets, as in the window
+    const end = this.farEnd;
+    if (byteAt(fetched, end, quoteOffset) != QUOTE || quoteOffset < this.farStart) return false;
+    const r = scanLiteral(fetched, end, quoteOffset);
+    if ((r & (SCAN_CONTROL | SCAN_UNTERMINATED)) != 0) return false;
+    const close = <i32>(r & 0xffffffff);
+    return sameContentIn(fetched, end, quoteOffset + 1, close, (r & SCAN_ESCAPED) != 0, this.base, this.limit, this.strFrom, this.strTo, this.strEscaped);
   }
 
   // ================================================================ scalars
