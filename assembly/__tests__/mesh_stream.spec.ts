@@ -875,6 +875,8 @@ import { JsonKind, writeJson } from "../json";
 import { formatIp, TlsMode } from "../mesh";
 import { MeshDocument, parseMesh, parseMeshDocument, parseMeshSource } from "../mesh/parse";
 import { MemorySource } from "../json/source";
+import { HostBufferSource } from "../runtime/config_source";
+import { BufferType } from "../runtime/types";
 
 /** Everything the Mesh answers through its public API, as text. */
 function digest(m: Mesh): string {
@@ -1366,3 +1368,31 @@ describe("parseMesh on a tree: the same parser through writeJson", () => {
     expect(reader.error()).toBe("mesh.workloads[0].uid: expected a string");
   });
 });
+
+describe("parseMeshSource: reading the configuration from the host", () => {
+  it("refuses the configuration with a message when the host serves no bytes", () => {
+    // as-pect's host answers every proxy_* call with Unimplemented: the first window is empty.
+    const doc = parseMeshSource(new HostBufferSource(BufferType.PluginConfiguration, 40), []);
+    expect(doc.own).toBeNull();
+    expect(doc.mesh).toBeNull();
+    expect(doc.error).toBe("byte 0: configuration could not be read past this offset");
+  });
+
+  it("reports a source that stops early at the offset where it stopped", () => {
+    const text = String.UTF8.encode(`{"workloads": [], "services": []}`);
+    const doc = parseMeshSource(new TruncatedSource(text, 20), [], new MeshLimits(), 16, 4);
+    expect(doc.error).toBe("byte 20: configuration could not be read past this offset");
+  });
+});
+
+/** Serves only the first `stop` bytes of `bytes`, as a host that fails part way would. */
+class TruncatedSource extends MemorySource {
+  constructor(bytes: ArrayBuffer, private stop: i32) {
+    super(bytes);
+  }
+
+  read(start: i32, length: i32, dest: usize): i32 {
+    if (start >= this.stop) return 0;
+    return super.read(start, min(length, this.stop - start), dest);
+  }
+}
