@@ -150,6 +150,11 @@ const ADDRESSES_NAME = new JsonNames(["addresses"]);
 const ADDRESS_NAME = new JsonNames(["address"]);
 const SERVICE_COUNTED = new JsonNames(["ports", "endpoints", "subjectAltNames", "vips"]);
 const HEADLESS_NAME = new JsonNames(["headless"]);
+/** Workload texts the model interns (decoded once per distinct text). */
+const INTERNED_NAMES = new JsonNames(["identity", "network", "locality"]);
+const INTERNED_LOCALITY = 2;
+/** Bits of the scan's "text seen" filter (32 KB), see MeshScan.internedBytes. */
+const SEEN_BITS: u32 = 1 << 18;
 const COUNT_PORTS = 0;
 const COUNT_ENDPOINTS = 1;
 const COUNT_SANS = 2;
@@ -268,6 +273,14 @@ class MeshScan {
   // headless services (the headless index).
   serviceTextBytes: i64 = 0;
   headlessPairs: i64 = 0;
+  /**
+   * What interning the workloads' identities, networks and localities may cost: each distinct
+   * text (told apart by a 2^18-bit filter of their hashes: a collision undercounts, which the
+   * reservation's spare covers while distinct texts are far fewer than 2^18) as UTF-16 and
+   * UTF-8 with headers; a locality as its three prefixes.
+   */
+  internedBytes: i64 = 0;
+  private seen: StaticArray<u32> | null = null;
   private scratch: Address = new Address();
 
   /**
@@ -344,7 +357,9 @@ class MeshScan {
         if (t == JsonToken.EndObject) break;
         if (t != JsonToken.Key) return false;
         const addresses = ADDRESSES_NAME.find(s) == 0;
+        const interned = INTERNED_NAMES.find(s);
         t = s.next();
+        if (interned >= 0 && t == JsonToken.String) this.noteInterned(s, interned == INTERNED_LOCALITY ? 3 : 1);
         if (!addresses || t != JsonToken.BeginArray) {
           if (!s.skip(t)) return false;
           continue;
@@ -363,6 +378,26 @@ class MeshScan {
         }
       }
     }
+  }
+
+  /** Accounts for the current string as an interned text, once per distinct text. */
+  private noteInterned(s: JsonStream, copies: i32): void {
+    let seen = this.seen;
+    if (seen === null) {
+      seen = new StaticArray<u32>(<i32>(SEEN_BITS >> 5));
+      this.seen = seen;
+    }
+    const bit = mix32(s.stringHash()) & (SEEN_BITS - 1);
+    const word = <i32>(bit >> 5);
+    const mask: u32 = 1 << (bit & 31);
+    if ((unchecked(seen[word]) & mask) != 0) return;
+    unchecked((seen[word] |= mask));
+    this.internedBytes += <i64>copies * (<i64>s.stringByteLength() * 3 + 64);
+  }
+
+  /** Drops the filter (the build does not need it). */
+  release(): void {
+    this.seen = null;
   }
 
   /** Counts the services (just inside the array) and their ports, endpoints, SANs and VIPs. */
@@ -699,7 +734,7 @@ function reserveBuildMemory(scan: MeshScan): void {
   let bytes: i64 = n * 18 + (n + 1) * 4 + <i64>scan.count4 * 4 + <i64>exactCapacity(scan.count4) * 8;
   if (scan.count6 > 0) bytes += (n + 1) * 4 + <i64>scan.count6 * 16 + <i64>tableCapacity(scan.count6) * 20;
   bytes += <i64>exactCapacity(<i32>min(n, MAX_WORKLOADS)) * 4 + n * 4; // the uid index (transient)
-  bytes += n; // interned texts shared by many pods
+  bytes += scan.internedBytes + n / 4; // interned texts (and their index slots)
   const services = scan.services;
   bytes += services * 25 + 16 + scan.slots * 8 + <i64>tableCapacity(<i32>min(scan.slots, MAX_SERVICE_ITEMS)) * 16;
   bytes += scan.endpoints * 4 + scan.vips * 27;
@@ -772,13 +807,14 @@ class MeshParser {
     // Both lists' types first, as ConfigReader.optionalArray on each did.
     const workloads = this.isList(scan.workloadsToken, this.workloadsPath);
     const services = this.isList(scan.servicesToken, this.servicesPath);
+    scan.release();
     if (!r.failed()) reserveBuildMemory(scan);
     if (workloads && !r.failed()) this.workloads(scan);
     if (services && !r.failed()) this.services(scan);
     this.uids.release();
     if (r.failed()) return null;
     this.resolveRefs();
-    this.buildHeadlessIndex();
+    this.buildHeadlessIndex(scan.headlessPairs);
     return this.mesh;
   }
 
@@ -1094,6 +1130,10 @@ class MeshParser {
     if (!this.enter(scan.servicesAt)) return r.fail(path, "invalid JSON");
     const outer = this.outer;
     for (let i = 0; i < n && !r.failed(); i++) {
+      // Each service leaves a little garbage (paths, cluster-name pieces), which the incremental
+      // GC lets pile up to about the live heap's size before it collects: collecting now and
+      // then keeps it inside the reserved block (a full cycle only walks the model's objects).
+      if ((i & 255) == 255) __collect();
       this.service(i, outer.next());
       unchecked((m.sPortStart[i + 1] = <u32>this.slotNext));
       unchecked((m.sEpStart[i + 1] = <u32>this.epNext));
@@ -1378,8 +1418,11 @@ class MeshParser {
   }
 
   /** (workload, effective target port) → port slot, for every endpoint of a headless service. */
-  private buildHeadlessIndex(): void {
+  private buildHeadlessIndex(pairs: i64): void {
     const m = this.mesh;
+    // Sized once from the scan's count (an upper bound): growing it would leave each smaller
+    // table behind as free heap, beyond what reserveBuildMemory set aside.
+    if (pairs > 0) m.headless = new U64Table(<i32>min(pairs, <i64>MAX_SERVICE_ITEMS));
     for (let s = 0; s < m.serviceTotal; s++) {
       if (!m.serviceHeadless(s)) continue;
       const slotFrom = <i32>unchecked(m.sPortStart[s]);

@@ -6,7 +6,10 @@ import { FilterStatus, PeerType } from "./types";
 
 /** Per-connection state. Keep it small: one is allocated for every connection. */
 export class ConnectionContext {
-  constructor(readonly id: u32) {}
+  /** The root that made it (set by the runtime), so a deleted context can go back to its pool. */
+  owner: RootContext | null = null;
+  /** Mutable only so a reusable context can take a new connection's id (see reusesConnections). */
+  constructor(public id: u32) {}
   /** Decide here: tcp_proxy picks its upstream right after this returns. */
   onNewConnection(): FilterStatus {
     return FilterStatus.Continue;
@@ -52,6 +55,16 @@ export class RootContext {
   newConnection(id: u32): ConnectionContext {
     return new ConnectionContext(id);
   }
+  /**
+   * True when this filter's connection contexts hold nothing but their id and root: the runtime
+   * then keeps deleted ones and hands them to later connections (with the new id) instead of
+   * calling newConnection, so connections allocate nothing. Off by default.
+   */
+  reusesConnections(): bool {
+    return false;
+  }
+  /** Deleted contexts waiting for reuse (reusesConnections only). */
+  readonly pool: Array<ConnectionContext> = new Array<ConnectionContext>();
   onTick(): void {}
   onDone(): bool {
     return true;

@@ -88,6 +88,11 @@ class PassthroughRoot extends RootContext {
   newConnection(id: u32): ConnectionContext {
     return new PassthroughConnection(id, this);
   }
+
+  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
+  reusesConnections(): bool {
+    return true;
+  }
 }
 
 class PassthroughConnection extends ConnectionContext {

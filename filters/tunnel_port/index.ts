@@ -99,6 +99,11 @@ class TunnelRoot extends RootContext {
   newConnection(id: u32): ConnectionContext {
     return new TunnelConnection(id, this);
   }
+
+  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
+  reusesConnections(): bool {
+    return true;
+  }
 }
 
 class TunnelConnection extends ConnectionContext {

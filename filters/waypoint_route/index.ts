@@ -98,6 +98,11 @@ class WaypointRoot extends RootContext {
   newConnection(id: u32): ConnectionContext {
     return new WaypointConnection(id, this);
   }
+
+  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
+  reusesConnections(): bool {
+    return true;
+  }
 }
 
 class WaypointConnection extends ConnectionContext {
