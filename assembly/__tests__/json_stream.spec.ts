@@ -4,6 +4,7 @@ import {
   JsonStream,
   JsonToken,
   JsonValue,
+  MemorySource,
   MAX_DEPTH,
   parseJson,
   parseJsonString,
@@ -43,9 +44,14 @@ function tokens(text: string, offsets: bool = false): string {
   return out.join(" ");
 }
 
+/** A windowed reader over `bytes` whose tiny windows make tokens cross window boundaries. */
+function windowedOver(bytes: ArrayBuffer, window: i32, margin: i32): JsonStream {
+  return JsonStream.windowed(new MemorySource(bytes), window, margin);
+}
+
 /** Reads every token of `bytes`; the error ("" when the document is valid). */
-function streamErrorOf(bytes: ArrayBuffer): string {
-  const s = new JsonStream(bytes);
+function streamErrorOf(bytes: ArrayBuffer, window: i32 = 0, margin: i32 = 0): string {
+  const s = window > 0 ? windowedOver(bytes, window, margin) : new JsonStream(bytes);
   // Bounded: every token consumes at least one byte.
   for (let guard = 0; guard <= bytes.byteLength + 2; guard++) {
     const t = s.next();
@@ -76,17 +82,28 @@ function agrees(bytes: ArrayBuffer): bool {
     expect(got).toBe(expected.error);
     return false;
   }
+  // The windowed reader, as a filter reads the host's configuration, must say the same.
+  const windows: i32[] = [16, 3, 24, 1, 40, 7];
+  for (let k = 0; k < windows.length; k += 2) {
+    const windowed = streamErrorOf(bytes, windows[k], windows[k + 1]);
+    if (windowed != expected.error) {
+      expect("windowed " + windows[k].toString() + ": " + windowed).toBe("windowed " + windows[k].toString() + ": " + expected.error);
+      return false;
+    }
+  }
   const tree = expected.value;
   if (tree === null) return true;
-  const s = new JsonStream(bytes);
-  const built = s.readValue();
-  if (built === null || s.next() != JsonToken.End) {
-    expect(s.error()).toBe("");
-    return false;
-  }
-  if (writeJson(built) != writeJson(tree)) {
-    expect(writeJson(built)).toBe(writeJson(tree));
-    return false;
+  for (let k = -2; k < windows.length; k += 2) {
+    const s = k < 0 ? new JsonStream(bytes) : windowedOver(bytes, windows[k], windows[k + 1]);
+    const built = s.readValue();
+    if (built === null || s.next() != JsonToken.End) {
+      expect(s.error()).toBe("");
+      return false;
+    }
+    if (writeJson(built) != writeJson(tree)) {
+      expect(writeJson(built)).toBe(writeJson(tree));
+      return false;
+    }
   }
   return true;
 }

@@ -10,7 +10,9 @@ import {
   parseIpString,
   parseSocketAddress,
   parseSocketAddressString,
+  writeAddress,
 } from "../mesh";
+import { ByteText } from "../runtime/text";
 
 function ip(text: string): Address {
   const a = new Address();
@@ -213,5 +215,49 @@ describe("formatAddress", () => {
   it("prints the IP alone without a port and nothing for an empty address", () => {
     expect(formatAddress(ip("fd00::1"))).toBe("fd00::1");
     expect(formatAddress(new Address())).toBe("");
+  });
+});
+
+describe("writeAddress (hot path: into a reused buffer)", () => {
+  it("writes exactly what formatAddress prints, for IPv4, IPv6 and the port edge cases", () => {
+    const texts = [
+      "10.0.0.1:80", "0.0.0.0:1", "255.255.255.255:65535", "[fd00::1]:80", "[::]:15008", "[::1]:9",
+      "[1::]:8080", "[1:0:0:2:0:0:0:3]:1", "[1:0:2:3:4:5:6:7]:2", "[2001:db8:0:0:1:0:0:1]:443",
+      "[ABCD:EF01:2345:6789:abcd:ef01:2345:6789]:10", "[::ffff:10.1.2.3]:9376", "[fd00:0:0:1::]:5",
+    ];
+    const out = new ByteText(16); // smaller than the longest text: it must grow, not overflow
+    for (let i = 0; i < texts.length; i++) {
+      const a = new Address();
+      expect(parseSocketAddressString(texts[i], a)).toBe(true, texts[i]);
+      writeAddress(a, out.clear());
+      expect(out.toString()).toBe(formatAddress(a), texts[i]);
+    }
+    const bare = ip("fd00::a");
+    expect(writeAddress(bare, out.clear()).toString()).toBe("fd00::a");
+    expect(writeAddress(new Address(), out.clear()).length).toBe(0);
+  });
+
+  it("reuses its buffer: formatting many addresses allocates nothing once it is large enough", () => {
+    const out = new ByteText();
+    const a = new Address();
+    expect(parseSocketAddressString("[2001:db8:aaaa:bbbb:cccc:dddd:eeee:ffff]:65535", a)).toBe(true);
+    writeAddress(a, out.clear());
+    const ptr = out.ptr;
+    for (let i = 0; i < 1000; i++) {
+      a.port = i + 1;
+      writeAddress(a, out.clear());
+    }
+    expect(out.ptr).toBe(ptr);
+    expect(out.toString()).toBe("[2001:db8:aaaa:bbbb:cccc:dddd:eeee:ffff]:1000");
+  });
+});
+
+describe("ByteText", () => {
+  it("writes strings as UTF-8 the way String.UTF8.encode does, and decimals", () => {
+    const t = new ByteText(16);
+    const text = "h\u00e9llo-\u4e16\ud83d\ude00:";
+    t.string(text).decimal(0).byte(0x2c).decimal(4294967295);
+    const expected = String.UTF8.encode(text + "0,4294967295");
+    expect(t.equalsBytes(changetype<usize>(expected), expected.byteLength)).toBe(true);
   });
 });

@@ -873,7 +873,10 @@ function legacyParseMeshConfig(bytes: ArrayBuffer, limits: MeshLimits): MeshPars
 // ==================================================================== the tests
 import { JsonKind, writeJson } from "../json";
 import { formatIp, TlsMode } from "../mesh";
-import { MeshDocument, parseMesh, parseMeshDocument } from "../mesh/parse";
+import { MeshDocument, parseMesh, parseMeshDocument, parseMeshSource } from "../mesh/parse";
+import { MemorySource } from "../json/source";
+import { HostBufferSource } from "../runtime/config_source";
+import { BufferType } from "../runtime/types";
 
 /** Everything the Mesh answers through its public API, as text. */
 function digest(m: Mesh): string {
@@ -950,7 +953,14 @@ function same(bytes: ArrayBuffer, limits: MeshLimits = new MeshLimits()): bool {
   const expected = legacyParseMeshConfig(bytes, limits);
   const doc = parseMeshDocument(bytes, [], limits);
   const a = outcome(expected.mesh, expected.error);
-  const b = outcome(doc.mesh, doc.error);
+  let b = outcome(doc.mesh, doc.error);
+  // The windowed reader (the way a filter reads the host's configuration) with windows so
+  // small that nearly every token crosses a window boundary or lies outside it when re-read.
+  const source = new MemorySource(bytes);
+  const windowed = parseMeshSource(source, [], limits, 16 + (checked % 5) * 8, 4 + (checked % 4));
+  const c = outcome(windowed.mesh, windowed.error);
+  if (c != b) b = "windowed: " + c + " / in memory: " + b;
+  else if (windowed.mesh !== null && bytes.byteLength > 64 && source.reads < 2) b = "windowed: the window was never refilled";
   checked++;
   if (doc.mesh !== null) accepted++;
   else errorsSeen.add(doc.error);
@@ -1358,3 +1368,31 @@ describe("parseMesh on a tree: the same parser through writeJson", () => {
     expect(reader.error()).toBe("mesh.workloads[0].uid: expected a string");
   });
 });
+
+describe("parseMeshSource: reading the configuration from the host", () => {
+  it("refuses the configuration with a message when the host serves no bytes", () => {
+    // as-pect's host answers every proxy_* call with Unimplemented: the first window is empty.
+    const doc = parseMeshSource(new HostBufferSource(BufferType.PluginConfiguration, 40), []);
+    expect(doc.own).toBeNull();
+    expect(doc.mesh).toBeNull();
+    expect(doc.error).toBe("byte 0: configuration could not be read past this offset");
+  });
+
+  it("reports a source that stops early at the offset where it stopped", () => {
+    const text = String.UTF8.encode(`{"workloads": [], "services": []}`);
+    const doc = parseMeshSource(new TruncatedSource(text, 20), [], new MeshLimits(), 16, 4);
+    expect(doc.error).toBe("byte 20: configuration could not be read past this offset");
+  });
+});
+
+/** Serves only the first `stop` bytes of `bytes`, as a host that fails part way would. */
+class TruncatedSource extends MemorySource {
+  constructor(bytes: ArrayBuffer, private stop: i32) {
+    super(bytes);
+  }
+
+  read(start: i32, length: i32, dest: usize): i32 {
+    if (start >= this.stop) return 0;
+    return super.read(start, min(length, this.stop - start), dest);
+  }
+}

@@ -292,9 +292,9 @@ describe("waypoint_route decision: a waypoint on this network", () => {
     const d = decideFor(c, "10.2.0.10:9080");
     expect(d.outcome).toBe(Outcome.HboneWaypoint);
     expect(nextHop(d)).toBe("10.1.0.41:15008");
-    expect(d.authority).toBe("10.2.0.10:9080");
-    expect(d.sans).toBe(WP_SANS);
-    expect(d.gatewaySans).toBe("");
+    expect(d.authority.toString()).toBe("10.2.0.10:9080");
+    expect(String.UTF8.decode(d.sans)).toBe(WP_SANS);
+    expect(String.UTF8.decode(d.gatewaySans)).toBe("");
     expect(d.gateway).toBe(-1);
     expect(instanceId(c, d)).toBe(id("wp-local"));
     expect(serviceName(c, d)).toBe(REVIEWS);
@@ -312,8 +312,8 @@ describe("waypoint_route decision: a waypoint on this network", () => {
     const d = decideFor(c, "10.2.0.40:9080");
     expect(d.outcome).toBe(Outcome.HboneWaypoint);
     expect(nextHop(d)).toBe("10.1.0.42:15088");
-    expect(d.sans).toBe(id("wp-solo"));
-    expect(d.authority).toBe("10.2.0.40:9080");
+    expect(String.UTF8.decode(d.sans)).toBe(id("wp-solo"));
+    expect(d.authority.toString()).toBe("10.2.0.40:9080");
     expect(nextHop(decideFor(c, "10.2.0.41:9080"))).toBe("10.1.0.42:15008");
   });
 
@@ -326,7 +326,7 @@ describe("waypoint_route decision: a waypoint on this network", () => {
     ));
     const d = decideFor(c, "10.2.0.42:80");
     expect(d.outcome).toBe(Outcome.HboneWaypoint);
-    expect(d.sans).toBe(id("wp-0"));
+    expect(String.UTF8.decode(d.sans)).toBe(id("wp-0"));
   });
 });
 
@@ -337,9 +337,9 @@ describe("waypoint_route decision: a waypoint on another network", () => {
     expect(d.outcome).toBe(Outcome.DoubleHboneWaypoint);
     expect(instanceId(c, d)).toBe(id("wp-net2")); // same region/zone/subzone beats wp-net3 (other region, listed first)
     expect(nextHop(d)).toBe("172.16.2.1:15443");
-    expect(d.authority).toBe(REVIEWS + ":9080");
-    expect(d.sans).toBe(WP_SANS);
-    expect(d.gatewaySans).toBe(EW2_SANS);
+    expect(d.authority.toString()).toBe(REVIEWS + ":9080");
+    expect(String.UTF8.decode(d.sans)).toBe(WP_SANS);
+    expect(String.UTF8.decode(d.gatewaySans)).toBe(EW2_SANS);
     expect(gatewayId(c, d)).toBe(gwId("ew2"));
   });
 
@@ -349,9 +349,9 @@ describe("waypoint_route decision: a waypoint on another network", () => {
     expect(d.outcome).toBe(Outcome.DoubleHboneWaypoint);
     expect(instanceId(c, d)).toBe(id("wp-net3"));
     expect(nextHop(d)).toBe("172.16.3.1:15009");
-    expect(d.authority).toBe(REVIEWS + ":9080");
-    expect(d.sans).toBe(WP_SANS);
-    expect(d.gatewaySans).toBe(gwId("ew3"));
+    expect(d.authority.toString()).toBe(REVIEWS + ":9080");
+    expect(String.UTF8.decode(d.sans)).toBe(WP_SANS);
+    expect(String.UTF8.decode(d.gatewaySans)).toBe(gwId("ew3"));
   });
 
   it("refuses with unknown waypoint when no instance is healthy, never choosing the service's endpoint", () => {
@@ -359,7 +359,7 @@ describe("waypoint_route decision: a waypoint on another network", () => {
     const d = decideFor(c, "10.2.0.10:9080");
     expect(d.outcome).toBe(Outcome.ErrorUnknownWaypoint);
     expect(d.instance).toBe(-1);
-    expect(d.authority).toBe("");
+    expect(d.authority.toString()).toBe("");
     expect(nextHop(d)).toBe("");
   });
 
@@ -393,9 +393,9 @@ describe("waypoint_route decision: gateways", () => {
     const d = decideFor(c, "10.2.0.60:80");
     expect(d.outcome).toBe(Outcome.DoubleHboneWaypoint);
     expect(nextHop(d)).toBe("172.16.2.11:15444");
-    expect(d.gatewaySans).toBe(gwId("gw-a"));
-    expect(d.sans).toBe(id("wp-far"));
-    expect(d.authority).toBe("far.default.svc.cluster.local:80");
+    expect(String.UTF8.decode(d.gatewaySans)).toBe(gwId("gw-a"));
+    expect(String.UTF8.decode(d.sans)).toBe(id("wp-far"));
+    expect(d.authority.toString()).toBe("far.default.svc.cluster.local:80");
   });
 
   it("skips unhealthy gateway instances and instances of other networks", () => {
@@ -450,10 +450,10 @@ describe("waypoint_route decision: gateways", () => {
     const svc = `{"hostname": "` + GW_SVC + `", "ports": {"15008": 15008}, "endpoints": [{"workload": "gw-plain"}]}`;
     const byAddress = decideFor(config(farWaypoint(`{"address": "172.16.2.21"}`, gw, svc)), "10.2.0.60:80");
     expect(byAddress.outcome).toBe(Outcome.DoubleHboneWaypoint);
-    expect(byAddress.gatewaySans).toBe(gwId("gw-plain"));
+    expect(String.UTF8.decode(byAddress.gatewaySans)).toBe(gwId("gw-plain"));
     const byHostname = decideFor(config(farWaypoint(`{"hostname": "` + GW_SVC + `"}`, gw, svc)), "10.2.0.60:80");
     expect(byHostname.outcome).toBe(Outcome.DoubleHboneWaypoint);
-    expect(byHostname.gatewaySans).toBe(gwId("gw-plain"));
+    expect(String.UTF8.decode(byHostname.gatewaySans)).toBe(gwId("gw-plain"));
     expect(nextHop(byHostname)).toBe("172.16.2.21:15008");
   });
 });
@@ -467,8 +467,8 @@ describe("waypoint_route decision: endpoints without a waypoint", () => {
     expect(d.outcome).toBe(Outcome.HboneEndpoint);
     expect(instanceId(c, d)).toBe(id("pp-r1"));
     expect(nextHop(d)).toBe("10.1.2.2:15008");
-    expect(d.authority).toBe("10.1.2.2:9090");
-    expect(d.sans).toBe(id("pp-r1"));
+    expect(d.authority.toString()).toBe("10.1.2.2:9090");
+    expect(String.UTF8.decode(d.sans)).toBe(id("pp-r1"));
     expect(d.gateway).toBe(-1);
   });
 
@@ -478,9 +478,9 @@ describe("waypoint_route decision: endpoints without a waypoint", () => {
     expect(d.outcome).toBe(Outcome.DoubleHboneEndpoint);
     expect(instanceId(c, d)).toBe(id("pp-net2"));
     expect(nextHop(d)).toBe("172.16.2.1:15443");
-    expect(d.authority).toBe(PRODUCT + ":80");
-    expect(d.sans).toBe(id("productpage"));
-    expect(d.gatewaySans).toBe(EW2_SANS);
+    expect(d.authority.toString()).toBe(PRODUCT + ":80");
+    expect(String.UTF8.decode(d.sans)).toBe(id("productpage"));
+    expect(String.UTF8.decode(d.gatewaySans)).toBe(EW2_SANS);
   });
 
   it("refuses with no endpoint when no endpoint is healthy", () => {
@@ -548,8 +548,8 @@ describe("waypoint_route decision: pod IPs and unknown destinations", () => {
     const d = decideFor(c, "10.1.1.1:8080");
     expect(d.outcome).toBe(Outcome.HbonePod);
     expect(nextHop(d)).toBe("10.1.1.1:15008");
-    expect(d.authority).toBe("10.1.1.1:8080");
-    expect(d.sans).toBe(id("backend"));
+    expect(d.authority.toString()).toBe("10.1.1.1:8080");
+    expect(String.UTF8.decode(d.sans)).toBe(id("backend"));
     expect(d.service).toBe(-1);
   });
 
@@ -584,9 +584,9 @@ describe("waypoint_route decision: pod IPs and unknown destinations", () => {
     expect(d.instance).toBe(-1);
     expect(d.gateway).toBe(-1);
     expect(nextHop(d)).toBe("");
-    expect(d.authority).toBe("");
-    expect(d.sans).toBe("");
-    expect(d.gatewaySans).toBe("");
+    expect(d.authority.toString()).toBe("");
+    expect(String.UTF8.decode(d.sans)).toBe("");
+    expect(String.UTF8.decode(d.gatewaySans)).toBe("");
   });
 });
 
@@ -610,14 +610,14 @@ describe("waypoint_route decision: IPv6", () => {
     const w = decideFor(c, "[FD00:2:0:0:0:0:0:10]:80");
     expect(w.outcome).toBe(Outcome.HboneWaypoint);
     expect(nextHop(w)).toBe("[fd00:1::41]:15008");
-    expect(w.authority).toBe("[fd00:2::10]:80");
+    expect(w.authority.toString()).toBe("[fd00:2::10]:80");
     const e = decideFor(c, "[fd00:2::11]:80");
     expect(e.outcome).toBe(Outcome.HboneEndpoint);
     expect(nextHop(e)).toBe("[fd00:1::5]:15008");
-    expect(e.authority).toBe("[fd00:1::5]:8080");
+    expect(e.authority.toString()).toBe("[fd00:1::5]:8080");
     const p = decideFor(c, "[fd00:1::5]:9000");
     expect(p.outcome).toBe(Outcome.HbonePod);
-    expect(p.authority).toBe("[fd00:1::5]:9000");
+    expect(p.authority.toString()).toBe("[fd00:1::5]:9000");
     expect(nextHop(p)).toBe("[fd00:1::5]:15008");
     expect(decideFor(c, "[fd00:3::1]:80").outcome).toBe(Outcome.Unknown); // a net2 workload
   });
@@ -634,9 +634,9 @@ describe("waypoint_route decision: IPv6", () => {
     const d = decideFor(c, "[fd00:2::10]:80");
     expect(d.outcome).toBe(Outcome.DoubleHboneWaypoint);
     expect(nextHop(d)).toBe("[fd00:3::1]:15009");
-    expect(d.authority).toBe("v6.default.svc.cluster.local:80");
-    expect(d.gatewaySans).toBe(gwId("ew6"));
-    expect(d.sans).toBe(id("wp6-net2"));
+    expect(d.authority.toString()).toBe("v6.default.svc.cluster.local:80");
+    expect(String.UTF8.decode(d.gatewaySans)).toBe(gwId("ew6"));
+    expect(String.UTF8.decode(d.sans)).toBe(id("wp6-net2"));
   });
 });
 

@@ -5,3 +5,4 @@ export { ConfigReader } from "./reader";
 export { quoteForMessage, oneLine } from "./quote";
 export { hashBytes, JsonNames, JsonStream, JsonToken } from "./stream";
 export { writeJson } from "./write";
+export { ByteSource, MemorySource } from "./source";

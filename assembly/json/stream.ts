@@ -1,4 +1,6 @@
-// A pull (streaming) JSON reader over UTF-8 bytes already in linear memory.
+// A pull (streaming) JSON reader over UTF-8 bytes, either already in linear memory or read
+// through a window from a ByteSource (`JsonStream.windowed`: the host's plugin configuration,
+// which then never is whole in linear memory; see "Windows" below).
 //
 // `parseJson` builds a JsonValue tree: about 15 bytes of tree per byte of text, which at a
 // million pods is gigabytes of linear memory that the VM keeps forever (wasm memory never
@@ -26,6 +28,14 @@
 // amortised: the key stack (16 bytes per key of the objects currently open) and, for objects
 // with more than SMALL_OBJECT keys, a hash index of their keys.
 //
+// Windows: a windowed reader keeps a window of the document (DEFAULT_WINDOW bytes) and at
+// least `margin` bytes (DEFAULT_MARGIN) ahead of every token in it, refilling from the source
+// as it moves and when valueAt seeks outside it; a string or number longer than that is read
+// again in a wider window. Offsets are document offsets either way (tokenOffset, valueAt,
+// errors), and string accessors work on the current token, which is always in the window.
+// What must outlive the window is copied: the keys of the open objects (for the duplicate
+// check, into a small arena) and, for sameStringAt, the one earlier literal it compares with.
+//
 // Duplicate keys: every object is checked, as parseJson does, so the reader is a drop-in
 // validator. The keys of the objects currently open are kept as byte ranges of the input
 // (hash, start, end, escaped) on one stack; a key is compared with the earlier keys of its own
@@ -36,6 +46,7 @@
 import { Decimal } from "./number";
 import { MAX_DEPTH } from "./parser";
 import { quoteForMessage } from "./quote";
+import { ByteSource } from "./source";
 import { findInvalidUtf8At } from "./utf8";
 import { JsonValue } from "./value";
 
@@ -76,6 +87,14 @@ const BACKSLASH = 0x5c;
 const SMALL_OBJECT: i32 = 16;
 /** Ints per key on the key stack: hash, content start, content end, escaped (0/1). */
 const KEY_INTS: i32 = 4;
+
+/**
+ * A windowed reader keeps at least this many bytes ahead of each token in its window (or the
+ * rest of the document), so ordinary tokens never straddle a refill; longer ones refill.
+ */
+export const DEFAULT_MARGIN: i32 = 1024;
+/** Default window of a windowed reader. */
+export const DEFAULT_WINDOW: i32 = 8192;
 
 const EMPTY_INDEX = new StaticArray<i32>(0);
 
@@ -308,6 +327,25 @@ function sameContent(base: usize, n: i32, aFrom: i32, aTo: i32, aEsc: bool, bFro
   return i >= aTo && k >= bTo;
 }
 
+/** sameContent for two texts in different places (a kept key and the current token). */
+function sameContentIn(aBase: usize, aN: i32, aFrom: i32, aTo: i32, aEsc: bool, bBase: usize, bN: i32, bFrom: i32, bTo: i32, bEsc: bool): bool {
+  if (!aEsc && !bEsc) {
+    const len = aTo - aFrom;
+    if (bTo - bFrom != len) return false;
+    return memory.compare(aBase + <usize>aFrom, bBase + <usize>bFrom, <usize>len) == 0;
+  }
+  let i = aFrom;
+  let k = bFrom;
+  while (i < aTo && k < bTo) {
+    const a = codePointAt(aBase, aN, i);
+    const b = codePointAt(bBase, bN, k);
+    if (<u32>a != <u32>b) return false;
+    i = <i32>(a >> 32);
+    k = <i32>(b >> 32);
+  }
+  return i >= aTo && k >= bTo;
+}
+
 /** Matches `len` (<= 5) bytes of `word` (little-endian in a u64) at `start`; the first mismatch or -1. */
 function literalMismatch(base: usize, n: i32, start: i32, word: u64, len: i32): i32 {
   for (let k = 0; k < len; k++) {
@@ -398,8 +436,26 @@ function plainInteger(base: usize, n: i32, start: i32, end: i32): i64 {
 
 export class JsonStream {
   private buffer: ArrayBuffer;
+  /** Address of document offset 0: offset i is at base + i while i is in the window. */
   private base: usize;
+  /** Document length. */
   private length: i32;
+  /** End (document offset) of the bytes present: `length` in memory, the window's end otherwise. */
+  private limit: i32;
+  /** Windowed: where the bytes come from (null: the whole document is in `buffer`). */
+  private source: ByteSource | null = null;
+  /** Windowed: document offset of window[0]. */
+  private winStart: i32 = 0;
+  /** Windowed: bytes kept ahead of each token (DEFAULT_MARGIN; tests make it tiny). */
+  private margin: i32 = DEFAULT_MARGIN;
+  // Keys of the open objects are copied here (their texts may leave the window).
+  private keyBytes: usize = 0;
+  private keyBytesUsed: i32 = 0;
+  private keyBytesCapacity: i32 = 0;
+  // Windowed: a second window for sameStringAt's reads far from the main one.
+  private far: ArrayBuffer | null = null;
+  private farStart: i32 = 0;
+  private farEnd: i32 = 0;
   private pos: i32 = 0;
   private state: i32 = S_VALUE;
   /** true: the whole input is one document (trailing data is an error); false after valueAt. */
@@ -436,12 +492,109 @@ export class JsonStream {
     this.buffer = bytes;
     this.base = changetype<usize>(bytes);
     this.length = bytes.byteLength;
+    this.limit = bytes.byteLength;
     for (let d = 0; d <= MAX_DEPTH; d++) {
       this.indexes[d] = EMPTY_INDEX;
       unchecked((this.indexMask[d] = -1));
     }
     const bad = findInvalidUtf8At(this.base, this.length);
     if (bad >= 0) this.fail(bad, "invalid UTF-8");
+  }
+
+  /**
+   * A reader that never holds the whole document: it reads `source` through a window of
+   * `window` bytes (grown only for a token longer than that), refilled as it moves and when
+   * it seeks (valueAt). Same tokens, checks and messages as a reader over the whole buffer.
+   * UTF-8 is validated up front in one windowed pass, as the in-memory reader does.
+   */
+  static windowed(source: ByteSource, window: i32 = DEFAULT_WINDOW, margin: i32 = DEFAULT_MARGIN): JsonStream {
+    const s = new JsonStream(new ArrayBuffer(0));
+    s.attach(source, window, max(margin, 1));
+    s.validateUtf8();
+    return s;
+  }
+
+  private attach(source: ByteSource, window: i32, margin: i32): void {
+    const size = source.size();
+    this.source = source;
+    this.margin = margin;
+    this.length = size < 0 ? 0 : size;
+    this.buffer = new ArrayBuffer(max(max(window, 2 * margin), 16));
+    this.winStart = 0;
+    this.limit = 0;
+    this.base = changetype<usize>(this.buffer);
+  }
+
+  /** Makes the window hold [from, to) (clamped to the document), starting it at `from` when it moves. */
+  private cover(from: i32, to: i32): bool {
+    const source = this.source;
+    if (source === null) return true;
+    if (to > this.length) to = this.length;
+    if (from >= this.winStart && to <= this.limit) return true;
+    let capacity = this.buffer.byteLength;
+    if (to - from > capacity) {
+      while (capacity < to - from) capacity <<= 1;
+      this.buffer = new ArrayBuffer(capacity);
+    }
+    const want = min(capacity, this.length - from);
+    const got = source.read(from, want, changetype<usize>(this.buffer));
+    this.winStart = from;
+    this.limit = from + max(got, 0);
+    this.base = changetype<usize>(this.buffer) - <usize>from;
+    if (got == want) return true;
+    // The host stopped serving bytes: the document ends here, with a message saying why.
+    this.length = this.limit;
+    this.fail(this.limit, "configuration could not be read past this offset");
+    return false;
+  }
+
+  /** The windowed reader's UTF-8 check: window by window, cut at a sequence boundary. */
+  private validateUtf8(): void {
+    const n = this.length;
+    let at = 0;
+    while (at < n && this.errAt < 0) {
+      if (!this.cover(at, at + this.buffer.byteLength)) return;
+      let end = this.limit;
+      if (end < n) {
+        // Leave a sequence cut by the window's end for the next window.
+        let lead = end - 1;
+        while (lead > at && end - lead < 4 && (load<u8>(this.base + <usize>lead) & 0xc0) == 0x80) lead--;
+        const c = <i32>load<u8>(this.base + <usize>lead);
+        const need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+        if (lead + need > end) end = lead;
+      }
+      const bad = findInvalidUtf8At(this.base + <usize>at, end - at);
+      if (bad >= 0) this.fail(at + bad, "invalid UTF-8");
+      at = end;
+    }
+  }
+
+  /**
+   * Skips whitespace from `i`. A windowed reader then holds at least this.margin bytes past the
+   * result (or the rest of the document), keeping [keep, ...) in the window (keep < 0: nothing
+   * before the result needs keeping).
+   */
+  // @ts-ignore: decorator
+  @inline private space(i: i32, keep: i32): i32 {
+    if (this.source === null) return skipSpace(this.base, this.length, i);
+    return this.windowSpace(i, keep);
+  }
+
+  private windowSpace(i: i32, keep: i32): i32 {
+    if (i < this.winStart || i + this.margin > this.limit) {
+      if (!this.cover(keep < 0 ? i : keep, i + this.margin)) return i;
+    }
+    let j = skipSpace(this.base, this.limit, i);
+    while (this.limit < this.length && j + this.margin > this.limit) {
+      if (!this.cover(keep < 0 ? j : keep, j + this.margin)) return j;
+      j = skipSpace(this.base, this.limit, j);
+    }
+    return j;
+  }
+
+  /** Windowed: refills so the window starts at `from` and reaches further than it does now. */
+  private widen(from: i32): bool {
+    return this.cover(from, this.limit + max(this.limit - from, this.margin));
   }
 
   /** A reader over a string's UTF-8 encoding (tests, literals). */
@@ -458,9 +611,16 @@ export class JsonStream {
    */
   fork(trusted: bool = false): JsonStream {
     const other = new JsonStream(new ArrayBuffer(0));
-    other.buffer = this.buffer;
-    other.base = this.base;
-    other.length = this.length;
+    const source = this.source;
+    if (source !== null) {
+      other.attach(source, this.buffer.byteLength, this.margin);
+      other.length = this.length;
+    } else {
+      other.buffer = this.buffer;
+      other.base = this.base;
+      other.length = this.length;
+      other.limit = this.limit;
+    }
     other.errAt = this.errAt;
     other.errReason = this.errReason;
     other.state = S_ENDED;
@@ -514,6 +674,7 @@ export class JsonStream {
     this.whole = false;
     this.open = 0;
     this.keyCount = 0;
+    this.keyBytesUsed = 0;
     this.tok = JsonToken.End;
   }
 
@@ -524,24 +685,29 @@ export class JsonStream {
     if (this.errAt >= 0) return (this.tok = JsonToken.Error);
     const state = this.state;
     if (state == S_ENDED) return (this.tok = JsonToken.End);
-    const base = this.base;
-    const n = this.length;
-    let i = skipSpace(base, n, this.pos);
+    let i = this.space(this.pos, -1);
+    if (this.errAt >= 0) return (this.tok = JsonToken.Error);
     if (state == S_VALUE) return this.value(i);
     if (state == S_AFTER_VALUE) {
-      const c = byteAt(base, n, i);
+      const c = byteAt(this.base, this.limit, i);
       const inObject = unchecked(this.kinds[this.open - 1]) == IN_OBJECT;
       if (c == (inObject ? 0x7d : 0x5d)) return this.close(i, inObject);
       if (c != 0x2c) return this.unexpected(i, inObject ? "expected ',' or '}'" : "expected ',' or ']'");
-      i = skipSpace(base, n, i + 1);
+      i = this.space(i + 1, -1);
+      if (this.errAt >= 0) return (this.tok = JsonToken.Error);
       return inObject ? this.key(i) : this.value(i);
     }
-    if (state == S_FIRST_MEMBER) return byteAt(base, n, i) == 0x7d ? this.close(i, true) : this.key(i);
-    if (state == S_FIRST_ITEM) return byteAt(base, n, i) == 0x5d ? this.close(i, false) : this.value(i);
+    if (state == S_FIRST_MEMBER) return byteAt(this.base, this.limit, i) == 0x7d ? this.close(i, true) : this.key(i);
+    if (state == S_FIRST_ITEM) return byteAt(this.base, this.limit, i) == 0x5d ? this.close(i, false) : this.value(i);
     // S_DONE
-    if (this.whole && i < n) return this.fail(i, "unexpected data after JSON value");
+    if (this.whole && i < this.length) return this.fail(i, "unexpected data after JSON value");
     this.state = S_ENDED;
     return (this.tok = JsonToken.End);
+  }
+
+  /** Offset just past the last token read (where the reader continues). */
+  offset(): i32 {
+    return this.pos;
   }
 
   /** The last token `next()` returned. */
@@ -644,7 +810,7 @@ export class JsonStream {
     // Every UTF-16 unit written consumes at least one input byte, so this is large enough.
     const out = new Uint16Array(to - from);
     const base = this.base;
-    const n = this.length;
+    const n = this.limit;
     let count = 0;
     let i = from;
     while (i < to) {
@@ -667,7 +833,7 @@ export class JsonStream {
   stringEquals(text: string): bool {
     if (!this.isText()) return false;
     const base = this.base;
-    const n = this.length;
+    const n = this.limit;
     const from = this.strFrom;
     const to = this.strTo;
     const units = text.length;
@@ -706,7 +872,7 @@ export class JsonStream {
 
   /** Hash of the current string's decoded text (= hashBytes of its UTF-8). No allocation. */
   stringHash(): u32 {
-    return this.isText() ? hashContent(this.base, this.length, this.strFrom, this.strTo, this.strEscaped) : 0;
+    return this.isText() ? hashContent(this.base, this.limit, this.strFrom, this.strTo, this.strEscaped) : 0;
   }
 
   /**
@@ -715,14 +881,48 @@ export class JsonStream {
    * allocation.
    */
   sameStringAt(quoteOffset: i32): bool {
+    if (!this.isText()) return false;
+    if (this.source !== null && (quoteOffset < this.winStart || quoteOffset >= this.limit)) return this.sameStringFetched(quoteOffset);
     const base = this.base;
-    const n = this.length;
-    if (!this.isText() || byteAt(base, n, quoteOffset) != QUOTE) return false;
+    const n = this.limit;
+    if (byteAt(base, n, quoteOffset) != QUOTE) return false;
     const r = scanLiteral(base, n, quoteOffset);
     if ((r & (SCAN_CONTROL | SCAN_UNTERMINATED)) != 0) return false;
     const end = <i32>(r & 0xffffffff);
     const escaped = (r & SCAN_ESCAPED) != 0;
     return sameContent(base, n, this.strFrom, this.strTo, this.strEscaped, quoteOffset + 1, end, escaped);
+  }
+
+  /**
+   * Windowed, the literal at `quoteOffset` outside the window: read from the source into a
+   * second window. A literal that spells the current text takes at most 6 bytes per byte of
+   * that text (a \u escape per byte), so a longer one cannot be equal: that much must be read.
+   */
+  private sameStringFetched(quoteOffset: i32): bool {
+    const source = this.source;
+    if (source === null || quoteOffset < 0 || quoteOffset >= this.length) return false;
+    const want = min(6 * (this.strTo - this.strFrom) + 2, this.length - quoteOffset);
+    // A second, lazily made window for these far reads: uids of consecutive endpoints are
+    // often consecutive workloads, so one read usually serves many comparisons.
+    let far = this.far;
+    if (far === null || want > far.byteLength) {
+      far = new ArrayBuffer(max(want, this.buffer.byteLength));
+      this.far = far;
+      this.farEnd = this.farStart; // empty
+    }
+    if (quoteOffset < this.farStart || quoteOffset + want > this.farEnd) {
+      const count = min(far.byteLength, this.length - quoteOffset);
+      const got = source.read(quoteOffset, count, changetype<usize>(far));
+      this.farStart = quoteOffset;
+      this.farEnd = quoteOffset + max(got, 0);
+    }
+    const fetched = changetype<usize>(far) - <usize>this.farStart; // document offsets, as in the window
+    const end = this.farEnd;
+    if (byteAt(fetched, end, quoteOffset) != QUOTE || quoteOffset < this.farStart) return false;
+    const r = scanLiteral(fetched, end, quoteOffset);
+    if ((r & (SCAN_CONTROL | SCAN_UNTERMINATED)) != 0) return false;
+    const close = <i32>(r & 0xffffffff);
+    return sameContentIn(fetched, end, quoteOffset + 1, close, (r & SCAN_ESCAPED) != 0, this.base, this.limit, this.strFrom, this.strTo, this.strEscaped);
   }
 
   // ================================================================ scalars
@@ -736,21 +936,21 @@ export class JsonStream {
   numberValue(): f64 {
     if (this.tok != JsonToken.Number) return 0;
     if (this.numPlain) return this.plainValue();
-    return Decimal.fromLiteral(this.bytes(), this.tokAt, this.numEnd).toF64();
+    return this.decimal(this.tokAt, this.numEnd).toF64();
   }
 
   /** True when the current number's literal is exactly an integer in i64 ("80", "8e1", "80.0"). */
   numberIsInteger(): bool {
     if (this.tok != JsonToken.Number) return false;
     if (this.numPlain) return true;
-    return Decimal.fromLiteral(this.bytes(), this.tokAt, this.numEnd).isI64();
+    return this.decimal(this.tokAt, this.numEnd).isI64();
   }
 
   /** That integer; 0 unless numberIsInteger(). */
   numberInteger(): i64 {
     if (this.tok != JsonToken.Number) return 0;
-    if (this.numPlain) return plainInteger(this.base, this.length, this.tokAt, this.numEnd);
-    return Decimal.fromLiteral(this.bytes(), this.tokAt, this.numEnd).toI64();
+    if (this.numPlain) return plainInteger(this.base, this.limit, this.tokAt, this.numEnd);
+    return this.decimal(this.tokAt, this.numEnd).toI64();
   }
 
   /** The current number's literal bytes: [tokenOffset(), numberEnd()). */
@@ -783,7 +983,7 @@ export class JsonStream {
   // enlarge every call's shadow-stack frame).
 
   private failByte(at: i32): JsonToken {
-    const c = byteAt(this.base, this.length, at);
+    const c = byteAt(this.base, this.limit, at);
     return this.unexpected(at, "unexpected " + describeByte(c));
   }
 
@@ -806,14 +1006,19 @@ export class JsonStream {
     this.tokAt = at;
     this.pos = at + 1;
     const level = --this.open;
-    if (object) this.keyCount = unchecked(this.keyBase[level]);
+    if (object) {
+      const count = unchecked(this.keyBase[level]);
+      this.keyCount = count;
+      // Windowed: the closed object's key texts leave the arena.
+      if (this.source !== null) this.keyBytesUsed = count > 0 ? unchecked(this.keys[(count - 1) * KEY_INTS + 2]) : 0;
+    }
     this.afterValue();
     return (this.tok = object ? JsonToken.EndObject : JsonToken.EndArray);
   }
 
   /** A value starting at `at` (whitespace already skipped). */
   private value(at: i32): JsonToken {
-    const c = byteAt(this.base, this.length, at);
+    const c = byteAt(this.base, this.limit, at);
     this.tokAt = at;
     if (c == QUOTE) {
       if (!this.readString(at)) return JsonToken.Error;
@@ -844,7 +1049,10 @@ export class JsonStream {
   }
 
   private literal(start: i32, word: u64, len: i32, t: JsonToken): JsonToken {
-    const bad = literalMismatch(this.base, this.length, start, word, len);
+    let bad = literalMismatch(this.base, this.limit, start, word, len);
+    if (bad >= this.limit && this.limit < this.length && this.cover(start, start + 8)) {
+      bad = literalMismatch(this.base, this.limit, start, word, len);
+    }
     if (bad >= 0) return this.unexpected(bad, "invalid literal");
     this.pos = start + len;
     this.afterValue();
@@ -855,12 +1063,13 @@ export class JsonStream {
   private key(at: i32): JsonToken {
     this.tokAt = at;
     // A '}' here after a ',' is a trailing comma, which JSON does not allow.
-    if (byteAt(this.base, this.length, at) != QUOTE) return this.unexpected(at, "expected a string key");
+    if (byteAt(this.base, this.limit, at) != QUOTE) return this.unexpected(at, "expected a string key");
     if (!this.readString(at)) return JsonToken.Error;
     this.tok = JsonToken.Key; // so that stringValue() works for the message
     if (!this.trusted && !this.addKey()) return this.failDuplicate(at);
-    const colon = skipSpace(this.base, this.length, this.pos);
-    if (byteAt(this.base, this.length, colon) != 0x3a) return this.unexpected(colon, "expected ':' after key");
+    const colon = this.space(this.pos, at); // the key's text stays in the window
+    if (this.errAt >= 0) return (this.tok = JsonToken.Error);
+    if (byteAt(this.base, this.limit, colon) != 0x3a) return this.unexpected(colon, "expected ':' after key");
     this.pos = colon + 1;
     this.state = S_VALUE;
     return JsonToken.Key;
@@ -868,9 +1077,14 @@ export class JsonStream {
 
   /** Reads the string literal opening at `open` into the token fields, checking escapes. */
   private readString(open: i32): bool {
+    let r = scanLiteral(this.base, this.limit, open);
+    // Windowed: a string longer than the window's margin is read again in a wider window.
+    while ((r & SCAN_UNTERMINATED) != 0 && this.limit < this.length) {
+      if (!this.widen(open)) return false;
+      r = scanLiteral(this.base, this.limit, open);
+    }
     const base = this.base;
-    const n = this.length;
-    const r = scanLiteral(base, n, open);
+    const n = this.limit;
     const at = <i32>(r & 0xffffffff);
     if ((r & SCAN_UNTERMINATED) != 0) {
       this.fail(open, "unterminated string");
@@ -898,7 +1112,12 @@ export class JsonStream {
 
   /** A number at `start`: parseJson's grammar checks, then the range check. */
   private number(start: i32): JsonToken {
-    const r = scanNumber(this.base, this.length, start);
+    let r = scanNumber(this.base, this.limit, start);
+    // Windowed: a number that runs to the window's end may go on past it.
+    while (<i32>(r & 0xffffffff) >= this.limit && this.limit < this.length) {
+      if (!this.widen(start)) return JsonToken.Error;
+      r = scanNumber(this.base, this.limit, start);
+    }
     const at = <i32>(r & 0xffffffff);
     if ((r & NUMBER_BAD) != 0) {
       const kind = r & ~(NUMBER_BAD | 0xffffffff);
@@ -919,23 +1138,33 @@ export class JsonStream {
 
   /** The exact check for a literal near the top of the double range (allocates; rare). */
   private finite(start: i32, end: i32): bool {
-    return isFinite(Decimal.fromLiteral(this.bytes(), start, end).toF64());
+    return isFinite(this.decimal(start, end).toF64());
   }
 
   private plainValue(): f64 {
-    const v = plainInteger(this.base, this.length, this.tokAt, this.numEnd);
+    const v = plainInteger(this.base, this.limit, this.tokAt, this.numEnd);
     // "-0" is the double -0, as parseJson has it.
-    return v == 0 && byteAt(this.base, this.length, this.tokAt) == 0x2d ? -0.0 : <f64>v;
+    return v == 0 && byteAt(this.base, this.limit, this.tokAt) == 0x2d ? -0.0 : <f64>v;
   }
 
   /** The current number as parseJson builds it. */
   private numberJson(): JsonValue {
     if (this.numPlain) {
-      return JsonValue.fromNumber(this.plainValue(), true, plainInteger(this.base, this.length, this.tokAt, this.numEnd));
+      return JsonValue.fromNumber(this.plainValue(), true, plainInteger(this.base, this.limit, this.tokAt, this.numEnd));
     }
-    const d = Decimal.fromLiteral(this.bytes(), this.tokAt, this.numEnd);
+    const d = this.decimal(this.tokAt, this.numEnd);
     const exact = d.isI64();
     return JsonValue.fromNumber(d.toF64(), exact, exact ? d.toI64() : 0);
+  }
+
+  /** The exact value of the number literal [start, end) (allocates: the rare slow path). */
+  private decimal(start: i32, end: i32): Decimal {
+    if (this.source === null) return Decimal.fromLiteral(this.bytes(), start, end);
+    // Windowed: the literal is in the window; Decimal reads a copy of it.
+    const len = max(0, min(end, this.limit) - start);
+    const copy = new Uint8Array(len);
+    if (len > 0 && start >= this.winStart) memory.copy(copy.dataStart, this.base + <usize>start, <usize>len);
+    return Decimal.fromLiteral(copy, 0, len);
   }
 
   /** A byte view of the input for Decimal (made on first use: the rare slow path). */
@@ -958,7 +1187,7 @@ export class JsonStream {
     const level = this.open - 1;
     if (level < 0) return true; // cannot happen: keys are read inside an object
     const base = this.base;
-    const n = this.length;
+    const n = this.limit;
     const from = this.strFrom;
     const to = this.strTo;
     const escaped = this.strEscaped;
@@ -971,9 +1200,7 @@ export class JsonStream {
       for (let k = first; k < count; k++) {
         const at = keys + (<usize>(k * KEY_INTS) << 2);
         if (load<u32>(at) != hash) continue;
-        if (sameContent(base, n, load<i32>(at, 4), load<i32>(at, 8), load<i32>(at, 12) != 0, from, to, escaped)) {
-          return false;
-        }
+        if (this.sameKey(load<i32>(at, 4), load<i32>(at, 8), load<i32>(at, 12) != 0)) return false;
       }
     } else if (this.findIndexed(level, mask, hash)) {
       return false;
@@ -989,6 +1216,29 @@ export class JsonStream {
     return true;
   }
 
+  /** Whether a kept key [from, to) (input offsets, or key-arena offsets when windowed) is the current key. */
+  private sameKey(from: i32, to: i32, escaped: bool): bool {
+    if (this.source === null) {
+      return sameContent(this.base, this.limit, from, to, escaped, this.strFrom, this.strTo, this.strEscaped);
+    }
+    return sameContentIn(this.keyBytes, this.keyBytesUsed, from, to, escaped, this.base, this.limit, this.strFrom, this.strTo, this.strEscaped);
+  }
+
+  /** Windowed: copies the current key's text to the key arena; its arena offset. */
+  private keepKeyText(): i32 {
+    const len = this.strTo - this.strFrom;
+    const at = this.keyBytesUsed;
+    if (at + len > this.keyBytesCapacity) {
+      let capacity = max(this.keyBytesCapacity * 2, 256);
+      while (capacity < at + len) capacity <<= 1;
+      this.keyBytes = this.keyBytes == 0 ? heap.alloc(<usize>capacity) : heap.realloc(this.keyBytes, <usize>capacity);
+      this.keyBytesCapacity = capacity;
+    }
+    memory.copy(this.keyBytes + <usize>at, this.base + <usize>this.strFrom, <usize>len);
+    this.keyBytesUsed = at + len;
+    return at;
+  }
+
   private pushKey(hash: u32): void {
     let keys = this.keys;
     const at = this.keyCount * KEY_INTS;
@@ -997,9 +1247,15 @@ export class JsonStream {
       memory.copy(changetype<usize>(bigger), changetype<usize>(keys), <usize>keys.length << 2);
       this.keys = keys = bigger;
     }
+    let from = this.strFrom;
+    let to = this.strTo;
+    if (this.source !== null) {
+      from = this.keepKeyText();
+      to = this.keyBytesUsed;
+    }
     unchecked((keys[at] = <i32>hash));
-    unchecked((keys[at + 1] = this.strFrom));
-    unchecked((keys[at + 2] = this.strTo));
+    unchecked((keys[at + 1] = from));
+    unchecked((keys[at + 2] = to));
     unchecked((keys[at + 3] = this.strEscaped ? 1 : 0));
     this.keyCount++;
   }
@@ -1039,7 +1295,7 @@ export class JsonStream {
     const table = unchecked(this.indexes[level]);
     if (mask >= table.length) return false;
     const base = this.base;
-    const n = this.length;
+    const n = this.limit;
     const keys = this.keys;
     let i = <i32>(hash & <u32>mask);
     for (let probes = 0; probes <= mask; probes++) {
@@ -1050,7 +1306,7 @@ export class JsonStream {
         const from = unchecked(keys[at + 1]);
         const to = unchecked(keys[at + 2]);
         const escaped = unchecked(keys[at + 3]) != 0;
-        if (sameContent(base, n, from, to, escaped, this.strFrom, this.strTo, this.strEscaped)) return true;
+        if (this.sameKey(from, to, escaped)) return true;
       }
       i = (i + 1) & mask;
     }

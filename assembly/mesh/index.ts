@@ -13,6 +13,8 @@ export {
   parseIpString,
   parseSocketAddress,
   parseSocketAddressString,
+  writeAddress,
+  writeIp,
 } from "./ip";
 export { LbMode, Mesh, RefTarget, Scope, TlsMode } from "./model";
 export {
@@ -30,5 +32,6 @@ export {
   parseMeshConfig,
   parseMeshConfigString,
   parseMeshDocument,
+  parseMeshSource,
 } from "./parse";
 export { readDestination } from "./destination";

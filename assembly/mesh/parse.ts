@@ -22,6 +22,8 @@
 // field ("workloads[3].addresses[1]: not an IP address: ...") and the whole configuration is
 // refused.
 import { ConfigReader, hashBytes, JsonNames, JsonStream, JsonToken, JsonValue, quoteForMessage, writeJson } from "../json";
+import { ByteSource } from "../json/source";
+import { DEFAULT_MARGIN, DEFAULT_WINDOW } from "../json/stream";
 import { Address, FAMILY_V4, FAMILY_V6, IpParse, parseIpBytes, parseIpString } from "./ip";
 import { StringTable } from "./intern";
 import {
@@ -36,7 +38,7 @@ import {
   W_ISTIO,
 } from "./model";
 import { failElementString, failEnum, failInteger, FieldReader } from "./fields";
-import { ADDED, AddrTable4, AddrTable6, MAX_TABLE_NETWORKS, mix32, mix64, tableCapacity, U64Table } from "./table";
+import { ADDED, AddrTable4, AddrTable6, exactCapacity, MAX_TABLE_NETWORKS, mix32, mix64, slotOf, tableCapacity, U64Table } from "./table";
 import {
   isHostname,
   isLocality,
@@ -147,6 +149,12 @@ const MESH_WORKLOADS = 0;
 const ADDRESSES_NAME = new JsonNames(["addresses"]);
 const ADDRESS_NAME = new JsonNames(["address"]);
 const SERVICE_COUNTED = new JsonNames(["ports", "endpoints", "subjectAltNames", "vips"]);
+const HEADLESS_NAME = new JsonNames(["headless"]);
+/** Workload texts the model interns (decoded once per distinct text). */
+const INTERNED_NAMES = new JsonNames(["identity", "network", "locality"]);
+const INTERNED_LOCALITY = 2;
+/** Bits of the scan's "text seen" filter (32 KB), see MeshScan.internedBytes. */
+const SEEN_BITS: u32 = 1 << 18;
 const COUNT_PORTS = 0;
 const COUNT_ENDPOINTS = 1;
 const COUNT_SANS = 2;
@@ -260,6 +268,19 @@ class MeshScan {
   vips: i64 = 0;
   vip4: i32 = 0;
   vip6: i32 = 0;
+  // For the build's memory reservation (see reserveBuildMemory): bytes the services' own texts
+  // may cost once decoded (names, SANs, a cluster name per port), and (pod, port) pairs of
+  // headless services (the headless index).
+  serviceTextBytes: i64 = 0;
+  headlessPairs: i64 = 0;
+  /**
+   * What interning the workloads' identities, networks and localities may cost: each distinct
+   * text (told apart by a 2^18-bit filter of their hashes: a collision undercounts, which the
+   * reservation's spare covers while distinct texts are far fewer than 2^18) as UTF-16 and
+   * UTF-8 with headers; a locality as its three prefixes.
+   */
+  internedBytes: i64 = 0;
+  private seen: StaticArray<u32> | null = null;
   private scratch: Address = new Address();
 
   /**
@@ -336,7 +357,9 @@ class MeshScan {
         if (t == JsonToken.EndObject) break;
         if (t != JsonToken.Key) return false;
         const addresses = ADDRESSES_NAME.find(s) == 0;
+        const interned = INTERNED_NAMES.find(s);
         t = s.next();
+        if (interned >= 0 && t == JsonToken.String) this.noteInterned(s, interned == INTERNED_LOCALITY ? 3 : 1);
         if (!addresses || t != JsonToken.BeginArray) {
           if (!s.skip(t)) return false;
           continue;
@@ -357,6 +380,26 @@ class MeshScan {
     }
   }
 
+  /** Accounts for the current string as an interned text, once per distinct text. */
+  private noteInterned(s: JsonStream, copies: i32): void {
+    let seen = this.seen;
+    if (seen === null) {
+      seen = new StaticArray<u32>(<i32>(SEEN_BITS >> 5));
+      this.seen = seen;
+    }
+    const bit = mix32(s.stringHash()) & (SEEN_BITS - 1);
+    const word = <i32>(bit >> 5);
+    const mask: u32 = 1 << (bit & 31);
+    if ((unchecked(seen[word]) & mask) != 0) return;
+    unchecked((seen[word] |= mask));
+    this.internedBytes += <i64>copies * (<i64>s.stringByteLength() * 3 + 64);
+  }
+
+  /** Drops the filter (the build does not need it). */
+  release(): void {
+    this.seen = null;
+  }
+
   /** Counts the services (just inside the array) and their ports, endpoints, SANs and VIPs. */
   private countServices(s: JsonStream): bool {
     while (true) {
@@ -367,11 +410,24 @@ class MeshScan {
         if (!s.skip(t)) return false;
         continue;
       }
+      const slotsBefore = this.slots;
+      const endpointsBefore = this.endpoints;
+      let text: i64 = 0;
+      let headless = false;
       while (true) {
         t = s.next();
-        if (t == JsonToken.EndObject) break;
+        if (t == JsonToken.EndObject) {
+          const ports = this.slots - slotsBefore;
+          // Texts are kept as UTF-16 strings (2 bytes per byte at most) and UTF-8 buffers; a
+          // cluster name per port is at most the service's texts plus "outbound|port||".
+          this.serviceTextBytes += 3 * text + ports * (text + 24) + 256;
+          if (headless) this.headlessPairs += (this.endpoints - endpointsBefore) * ports;
+          break;
+        }
         if (t != JsonToken.Key) return false;
+        const isHeadless = HEADLESS_NAME.find(s) == 0;
         const counted = SERVICE_COUNTED.find(s);
+        const valueAt = s.offset();
         const ports = counted == COUNT_PORTS;
         const endpoints = counted == COUNT_ENDPOINTS;
         const sans = counted == COUNT_SANS;
@@ -395,7 +451,11 @@ class MeshScan {
           }
         } else if (!s.skip(t)) {
           return false;
+        } else {
+          if (isHeadless) headless = t == JsonToken.True;
+          text += <i64>(s.offset() - valueAt);
         }
+        if (sans) text += <i64>(s.offset() - valueAt);
       }
     }
   }
@@ -499,7 +559,6 @@ class TextIndex {
 class UidIndex {
   private slots: usize = 0;
   private offsets: usize = 0;
-  private mask: u32 = 0;
   private capacity: i32 = 0;
   private count: i32 = 0;
   private limit: i32 = 0;
@@ -508,12 +567,11 @@ class UidIndex {
   /** Room for `n` workloads. */
   init(n: i32): void {
     this.release();
-    const capacity = tableCapacity(n);
+    const capacity = exactCapacity(n);
     this.slots = heap.alloc(<usize>capacity << 2);
     memory.fill(this.slots, 0, <usize>capacity << 2);
     this.offsets = heap.alloc(<usize>max(n, 1) << 2);
     this.capacity = capacity;
-    this.mask = <u32>capacity - 1;
     this.limit = n;
     this.count = 0;
     // Enough low bits for n + 1; the rest of the slot holds hash bits that rule out most
@@ -541,7 +599,9 @@ class UidIndex {
   private probe(s: JsonStream, hash: u32, add: i32): i32 {
     if (this.capacity == 0) return -1;
     const tag = hash & ~this.ownerMask;
-    let i = hash & this.mask;
+    const capacity = <u32>this.capacity;
+    // The home slot from remixed bits, so it does not correlate with the tag (high bits).
+    let i = slotOf(mix32(hash), capacity);
     for (let probes = 0; probes < this.capacity; probes++) {
       const slot = this.slots + (<usize>i << 2);
       const entry = load<u32>(slot);
@@ -557,7 +617,7 @@ class UidIndex {
         const w = <i32>(entry & this.ownerMask) - 1;
         if (w >= 0 && w < this.count && s.sameStringAt(<i32>load<u32>(this.offsets + (<usize>w << 2)))) return w;
       }
-      i = (i + 1) & this.mask;
+      i = i + 1 == capacity ? 0 : i + 1;
     }
     return -1;
   }
@@ -657,6 +717,41 @@ class RefIndex {
 
 // ==================================================================== pass 2: build
 
+/**
+ * Linear memory never shrinks, and AssemblyScript's allocator grows it by at least its current
+ * size whenever a block does not fit: a build that allocates column after column would end
+ * with up to twice the memory it needs. So before the first column, one block the size of
+ * everything the build will allocate (estimated from the scan's counts, with 1/16 and 128 KB
+ * to spare) is allocated and freed at once: memory grows by that much once, while it is still small, and
+ * every later allocation fits in the freed space. Columns and tables are sized exactly as
+ * below; texts from the scan's byte counts; interned identities, localities and networks from
+ * a per-workload allowance (they are shared texts; a mesh where every pod has its own identity
+ * goes over it and then grows as before).
+ */
+function reserveBuildMemory(scan: MeshScan): void {
+  lastReservation = 0;
+  const n = scan.workloads;
+  let bytes: i64 = n * 18 + (n + 1) * 4 + <i64>scan.count4 * 4 + <i64>exactCapacity(scan.count4) * 8;
+  if (scan.count6 > 0) bytes += (n + 1) * 4 + <i64>scan.count6 * 16 + <i64>tableCapacity(scan.count6) * 20;
+  bytes += <i64>exactCapacity(<i32>min(n, MAX_WORKLOADS)) * 4 + n * 4; // the uid index (transient)
+  bytes += scan.internedBytes + n / 4; // interned texts (and their index slots)
+  const services = scan.services;
+  bytes += services * 25 + 16 + scan.slots * 8 + <i64>tableCapacity(<i32>min(scan.slots, MAX_SERVICE_ITEMS)) * 16;
+  bytes += scan.endpoints * 4 + scan.vips * 27;
+  bytes += <i64>exactCapacity(scan.vip4) * 8 + <i64>tableCapacity(scan.vip6) * 20;
+  bytes += scan.serviceTextBytes;
+  if (scan.headlessPairs > 0) bytes += <i64>tableCapacity(<i32>min(scan.headlessPairs, MAX_SERVICE_ITEMS)) * 16;
+  bytes += (bytes >> 4) + 131072;
+  // Beyond the limits the build refuses the configuration before allocating: nothing to reserve.
+  if (bytes > <i64>0x40000000) return;
+  const block = heap.alloc(<usize>bytes);
+  heap.free(block);
+  lastReservation = bytes;
+}
+
+/** Bytes the last build reserved (0: none); for the benchmark. */
+export let lastReservation: i64 = 0;
+
 class MeshParser {
   mesh: Mesh;
   private scratch: Address = new Address();
@@ -712,12 +807,14 @@ class MeshParser {
     // Both lists' types first, as ConfigReader.optionalArray on each did.
     const workloads = this.isList(scan.workloadsToken, this.workloadsPath);
     const services = this.isList(scan.servicesToken, this.servicesPath);
+    scan.release();
+    if (!r.failed()) reserveBuildMemory(scan);
     if (workloads && !r.failed()) this.workloads(scan);
     if (services && !r.failed()) this.services(scan);
     this.uids.release();
     if (r.failed()) return null;
     this.resolveRefs();
-    this.buildHeadlessIndex();
+    this.buildHeadlessIndex(scan.headlessPairs);
     return this.mesh;
   }
 
@@ -1033,6 +1130,10 @@ class MeshParser {
     if (!this.enter(scan.servicesAt)) return r.fail(path, "invalid JSON");
     const outer = this.outer;
     for (let i = 0; i < n && !r.failed(); i++) {
+      // Each service leaves a little garbage (paths, cluster-name pieces), which the incremental
+      // GC lets pile up to about the live heap's size before it collects: collecting now and
+      // then keeps it inside the reserved block (a full cycle only walks the model's objects).
+      if ((i & 255) == 255) __collect();
       this.service(i, outer.next());
       unchecked((m.sPortStart[i + 1] = <u32>this.slotNext));
       unchecked((m.sEpStart[i + 1] = <u32>this.epNext));
@@ -1317,8 +1418,11 @@ class MeshParser {
   }
 
   /** (workload, effective target port) → port slot, for every endpoint of a headless service. */
-  private buildHeadlessIndex(): void {
+  private buildHeadlessIndex(pairs: i64): void {
     const m = this.mesh;
+    // Sized once from the scan's count (an upper bound): growing it would leave each smaller
+    // table behind as free heap, beyond what reserveBuildMemory set aside.
+    if (pairs > 0) m.headless = new U64Table(<i32>min(pairs, <i64>MAX_SERVICE_ITEMS));
     for (let s = 0; s < m.serviceTotal; s++) {
       if (!m.serviceHeadless(s)) continue;
       const slotFrom = <i32>unchecked(m.sPortStart[s]);
@@ -1362,7 +1466,26 @@ export function parseMeshDocument(
   ownFields: string[],
   limits: MeshLimits = DEFAULT_LIMITS,
 ): MeshDocument {
-  const stream = new JsonStream(bytes);
+  return parseMeshStream(new JsonStream(bytes), ownFields, limits);
+}
+
+/**
+ * parseMeshDocument over a document that is never whole in linear memory: every reader reads
+ * `source` (the host's plugin configuration, say) through its own window of `window` bytes.
+ * Same model, same messages. `margin` is the look-ahead kept in each window (tests shrink
+ * both to make every token cross a window boundary).
+ */
+export function parseMeshSource(
+  source: ByteSource,
+  ownFields: string[],
+  limits: MeshLimits = DEFAULT_LIMITS,
+  window: i32 = DEFAULT_WINDOW,
+  margin: i32 = DEFAULT_MARGIN,
+): MeshDocument {
+  return parseMeshStream(JsonStream.windowed(source, window, margin), ownFields, limits);
+}
+
+function parseMeshStream(stream: JsonStream, ownFields: string[], limits: MeshLimits): MeshDocument {
   const scan = new MeshScan();
   const known = ownFields.concat(MESH_FIELDS);
   if (!scan.run(stream, new JsonNames(ownFields), known)) return new MeshDocument(null, null, scan.error);

@@ -1,8 +1,10 @@
 // Open-addressing hash tables in flat arrays: no object per entry, no Map.
 //
-// All use linear probing over a power-of-two capacity kept at most 2/3 full, and store
-// `value + 1` so a zero slot means "empty" (the arrays start zeroed). Lookups never allocate
-// and never index out of bounds: every probe index is masked, and the probe count is bounded.
+// All use linear probing kept at most 2/3 full, and store `value + 1` so a zero slot means
+// "empty" (the arrays start zeroed). The per-pod IPv4 table has an exact capacity (a
+// multiply-shift picks the home slot); the others a power of two (a mask does). Lookups never
+// allocate and never index out of bounds: every probe index is reduced or masked, and the
+// probe count is bounded.
 //
 // The address tables hash the IP only and keep the owner's network in the entry, so the same
 // IP on two networks is two entries in one probe chain, told apart without leaving the slot.
@@ -40,6 +42,21 @@ export function tableCapacity(expected: i32): i32 {
   return <i32>cap;
 }
 
+/**
+ * Slots for `expected` entries at a load of exactly 2/3 (at least 8): for the per-pod tables,
+ * whose power-of-two size would cost up to 2x the memory. Probed from slotOf, not a mask.
+ */
+export function exactCapacity(expected: i32): i32 {
+  const need = <i64>expected + (<i64>expected >> 1) + 1;
+  return <i32>max<i64>(need, 8);
+}
+
+/** A hash's home slot in [0, capacity): the multiply-shift range reduction (no modulo). */
+// @ts-ignore: decorator
+@inline export function slotOf(hash: u32, capacity: u32): u32 {
+  return <u32>((<u64>hash * <u64>capacity) >> 32);
+}
+
 /** Result of an insert that added the entry. Any value >= 0 is the clashing existing owner. */
 export const ADDED: i32 = -1;
 /** Result of an insert into a full table (cannot happen when sized with the expected count). */
@@ -65,16 +82,19 @@ export const MAX_TABLE_NETWORKS: i32 = 1 << (32 - <i32>OWNER_BITS);
   return <u32>owner < <u32>MAX_OWNERS && <u32>network < <u32>MAX_TABLE_NETWORKS;
 }
 
-/** IPv4 → owner index, per network. 8 bytes per slot: [ip, packed owner + network]. */
+/**
+ * IPv4 → owner index, per network. 8 bytes per slot: [ip, packed owner + network]. One slot
+ * per pod, so the capacity is exact (load 2/3), not a power of two.
+ */
 export class AddrTable4 {
   private slots: StaticArray<u32>;
-  private mask: u32;
+  private capacity: u32;
   private used: i32 = 0;
 
   constructor(expected: i32) {
-    const cap = tableCapacity(expected);
+    const cap = exactCapacity(expected);
     this.slots = new StaticArray<u32>(cap << 1);
-    this.mask = <u32>cap - 1;
+    this.capacity = <u32>cap;
   }
 
   get size(): i32 {
@@ -84,17 +104,17 @@ export class AddrTable4 {
   /** The owner of `ip` on `network`, or -1. */
   find(ip: u32, network: i32): i32 {
     const slots = this.slots;
-    const mask = this.mask;
+    const capacity = this.capacity;
     const net = <u32>network;
-    let i = mix32(ip) & mask;
-    for (let probes: u32 = 0; probes <= mask; probes++) {
+    let i = slotOf(mix32(ip), capacity);
+    for (let probes: u32 = 0; probes < capacity; probes++) {
       const at = <i32>(i << 1);
       const packed = unchecked(slots[at + 1]);
       if (packed == 0) return -1;
       if (unchecked(slots[at]) == ip && packed >> OWNER_BITS == net) {
         return <i32>(packed & OWNER_MASK) - 1;
       }
-      i = (i + 1) & mask;
+      i = i + 1 == capacity ? 0 : i + 1;
     }
     return -1;
   }
@@ -107,11 +127,11 @@ export class AddrTable4 {
     if (!fits(owner, network)) return FULL;
     const existing = this.find(ip, network);
     if (existing >= 0) return existing;
-    if (this.used >= <i32>this.mask) return FULL; // always keep one empty slot
+    const capacity = this.capacity;
+    if (this.used >= <i32>capacity - 1) return FULL; // always keep one empty slot
     const slots = this.slots;
-    const mask = this.mask;
-    let i = mix32(ip) & mask;
-    while (unchecked(slots[<i32>(i << 1) + 1]) != 0) i = (i + 1) & mask;
+    let i = slotOf(mix32(ip), capacity);
+    while (unchecked(slots[<i32>(i << 1) + 1]) != 0) i = i + 1 == capacity ? 0 : i + 1;
     unchecked((slots[<i32>(i << 1)] = ip));
     unchecked((slots[<i32>(i << 1) + 1] = pack(owner, network)));
     this.used++;

@@ -1,10 +1,15 @@
 // Contexts: one root context per plugin (configuration, counters, shared lookup tables) and one
 // small context per connection. Filters subclass both and register a factory under their root_id.
+import { ByteSource } from "../json/source";
+import { readWhole } from "./config_source";
 import { FilterStatus, PeerType } from "./types";
 
 /** Per-connection state. Keep it small: one is allocated for every connection. */
 export class ConnectionContext {
-  constructor(readonly id: u32) {}
+  /** The root that made it (set by the runtime), so a deleted context can go back to its pool. */
+  owner: RootContext | null = null;
+  /** Mutable only so a reusable context can take a new connection's id (see reusesConnections). */
+  constructor(public id: u32) {}
   /** Decide here: tcp_proxy picks its upstream right after this returns. */
   onNewConnection(): FilterStatus {
     return FilterStatus.Continue;
@@ -38,10 +43,28 @@ export class RootContext {
   onConfigure(configuration: ArrayBuffer): bool {
     return true;
   }
+  /**
+   * What proxy_on_configure calls: the plugin configuration as a source the filter can read in
+   * windows (see assembly/json JsonStream.windowed), so a large one is never whole in linear
+   * memory. By default it is read whole and handed to onConfigure.
+   */
+  onConfigureSource(configuration: ByteSource): bool {
+    return this.onConfigure(readWhole(configuration));
+  }
   /** Called for each new connection; return the connection's context. */
   newConnection(id: u32): ConnectionContext {
     return new ConnectionContext(id);
   }
+  /**
+   * True when this filter's connection contexts hold nothing but their id and root: the runtime
+   * then keeps deleted ones and hands them to later connections (with the new id) instead of
+   * calling newConnection, so connections allocate nothing. Off by default.
+   */
+  reusesConnections(): bool {
+    return false;
+  }
+  /** Deleted contexts waiting for reuse (reusesConnections only). */
+  readonly pool: Array<ConnectionContext> = new Array<ConnectionContext>();
   onTick(): void {}
   onDone(): bool {
     return true;

@@ -6,7 +6,9 @@
 // Imported for its side effect: the abort override (asconfig `use abort=`) must be compiled in.
 import "./abort";
 import { getBufferBytes } from "./buffer";
+import { HostBufferSource } from "./config_source";
 import { ConnectionContext, factoryFor, RootContext } from "./context";
+import { ContextTable } from "./context_table";
 import { logError } from "./log";
 import { getPropertyString, propertyPath } from "./property";
 import { BufferType, FilterStatus, PeerType } from "./types";
@@ -14,7 +16,8 @@ import { BufferType, FilterStatus, PeerType } from "./types";
 export { malloc } from "./host_value";
 
 const roots = new Map<u32, RootContext>();
-const connections = new Map<u32, ConnectionContext>();
+// Connections come and go all the time: a table that allocates nothing per connection.
+const connections = new ContextTable<ConnectionContext>();
 const ROOT_ID_PATH = propertyPath(["plugin_root_id"]);
 
 
@@ -32,7 +35,17 @@ function createRoot(id: u32): void {
 
 function createConnection(id: u32, rootContextId: u32): void {
   if (!roots.has(rootContextId)) return;
-  connections.set(id, roots.get(rootContextId).newConnection(id));
+  const root = roots.get(rootContextId);
+  const pool = root.pool;
+  let context: ConnectionContext;
+  if (pool.length > 0) {
+    context = pool.pop();
+    context.id = id;
+  } else {
+    context = root.newConnection(id);
+    context.owner = root;
+  }
+  connections.set(id, context);
 }
 
 export function proxy_on_context_create(contextId: u32, rootContextId: u32): void {
@@ -54,8 +67,10 @@ export function proxy_on_vm_start(rootContextId: u32, vmConfigurationSize: u32):
 
 export function proxy_on_configure(rootContextId: u32, configurationSize: u32): u32 {
   if (!roots.has(rootContextId)) return 0;
-  const configuration = readBuffer(BufferType.PluginConfiguration, configurationSize);
-  return roots.get(rootContextId).onConfigure(configuration) ? 1 : 0;
+  // A configuration larger than 2 GB cannot be addressed by a wasm32 reader anyway.
+  const size = configurationSize > <u32>i32.MAX_VALUE ? 0 : <i32>configurationSize;
+  const configuration = new HostBufferSource(BufferType.PluginConfiguration, size);
+  return roots.get(rootContextId).onConfigureSource(configuration) ? 1 : 0;
 }
 
 export function proxy_on_tick(rootContextId: u32): void {
@@ -63,42 +78,50 @@ export function proxy_on_tick(rootContextId: u32): void {
 }
 
 export function proxy_on_new_connection(contextId: u32): FilterStatus {
-  if (!connections.has(contextId)) return FilterStatus.Continue;
-  return connections.get(contextId).onNewConnection();
+  const context = connections.get(contextId);
+  return context === null ? FilterStatus.Continue : context.onNewConnection();
 }
 
 export function proxy_on_downstream_data(contextId: u32, size: u32, endOfStream: u32): FilterStatus {
-  if (!connections.has(contextId)) return FilterStatus.Continue;
-  return connections.get(contextId).onDownstreamData(size, endOfStream != 0);
+  const context = connections.get(contextId);
+  return context === null ? FilterStatus.Continue : context.onDownstreamData(size, endOfStream != 0);
 }
 
 export function proxy_on_upstream_data(contextId: u32, size: u32, endOfStream: u32): FilterStatus {
-  if (!connections.has(contextId)) return FilterStatus.Continue;
-  return connections.get(contextId).onUpstreamData(size, endOfStream != 0);
+  const context = connections.get(contextId);
+  return context === null ? FilterStatus.Continue : context.onUpstreamData(size, endOfStream != 0);
 }
 
 export function proxy_on_downstream_connection_close(contextId: u32, peer: u32): void {
-  if (connections.has(contextId)) connections.get(contextId).onDownstreamClose(<PeerType>peer);
+  const context = connections.get(contextId);
+  if (context !== null) context.onDownstreamClose(<PeerType>peer);
 }
 
 export function proxy_on_upstream_connection_close(contextId: u32, peer: u32): void {
-  if (connections.has(contextId)) connections.get(contextId).onUpstreamClose(<PeerType>peer);
+  const context = connections.get(contextId);
+  if (context !== null) context.onUpstreamClose(<PeerType>peer);
 }
 
 export function proxy_on_done(contextId: u32): u32 {
-  if (connections.has(contextId)) return connections.get(contextId).onDone() ? 1 : 0;
+  const context = connections.get(contextId);
+  if (context !== null) return context.onDone() ? 1 : 0;
   if (roots.has(contextId)) return roots.get(contextId).onDone() ? 1 : 0;
   return 1;
 }
 
 export function proxy_on_log(contextId: u32): void {
-  if (connections.has(contextId)) connections.get(contextId).onLog();
+  const context = connections.get(contextId);
+  if (context !== null) context.onLog();
 }
 
 export function proxy_on_delete(contextId: u32): void {
-  if (connections.has(contextId)) {
-    connections.get(contextId).onDelete();
-    connections.delete(contextId);
+  const context = connections.delete(contextId);
+  if (context !== null) {
+    context.onDelete();
+    // A reusable context waits for the next connection of its root (at most as many wait as
+    // were ever open at once).
+    const owner = context.owner;
+    if (owner !== null && owner.reusesConnections()) owner.pool.push(context);
     return;
   }
   if (roots.has(contextId)) {

@@ -5,6 +5,7 @@
 // written (NOT_FOUND otherwise); a value the factory cannot parse is BAD_ARGUMENT.
 import { proxy_call_foreign_function } from "./abi";
 import { outPtrSlot, outSizeSlot, releaseHostValue, resetOutSlots } from "./host_value";
+import { ByteText } from "./text";
 import { FilterStateSpan } from "./types";
 
 const FUNCTION_NAME = String.UTF8.encode("set_envoy_filter_state");
@@ -71,8 +72,20 @@ export function setEnvoyFilterStateBytes(
   value: ArrayBuffer,
   span: FilterStateSpan = FilterStateSpan.FilterChain,
 ): u32 {
+  return setEnvoyFilterStateRaw(key, changetype<usize>(value), <u32>value.byteLength, span);
+}
+
+/** setEnvoyFilterStateBytes with the bytes of a reused ByteText (no allocation). */
+export function setEnvoyFilterStateText(
+  key: ArrayBuffer,
+  value: ByteText,
+  span: FilterStateSpan = FilterStateSpan.FilterChain,
+): u32 {
+  return setEnvoyFilterStateRaw(key, value.ptr, <u32>value.length, span);
+}
+
+function setEnvoyFilterStateRaw(key: ArrayBuffer, valuePtr: usize, valueLength: u32, span: FilterStateSpan): u32 {
   const keyLength = <u32>key.byteLength;
-  const valueLength = <u32>value.byteLength;
   const size = encodedFilterStateSize(keyLength, valueLength);
   if (size > scratchCapacity) {
     heap.free(scratch);
@@ -83,7 +96,7 @@ export function setEnvoyFilterStateBytes(
     scratch,
     changetype<usize>(key),
     keyLength,
-    changetype<usize>(value),
+    valuePtr,
     valueLength,
     span,
   );

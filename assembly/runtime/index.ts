@@ -15,8 +15,11 @@ export {
   propertyPath,
   setPropertyBytes,
   setPropertyString,
+  setPropertyText,
 } from "./property";
-export { setEnvoyFilterState, setEnvoyFilterStateBytes } from "./filter_state";
+export { ByteText } from "./text";
+export { HostBufferSource, readWhole } from "./config_source";
+export { setEnvoyFilterState, setEnvoyFilterStateBytes, setEnvoyFilterStateText } from "./filter_state";
 export { closeDownstream, continueDownstream, getBufferBytes, setBufferBytes } from "./buffer";
 export { hostValuePtr, hostValueSize, releaseHostValue } from "./host_value";
 export {

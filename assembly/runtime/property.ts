@@ -15,6 +15,7 @@ import {
   takeHostString,
   takeHostValue,
 } from "./host_value";
+import { ByteText } from "./text";
 import { WasmResult } from "./types";
 
 /** Encodes a property path once, so hot paths pass a ready buffer. */
@@ -95,6 +96,12 @@ export function setPropertyBytes(path: ArrayBuffer, value: ArrayBuffer): u32 {
     changetype<usize>(value),
     <usize>value.byteLength,
   );
+  return lastStatus;
+}
+
+/** setPropertyBytes with the bytes of a reused ByteText (no allocation). */
+export function setPropertyText(path: ArrayBuffer, value: ByteText): u32 {
+  lastStatus = proxy_set_property(changetype<usize>(path), <usize>path.byteLength, value.ptr, <usize>value.length);
   return lastStatus;
 }
 

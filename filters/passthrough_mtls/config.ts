@@ -1,8 +1,8 @@
 // passthrough_mtls plugin configuration: the shared mesh model plus four fields of its own,
 // parsed once per root context. See README.md for every field.
-import { ConfigReader } from "../../assembly/json";
+import { ByteSource, ConfigReader } from "../../assembly/json";
 
-import { Mesh, parseMeshDocument } from "../../assembly/mesh";
+import { Mesh, MeshDocument, parseMeshDocument, parseMeshSource } from "../../assembly/mesh";
 
 export const MODE_DIRECT = "direct";
 export const MODE_SUBSET = "subset";
@@ -38,7 +38,15 @@ function refuse(error: string): PassthroughConfigResult {
  * mesh problems, as the fields are checked first.
  */
 export function parsePassthroughConfig(bytes: ArrayBuffer): PassthroughConfigResult {
-  const doc = parseMeshDocument(bytes, OWN_FIELDS);
+  return configOf(parseMeshDocument(bytes, OWN_FIELDS));
+}
+
+/** parsePassthroughConfig over the host's configuration, read in windows (never whole in memory). */
+export function parsePassthroughConfigFrom(source: ByteSource): PassthroughConfigResult {
+  return configOf(parseMeshSource(source, OWN_FIELDS));
+}
+
+function configOf(doc: MeshDocument): PassthroughConfigResult {
   const root = doc.own;
   if (root === null) return refuse(doc.error); // JSON, root type or unknown field
   const reader = new ConfigReader();

@@ -2,8 +2,9 @@
 // passthrough as the fallback, headless services without per-pod listeners, and the endpoint
 // selection value envoy.lb.address. Everything is decided in on_new_connection, because
 // tcp_proxy picks its upstream right after it. See README.md.
-import { Address, formatAddress, readDestination } from "../../assembly/mesh";
+import { Address, formatAddress, readDestination, writeAddress } from "../../assembly/mesh";
 import {
+  ByteText,
   closeDownstream,
   ConnectionContext,
   Counter,
@@ -19,13 +20,16 @@ import {
   registerRootContext,
   RootContext,
   setEnvoyFilterStateBytes,
+  setEnvoyFilterStateText,
   setPropertyBytes,
+  setPropertyText,
   TCP_PROXY_CLUSTER,
   UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
-import { parsePassthroughConfig, PassthroughConfig } from "./config";
+import { parsePassthroughConfigFrom, PassthroughConfig } from "./config";
 import { Decision, decide, Route } from "./decision";
+import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
 // Envoy filter-state keys (registered object factories) and our own properties, encoded once.
@@ -50,6 +54,8 @@ class PassthroughRoot extends RootContext {
   /** Reused for every connection of this root: decisions allocate nothing. */
   readonly destination: Address = new Address();
   readonly decision: Decision = new Decision();
+  /** The destination's `IP:PORT`, formatted in place for every connection. */
+  readonly lbAddress: ByteText = new ByteText();
   // One counter per outcome; every connection bumps exactly one of the first five.
   readonly mtls: Counter = new Counter("passthrough_mtls.mtls");
   readonly headless: Counter = new Counter("passthrough_mtls.headless");
@@ -60,8 +66,9 @@ class PassthroughRoot extends RootContext {
   readonly localNetworkWins: Counter = new Counter("passthrough_mtls.local_network_wins");
   readonly plaintextPod: Counter = new Counter("passthrough_mtls.plaintext_pod");
 
-  onConfigure(configuration: ArrayBuffer): bool {
-    const result = parsePassthroughConfig(configuration);
+  /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
+  onConfigureSource(configuration: ByteSource): bool {
+    const result = parsePassthroughConfigFrom(configuration);
     const config = result.config;
     if (config === null) {
       logError("invalid plugin configuration: " + result.error);
@@ -80,6 +87,11 @@ class PassthroughRoot extends RootContext {
 
   newConnection(id: u32): ConnectionContext {
     return new PassthroughConnection(id, this);
+  }
+
+  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
+  reusesConnections(): bool {
+    return true;
   }
 }
 
@@ -107,8 +119,8 @@ class PassthroughConnection extends ConnectionContext {
       return FilterStatus.Continue;
     }
     // Every mesh pod gets its endpoint-selection value (envoy.lb.address), whatever the route.
-    const lbAddress = String.UTF8.encode(formatAddress(dst));
-    let ok = setPropertyBytes(LB_ADDRESS_PROPERTY, lbAddress) == WasmResult.Ok;
+    const lbAddress = writeAddress(dst, root.lbAddress.clear());
+    let ok = setPropertyText(LB_ADDRESS_PROPERTY, lbAddress) == WasmResult.Ok;
     if (decision.route == Route.PlaintextPod) {
       ok = ok && (!config.subsetMode || this.pick(config.subsetCluster));
       if (!ok) return this.reject(dst);
@@ -148,8 +160,8 @@ class PassthroughConnection extends ConnectionContext {
   }
 
   /** Exactly that IP:port, whatever the cluster's own address choice would be. */
-  private pinAddress(address: ArrayBuffer): bool {
-    return setEnvoyFilterStateBytes(ORIGINAL_DST_ADDRESS, address) == WasmResult.Ok;
+  private pinAddress(address: ByteText): bool {
+    return setEnvoyFilterStateText(ORIGINAL_DST_ADDRESS, address) == WasmResult.Ok;
   }
 
   private pick(cluster: ArrayBuffer): bool {

@@ -46,6 +46,11 @@ class ProbeRoot extends RootContext {
   newConnection(id: u32): ConnectionContext {
     return new ProbeConnection(id, this);
   }
+
+  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
+  reusesConnections(): bool {
+    return true;
+  }
 }
 
 class ProbeConnection extends ConnectionContext {

@@ -1,7 +1,7 @@
 // tunnel_port plugin configuration: one module, two roles (the client sidecar's outbound and the
 // server sidecar's inbound), the shared mesh model, and a few fields per role. See README.md.
-import { ConfigReader, JsonValue } from "../../assembly/json";
-import { Address, IpParse, Mesh, MESH_FIELDS, parseIpString, parseMeshDocument } from "../../assembly/mesh";
+import { ByteSource, ConfigReader, JsonValue } from "../../assembly/json";
+import { Address, IpParse, Mesh, MESH_FIELDS, MeshDocument, parseIpString, parseMeshDocument, parseMeshSource } from "../../assembly/mesh";
 
 export const ROLE_CLIENT = "client";
 export const ROLE_SERVER = "server";
@@ -57,8 +57,17 @@ function refuse(error: string): TunnelConfigResult {
  * fields of that role (another role's fields are unknown here), then the mesh.
  */
 export function parseTunnelConfig(bytes: ArrayBuffer): TunnelConfigResult {
-  const allOwn = COMMON_FIELDS.concat(CLIENT_FIELDS).concat(SERVER_FIELDS);
-  const doc = parseMeshDocument(bytes, allOwn);
+  return tunnelConfigOf(parseMeshDocument(bytes, ALL_OWN_FIELDS));
+}
+
+/** parseTunnelConfig over the host's configuration, read in windows (never whole in memory). */
+export function parseTunnelConfigFrom(source: ByteSource): TunnelConfigResult {
+  return tunnelConfigOf(parseMeshSource(source, ALL_OWN_FIELDS));
+}
+
+const ALL_OWN_FIELDS = COMMON_FIELDS.concat(CLIENT_FIELDS).concat(SERVER_FIELDS);
+
+function tunnelConfigOf(doc: MeshDocument): TunnelConfigResult {
   const root = doc.own;
   if (root === null) return refuse(doc.error); // JSON, root type or a field no role knows
   const reader = new ConfigReader();

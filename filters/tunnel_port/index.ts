@@ -5,8 +5,9 @@
 //   server - behind the server sidecar's CONNECT termination: checks both ports and the peer
 //            against what this workload serves, and refuses anything else.
 // Everything is decided in on_new_connection; nothing waits for client bytes. See README.md.
-import { Address, formatAddress, readDestination } from "../../assembly/mesh";
+import { Address, formatAddress, readDestination, writeAddress } from "../../assembly/mesh";
 import {
+  ByteText,
   closeDownstream,
   ConnectionContext,
   Counter,
@@ -26,15 +27,17 @@ import {
   releaseHostValue,
   RootContext,
   setEnvoyFilterStateBytes,
-  setPropertyBytes,
+  setEnvoyFilterStateText,
+  setPropertyText,
   TCP_PROXY_CLUSTER,
   TRUE_VALUE,
   UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
 import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
-import { parseTunnelConfig, TunnelConfig } from "./config";
+import { parseTunnelConfigFrom, TunnelConfig } from "./config";
 import { checkServer, parsePortBytes, ServerVerdict } from "./server";
+import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
 /** Shared by the server's CONNECT termination (HTTP set_filter_state, shared with upstream). */
@@ -59,6 +62,11 @@ class TunnelRoot extends RootContext {
   readonly destination: Address = new Address();
   readonly endpoint: Address = new Address();
   readonly decision: ClientDecision = new ClientDecision();
+  // Texts written to the host, formatted in place for every connection (no allocation).
+  readonly tunnelAddress: ByteText = new ByteText();
+  readonly authority: ByteText = new ByteText();
+  readonly servicePortText: ByteText = new ByteText(16);
+  readonly targetPortText: ByteText = new ByteText(16);
   // client outcomes
   readonly tunneled: Counter = new Counter("tunnel_port.client.tunneled");
   readonly panic: Counter = new Counter("tunnel_port.client.panic_routing");
@@ -75,8 +83,9 @@ class TunnelRoot extends RootContext {
   // both roles: Envoy refused a filter-state write, connection closed
   readonly rejected: Counter = new Counter("tunnel_port.rejected");
 
-  onConfigure(configuration: ArrayBuffer): bool {
-    const result = parseTunnelConfig(configuration);
+  /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
+  onConfigureSource(configuration: ByteSource): bool {
+    const result = parseTunnelConfigFrom(configuration);
     const config = result.config;
     if (config === null) {
       logError("invalid plugin configuration: " + result.error);
@@ -89,6 +98,11 @@ class TunnelRoot extends RootContext {
 
   newConnection(id: u32): ConnectionContext {
     return new TunnelConnection(id, this);
+  }
+
+  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
+  reusesConnections(): bool {
+    return true;
   }
 }
 
@@ -139,22 +153,22 @@ class TunnelConnection extends ConnectionContext {
     if (decision.service < 0) pod.copyFrom(dst);
     else mesh.workloadAddress(decision.workload, 0, pod);
     pod.port = config.tunnelPort;
-    const tunnelAddress = String.UTF8.encode(formatAddress(pod));
+    const tunnelAddress = writeAddress(pod, root.tunnelAddress.clear());
     pod.port = decision.targetPort;
-    const authority = formatAddress(pod);
+    const authority = writeAddress(pod, root.authority.clear());
     const ok =
       setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, mesh.workloadIdentityUtf8(decision.workload)) == WasmResult.Ok &&
-      setEnvoyFilterStateBytes(ORIGINAL_DST_ADDRESS, tunnelAddress) == WasmResult.Ok &&
-      setPropertyBytes(AUTHORITY_PROPERTY, String.UTF8.encode(authority)) == WasmResult.Ok &&
-      setPropertyBytes(SERVICE_PORT_PROPERTY, String.UTF8.encode(decision.servicePort.toString())) == WasmResult.Ok &&
+      setEnvoyFilterStateText(ORIGINAL_DST_ADDRESS, tunnelAddress) == WasmResult.Ok &&
+      setPropertyText(AUTHORITY_PROPERTY, authority) == WasmResult.Ok &&
+      setPropertyText(SERVICE_PORT_PROPERTY, portText(root.servicePortText, decision.servicePort)) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.tunnelCluster) == WasmResult.Ok;
     if (!ok) return this.reject();
     root.tunneled.inc();
     if (decision.panic) root.panic.inc();
     if (logEnabled(LogLevel.Debug)) {
       logDebug(
-        formatAddress(dst) + " -> tunnel to " + String.UTF8.decode(tunnelAddress) +
-        ", :authority " + authority + ", service port " + decision.servicePort.toString() +
+        formatAddress(dst) + " -> tunnel to " + tunnelAddress.toString() +
+        ", :authority " + authority.toString() + ", service port " + decision.servicePort.toString() +
         ", verifying " + mesh.workloadIdentity(decision.workload) + (decision.panic ? " (no healthy endpoint: panic routing)" : ""),
       );
     }
@@ -173,8 +187,8 @@ class TunnelConnection extends ConnectionContext {
     const verdict = checkServer(config, dst, servicePort, peerLength);
     if (verdict != ServerVerdict.Accept) return this.refuse(verdict, dst, servicePort);
     const ok =
-      setPropertyBytes(SERVICE_PORT_PROPERTY, String.UTF8.encode(servicePort.toString())) == WasmResult.Ok &&
-      setPropertyBytes(TARGET_PORT_PROPERTY, String.UTF8.encode(dst.port.toString())) == WasmResult.Ok &&
+      setPropertyText(SERVICE_PORT_PROPERTY, portText(root.servicePortText, servicePort)) == WasmResult.Ok &&
+      setPropertyText(TARGET_PORT_PROPERTY, portText(root.targetPortText, dst.port)) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.appCluster) == WasmResult.Ok;
     if (!ok) return this.reject();
     root.accepted.inc();
@@ -224,6 +238,11 @@ class TunnelConnection extends ConnectionContext {
     closeDownstream();
     return FilterStatus.StopIteration;
   }
+}
+
+/** `port` in decimal, in the reused `out` (ports are 1..65535 by the time they are written). */
+function portText(out: ByteText, port: i32): ByteText {
+  return out.clear().decimal(<u32>port);
 }
 
 /**

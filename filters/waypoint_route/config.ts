@@ -1,7 +1,7 @@
 // waypoint_route plugin configuration: the shared mesh model, this sidecar's own workload (its
 // network and locality drive every choice), and the two clusters. See README.md.
-import { ConfigReader } from "../../assembly/json";
-import { Address, IpParse, Mesh, parseIpString, parseMeshDocument } from "../../assembly/mesh";
+import { ByteSource, ConfigReader } from "../../assembly/json";
+import { Address, IpParse, Mesh, MeshDocument, parseIpString, parseMeshDocument, parseMeshSource } from "../../assembly/mesh";
 
 const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "unknownDestination"];
 
@@ -14,7 +14,40 @@ export class WaypointConfig {
     readonly hboneCluster: ArrayBuffer,
     readonly doubleHboneCluster: ArrayBuffer,
     readonly refuseUnknown: bool,
-  ) {}
+  ) {
+    // Per-service texts the decision writes to the host, built once here so that no
+    // connection builds a string: the comma-joined SAN list and the hostname, as UTF-8.
+    const services = mesh.serviceCount();
+    this.sans = new Array<ArrayBuffer>(services);
+    this.hostnames = new Array<ArrayBuffer>(services);
+    for (let s = 0; s < services; s++) {
+      unchecked((this.sans[s] = joinSans(mesh, s)));
+      unchecked((this.hostnames[s] = String.UTF8.encode(mesh.serviceHostname(s))));
+    }
+  }
+
+  private sans: Array<ArrayBuffer>;
+  private hostnames: Array<ArrayBuffer>;
+
+  /** Service s's subject alt names joined with ","; empty when it has none (or s is out of range). */
+  serviceSans(s: i32): ArrayBuffer {
+    return s >= 0 && s < this.sans.length ? unchecked(this.sans[s]) : EMPTY;
+  }
+
+  /** Service s's hostname as UTF-8; empty for an out-of-range index. */
+  serviceHostnameUtf8(s: i32): ArrayBuffer {
+    return s >= 0 && s < this.hostnames.length ? unchecked(this.hostnames[s]) : EMPTY;
+  }
+}
+
+const EMPTY = new ArrayBuffer(0);
+
+function joinSans(mesh: Mesh, s: i32): ArrayBuffer {
+  const n = mesh.sanCount(s);
+  if (n == 0) return EMPTY;
+  let text = mesh.san(s, 0);
+  for (let i = 1; i < n; i++) text += "," + mesh.san(s, i);
+  return String.UTF8.encode(text);
 }
 
 export class WaypointConfigResult {
@@ -27,7 +60,15 @@ function refuse(error: string): WaypointConfigResult {
 
 /** Streams the configuration (no JSON tree: large meshes fit); own fields are checked first. */
 export function parseWaypointConfig(bytes: ArrayBuffer): WaypointConfigResult {
-  const doc = parseMeshDocument(bytes, OWN_FIELDS);
+  return configOf(parseMeshDocument(bytes, OWN_FIELDS));
+}
+
+/** parseWaypointConfig over the host's configuration, read in windows (never whole in memory). */
+export function parseWaypointConfigFrom(source: ByteSource): WaypointConfigResult {
+  return configOf(parseMeshSource(source, OWN_FIELDS));
+}
+
+function configOf(doc: MeshDocument): WaypointConfigResult {
   const root = doc.own;
   if (root === null) return refuse(doc.error); // JSON, root type or unknown field
   const reader = new ConfigReader();

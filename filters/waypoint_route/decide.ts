@@ -7,7 +7,8 @@
 //      podIP:T; remote -> double HBONE as above;
 //   3. a gateway that cannot be resolved -> error; a remote instance without one -> error;
 //   4. a pod IP never crosses networks.
-import { Address, formatAddress, Mesh, RefTarget, Scope } from "../../assembly/mesh";
+import { Address, Mesh, RefTarget, Scope, writeAddress } from "../../assembly/mesh";
+import { ByteText } from "../../assembly/runtime/text";
 import { WaypointConfig } from "./config";
 
 export const HBONE_PORT = 15008;
@@ -33,6 +34,8 @@ export enum Outcome {
   ErrorNoEndpoint,
 }
 
+const NO_SANS = new ArrayBuffer(0);
+
 export class Decision {
   outcome: Outcome = Outcome.Unknown;
   service: i32 = -1;
@@ -43,12 +46,12 @@ export class Decision {
   gateway: i32 = -1;
   /** Where the first TCP connection goes: instance:15008, pod:15008 or gateway:hbone port. */
   readonly nextHop: Address = new Address();
-  /** Inner CONNECT authority (single HBONE: the only one). */
-  authority: string = "";
-  /** Comma-separated SANs the (inner) TLS peer must present. */
-  sans: string = "";
-  /** Double HBONE: SANs the gateway must present. */
-  gatewaySans: string = "";
+  /** Inner CONNECT authority (single HBONE: the only one), formatted in place. */
+  readonly authority: ByteText = new ByteText();
+  /** Comma-separated SANs (UTF-8) the (inner) TLS peer must present; shared, do not modify. */
+  sans: ArrayBuffer = NO_SANS;
+  /** Double HBONE: SANs the gateway must present; shared, do not modify. */
+  gatewaySans: ArrayBuffer = NO_SANS;
 }
 
 /** Lower is better: network first (always), then the service's locality preference. */
@@ -107,12 +110,10 @@ function endpointsOf(mesh: Mesh, s: i32, scratch: Scratch): i32 {
   return count;
 }
 
-function identitiesOf(mesh: Mesh, s: i32, w: i32): string {
-  const n = mesh.sanCount(s);
-  if (n == 0) return mesh.workloadIdentity(w);
-  let out = mesh.san(s, 0);
-  for (let i = 1; i < n; i++) out += "," + mesh.san(s, i);
-  return out;
+/** Service s's subject alt names (joined once at configure time), else w's own identity. */
+function identitiesOf(config: WaypointConfig, s: i32, w: i32): ArrayBuffer {
+  const sans = config.serviceSans(s);
+  return sans.byteLength > 0 ? sans : config.mesh.workloadIdentityUtf8(w);
 }
 
 /**
@@ -138,7 +139,7 @@ function resolveGateway(config: WaypointConfig, instance: i32, scratch: Scratch,
     }
     out.nextHop.port = port;
     out.gateway = gw;
-    out.gatewaySans = mesh.workloadIdentity(gw);
+    out.gatewaySans = mesh.workloadIdentityUtf8(gw);
   } else if (target == RefTarget.Service) {
     // A gateway service: one of its healthy instances on the remote network; the HBONE port may
     // be translated by the service's port map.
@@ -162,12 +163,12 @@ function resolveGateway(config: WaypointConfig, instance: i32, scratch: Scratch,
     const translated = mesh.targetPort(gs, chosenEndpoint, port);
     out.nextHop.port = translated > 0 ? translated : port;
     out.gateway = chosen;
-    out.gatewaySans = identitiesOf(mesh, gs, chosen);
+    out.gatewaySans = identitiesOf(config, gs, chosen);
   } else {
     out.outcome = Outcome.ErrorUnknownGateway;
     return false;
   }
-  if (out.gatewaySans.length == 0) {
+  if (out.gatewaySans.byteLength == 0) {
     // A gateway we cannot authenticate is no gateway.
     out.outcome = Outcome.ErrorUnknownGateway;
     return false;
@@ -179,8 +180,9 @@ function usableGateway(mesh: Mesh, w: i32, network: i32): bool {
   return w >= 0 && mesh.workloadHealthy(w) && mesh.workloadNetwork(w) == network && mesh.workloadAddressCount(w) > 0;
 }
 
-function hostAuthority(mesh: Mesh, s: i32, port: i32): string {
-  return mesh.serviceHostname(s) + ":" + port.toString();
+/** `<hostname>:<port>` into `out`. */
+function hostAuthority(config: WaypointConfig, s: i32, port: i32, out: ByteText): void {
+  out.clear().buffer(config.serviceHostnameUtf8(s)).byte(0x3a).decimal(<u32>port);
 }
 
 function reset(out: Decision): void {
@@ -190,9 +192,9 @@ function reset(out: Decision): void {
   out.instance = -1;
   out.gateway = -1;
   out.nextHop.clear();
-  out.authority = "";
-  out.sans = "";
-  out.gatewaySans = "";
+  out.authority.clear();
+  out.sans = NO_SANS;
+  out.gatewaySans = NO_SANS;
 }
 
 export function decide(config: WaypointConfig, dst: Address, scratch: Scratch, out: Decision): void {
@@ -231,7 +233,7 @@ function decideWaypoint(config: WaypointConfig, s: i32, r: i32, dst: Address, sc
     return;
   }
   out.instance = instance;
-  out.sans = waypointService >= 0 ? identitiesOf(mesh, waypointService, instance) : mesh.workloadIdentity(instance);
+  out.sans = waypointService >= 0 ? identitiesOf(config, waypointService, instance) : mesh.workloadIdentityUtf8(instance);
   if (mesh.workloadNetwork(instance) == config.network) {
     if (!mesh.workloadAddress(instance, 0, out.nextHop)) {
       out.outcome = Outcome.ErrorUnknownWaypoint;
@@ -240,12 +242,12 @@ function decideWaypoint(config: WaypointConfig, s: i32, r: i32, dst: Address, sc
     const port = mesh.refPort(r);
     out.nextHop.port = port > 0 ? port : HBONE_PORT;
     // :authority = VIP:P, the address the application dialled.
-    out.authority = formatAddress(dst);
+    writeAddress(dst, out.authority.clear());
     out.outcome = Outcome.HboneWaypoint;
     return;
   }
   if (!resolveGateway(config, instance, scratch, out)) return;
-  out.authority = hostAuthority(mesh, s, out.servicePort);
+  hostAuthority(config, s, out.servicePort, out.authority);
   out.outcome = Outcome.DoubleHboneWaypoint;
 }
 
@@ -258,7 +260,7 @@ function decideEndpoint(config: WaypointConfig, s: i32, scratch: Scratch, out: D
     return;
   }
   out.instance = instance;
-  out.sans = identitiesOf(mesh, s, instance);
+  out.sans = identitiesOf(config, s, instance);
   if (mesh.workloadNetwork(instance) == config.network) {
     let e = -1;
     for (let i = 0; i < count; i++) if (unchecked(scratch.candidates[i]) == instance) e = unchecked(scratch.endpointOf[i]);
@@ -268,14 +270,14 @@ function decideEndpoint(config: WaypointConfig, s: i32, scratch: Scratch, out: D
       return;
     }
     out.nextHop.port = targetPort;
-    out.authority = formatAddress(out.nextHop); // podIP:T
+    writeAddress(out.nextHop, out.authority.clear()); // podIP:T
     out.nextHop.port = HBONE_PORT;
-    out.sans = mesh.workloadIdentity(instance);
+    out.sans = mesh.workloadIdentityUtf8(instance);
     out.outcome = Outcome.HboneEndpoint;
     return;
   }
   if (!resolveGateway(config, instance, scratch, out)) return;
-  out.authority = hostAuthority(mesh, s, out.servicePort);
+  hostAuthority(config, s, out.servicePort, out.authority);
   out.outcome = Outcome.DoubleHboneEndpoint;
 }
 
@@ -289,9 +291,9 @@ function decidePod(config: WaypointConfig, dst: Address, out: Decision): void {
     out.outcome = Outcome.PlaintextPod;
     return;
   }
-  out.authority = formatAddress(dst);
+  writeAddress(dst, out.authority.clear());
   out.nextHop.copyFrom(dst);
   out.nextHop.port = HBONE_PORT;
-  out.sans = mesh.workloadIdentity(w);
+  out.sans = mesh.workloadIdentityUtf8(w);
   out.outcome = Outcome.HbonePod;
 }

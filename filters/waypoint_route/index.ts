@@ -3,8 +3,9 @@
 // original service port; without a waypoint, to an endpoint the same way. Decided in
 // on_new_connection; every error closes the connection with a counter and a log line naming the
 // rule. See README.md.
-import { Address, formatAddress, readDestination } from "../../assembly/mesh";
+import { Address, formatAddress, readDestination, writeAddress } from "../../assembly/mesh";
 import {
+  ByteText,
   closeDownstream,
   ConnectionContext,
   Counter,
@@ -20,14 +21,17 @@ import {
   registerRootContext,
   RootContext,
   setEnvoyFilterStateBytes,
+  setEnvoyFilterStateText,
   setPropertyBytes,
+  setPropertyText,
   TCP_PROXY_CLUSTER,
   TRUE_VALUE,
   UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
-import { parseWaypointConfig, WaypointConfig } from "./config";
+import { parseWaypointConfigFrom, WaypointConfig } from "./config";
 import { Decision, decide, Outcome, Scratch } from "./decide";
+import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
 // Properties (%FILTER_STATE(wasm.<name>:PLAIN)%). `authority` is the CONNECT this listener's
@@ -58,6 +62,8 @@ class WaypointRoot extends RootContext {
   readonly destination: Address = new Address();
   readonly decision: Decision = new Decision();
   readonly scratch: Scratch = new Scratch();
+  /** The next hop's `IP:PORT`, formatted in place for every connection. */
+  readonly nextHop: ByteText = new ByteText();
   /** One counter per outcome, in Outcome order: `waypoint_route.<outcome>`. */
   readonly outcomes: Counter[] = [];
   readonly unknownRefused: Counter = new Counter("waypoint_route.unknown_refused");
@@ -73,24 +79,30 @@ class WaypointRoot extends RootContext {
     if (i >= 0 && i < this.outcomes.length) unchecked(this.outcomes[i]).inc();
   }
 
-  onConfigure(configuration: ArrayBuffer): bool {
-    const result = parseWaypointConfig(configuration);
+  /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
+  onConfigureSource(configuration: ByteSource): bool {
+    const result = parseWaypointConfigFrom(configuration);
     const config = result.config;
     if (config === null) {
       logError("invalid plugin configuration: " + result.error);
       return false;
     }
     this.config = config;
+    // Size the candidate buffer for the largest service now, so no connection grows it.
+    let most = 1;
+    for (let s = 0, n = config.mesh.serviceCount(); s < n; s++) most = max(most, config.mesh.endpointCount(s));
+    this.scratch.ensure(most);
     return true;
   }
 
   newConnection(id: u32): ConnectionContext {
     return new WaypointConnection(id, this);
   }
-}
 
-function utf8(text: string): ArrayBuffer {
-  return String.UTF8.encode(text);
+  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
+  reusesConnections(): bool {
+    return true;
+  }
 }
 
 class WaypointConnection extends ConnectionContext {
@@ -126,9 +138,9 @@ class WaypointConnection extends ConnectionContext {
 
   private single(config: WaypointConfig, dst: Address, d: Decision): FilterStatus {
     const ok =
-      setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, utf8(d.sans)) == WasmResult.Ok &&
-      setEnvoyFilterStateBytes(ORIGINAL_DST_ADDRESS, utf8(formatAddress(d.nextHop))) == WasmResult.Ok &&
-      setPropertyBytes(AUTHORITY, utf8(d.authority)) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, d.sans) == WasmResult.Ok &&
+      setEnvoyFilterStateText(ORIGINAL_DST_ADDRESS, writeAddress(d.nextHop, this.root.nextHop.clear())) == WasmResult.Ok &&
+      setPropertyText(AUTHORITY, d.authority) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.hboneCluster) == WasmResult.Ok;
     if (!ok) return this.reject();
     if (logEnabled(LogLevel.Debug)) this.trace(config, dst, d, "hbone");
@@ -141,13 +153,13 @@ class WaypointConnection extends ConnectionContext {
    * internal listener that opens the OUTER CONNECT to the gateway with the relayed values.
    */
   private double(config: WaypointConfig, dst: Address, d: Decision): FilterStatus {
-    const authority = utf8(d.authority);
+    const authority = d.authority;
     const ok =
-      setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, utf8(d.sans)) == WasmResult.Ok &&
-      setPropertyBytes(AUTHORITY, authority) == WasmResult.Ok &&
-      setPropertyBytes(OUTER_AUTHORITY, authority) == WasmResult.Ok &&
-      setPropertyBytes(OUTER_ADDRESS, utf8(formatAddress(d.nextHop))) == WasmResult.Ok &&
-      setPropertyBytes(OUTER_SANS, utf8(d.gatewaySans)) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, d.sans) == WasmResult.Ok &&
+      setPropertyText(AUTHORITY, authority) == WasmResult.Ok &&
+      setPropertyText(OUTER_AUTHORITY, authority) == WasmResult.Ok &&
+      setPropertyText(OUTER_ADDRESS, writeAddress(d.nextHop, this.root.nextHop.clear())) == WasmResult.Ok &&
+      setPropertyBytes(OUTER_SANS, d.gatewaySans) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.doubleHboneCluster) == WasmResult.Ok;
     if (!ok) return this.reject();
     if (logEnabled(LogLevel.Debug)) this.trace(config, dst, d, "double_hbone");
@@ -189,9 +201,10 @@ class WaypointConnection extends ConnectionContext {
   private trace(config: WaypointConfig, dst: Address, d: Decision, protocol: string): void {
     const mesh = config.mesh;
     let line = formatAddress(dst) + " -> " + unchecked(OUTCOME_NAMES[<i32>d.outcome]) + ": " + protocol +
-      " next hop " + formatAddress(d.nextHop) + ", :authority " + d.authority;
-    if (protocol == "double_hbone") line += " (outer and inner), gateway identity " + d.gatewaySans + ", inner identity " + d.sans;
-    else line += ", identity " + d.sans;
+      " next hop " + formatAddress(d.nextHop) + ", :authority " + d.authority.toString();
+    const sans = String.UTF8.decode(d.sans);
+    if (protocol == "double_hbone") line += " (outer and inner), gateway identity " + String.UTF8.decode(d.gatewaySans) + ", inner identity " + sans;
+    else line += ", identity " + sans;
     if (d.instance >= 0) line += ", instance network " + mesh.networkName(mesh.workloadNetwork(d.instance)) + " locality " + mesh.workloadLocality(d.instance);
     logDebug(line);
   }

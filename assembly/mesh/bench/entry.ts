@@ -1,7 +1,11 @@
 // Benchmark module for run.mjs: the mesh model alone, built with release flags, so memory
 // and lookup cost can be measured in node at 1k .. 1M pods. Not part of any filter.
 import { JsonValue, parseJson } from "../../json";
-import { Address, Mesh, parseMeshConfig, parseSocketAddress } from "../index";
+import { Address, Mesh, MeshLimits, parseMeshConfig, parseMeshSource, parseSocketAddress } from "../index";
+import { HostBufferSource } from "../../runtime/config_source";
+import { lastReservation } from "../parse";
+import { BufferType } from "../../runtime/types";
+export { malloc } from "../../runtime/host_value";
 
 let mesh: Mesh = new Mesh();
 let tree: JsonValue | null = null;
@@ -42,6 +46,20 @@ export function configure(bytes: ArrayBuffer): i32 {
   return 1;
 }
 
+/**
+ * Configure the way a filter does in Envoy: the plugin configuration is never copied in whole,
+ * the parser reads it window by window through proxy_get_buffer_bytes (run.mjs implements that
+ * import as Envoy does: a malloc'd block per call, range clamped). `window` 0: the default.
+ */
+export function configureWindowed(size: i32, window: i32): i32 {
+  const source = new HostBufferSource(BufferType.PluginConfiguration, size);
+  const doc = window > 0 ? parseMeshSource(source, [], new MeshLimits(), window) : parseMeshSource(source, []);
+  const m = doc.mesh;
+  if (m === null) return 0;
+  mesh = m;
+  return 1;
+}
+
 /** Parses the JSON only and keeps the tree (what the tree-based configure used to need). */
 export function parseTree(bytes: ArrayBuffer): i32 {
   const result = parseJson(bytes);
@@ -51,6 +69,11 @@ export function parseTree(bytes: ArrayBuffer): i32 {
 
 export function dropTree(): void {
   tree = null;
+}
+
+/** What the last build reserved up front (see parse.ts reserveBuildMemory). */
+export function reservedBytes(): f64 {
+  return <f64>lastReservation;
 }
 
 export function retainedBytes(): f64 {

@@ -7,9 +7,18 @@
 // also bisects configure's own peak heap need (configurePeakBytesPerPod; ~10 more runs).
 //
 // Memory figures are the wasm memory's byteLength, which only ever grows: what the VM keeps.
-//   vmBytesPerPod          the configuration arrives as proxy_on_configure delivers it
-//                          (host writes a malloc'd block, the runtime copies it into an
-//                          ArrayBuffer and frees the block), then configure; total ÷ pods
+//   vmBytesPerPod          what a filter's VM holds after configure in Envoy: the parser reads
+//                          the configuration window by window through proxy_get_buffer_bytes
+//                          (implemented here as Envoy does it: range clamped, each window in a
+//                          block the host gets from the guest's malloc); total ÷ pods
+//   windowedConfigureMs    configure's time that way
+//   reservedBytesPerPod    the block the build reserved up front (its estimate of everything
+//                          it allocates, transient uid index included) ÷ pods
+//   hostReads, bytesReadPerInputByte  proxy_get_buffer_bytes calls (windows, and one per
+//                          endpoint whose uid is confirmed on the bytes), bytes they returned
+//   wholeInputVmBytesPerPod the configuration copied in whole first (one proxy_get_buffer_bytes
+//                          for all of it, the runtime copies it into an ArrayBuffer and frees
+//                          the block: how the runtime delivered it before), then configure
 //   managedInputBytesPerPod the configuration is one ArrayBuffer from the start; total ÷ pods
 //   configureBytesPerPod   what configure adds to linear memory on top of its input; the
 //                          allocator grows memory by at least its current size, so this is
@@ -58,9 +67,40 @@ function snapshot(pods) {
   return Buffer.from(parts.join(""));
 }
 
-async function instance() {
-  const env = { abort: () => { throw new Error("abort"); }, seed: () => 1, trace: () => {} };
-  return (await WebAssembly.instantiate(wasm, { env })).instance.exports;
+/**
+ * A fresh module instance. `config` (optional) is the plugin configuration its
+ * proxy_get_buffer_bytes serves, as Envoy does: the range clamped to the buffer, the bytes in a
+ * block allocated through the guest's malloc, pointer and size written to the out-params.
+ */
+const hostReads = { calls: 0, bytes: 0 };
+
+async function instance(config) {
+  let x;
+  let bytes = null;
+  let words = null;
+  const env = {
+    abort: () => { throw new Error("abort"); },
+    seed: () => 1,
+    trace: () => {},
+    proxy_get_buffer_bytes: (type, start, length, ptrOut, sizeOut) => {
+      if (!config) return 1; // NOT_FOUND
+      hostReads.calls++;
+      const from = Math.min(start >>> 0, config.length);
+      const to = Math.min(from + (length >>> 0), config.length);
+      hostReads.bytes += to - from;
+      const block = x.malloc(Math.max(to - from, 1)) >>> 0;
+      if (bytes === null || bytes.buffer !== x.memory.buffer) {
+        bytes = new Uint8Array(x.memory.buffer); // a grown memory detaches the old view
+        words = new DataView(x.memory.buffer);
+      }
+      bytes.set(config.subarray(from, to), block);
+      words.setUint32(ptrOut >>> 0, block, true);
+      words.setUint32(sizeOut >>> 0, to - from, true);
+      return 0;
+    },
+  };
+  x = (await WebAssembly.instantiate(wasm, { env })).instance.exports;
+  return x;
 }
 
 /** The configuration as one pinned ArrayBuffer; its pointer. */
@@ -82,7 +122,23 @@ const MB = 1048576;
 async function measure(pods, withTree) {
   const text = snapshot(pods);
   const result = { pods, ok: true, jsonMB: +(text.length / MB).toFixed(1) };
-  // 1. As the filter gets it, in a fresh instance.
+  // 0. As a filter configures in Envoy now: read in windows, in a fresh instance.
+  {
+    const w = await instance(text);
+    hostReads.calls = hostReads.bytes = 0;
+    const t = performance.now();
+    result.ok &&= w.configureWindowed(text.length, 0) === 1;
+    result.windowedConfigureMs = Math.round(performance.now() - t);
+    result.vmBytesPerPod = +(w.memory.buffer.byteLength / pods).toFixed(1);
+    result.vmMB = +(w.memory.buffer.byteLength / MB).toFixed(1);
+    result.windowedRetainedBytesPerPod = +(w.retainedBytes() / pods).toFixed(1);
+    result.reservedBytesPerPod = +(w.reservedBytes() / pods).toFixed(1);
+    // How the configuration was read: host calls, and bytes read ÷ the configuration's size.
+    result.hostReads = hostReads.calls;
+    result.bytesReadPerInputByte = +(hostReads.bytes / text.length).toFixed(2);
+  }
+  globalThis.gc?.();
+  // 1. The configuration copied in whole first (as the runtime delivered it before).
   {
     const v = await instance();
     const input = deliver(v, text);
@@ -91,7 +147,7 @@ async function measure(pods, withTree) {
     result.firstConfigureMs = performance.now() - t;
     v.__unpin(input);
     v.__collect();
-    result.vmBytesPerPod = Math.round(v.memory.buffer.byteLength / pods);
+    result.wholeInputVmBytesPerPod = Math.round(v.memory.buffer.byteLength / pods);
   }
   globalThis.gc?.();
   // 2. The input as one managed buffer: timing, memory above the input, lookups.
