@@ -180,13 +180,21 @@ describe("tunnel_port configuration: client", () => {
     const c = config(CLIENT);
     const web0 = workloadAt(c, "10.1.0.1");
     const web1 = workloadAt(c, "10.1.0.2");
+    const pods = c.memberships!;
     // web (80 -> 8080) before web-alt (70 -> 8080).
-    expect(c.podServicePort.get((<u64>web0 << 16) | 8080)).toBe(80);
-    expect(c.podServicePort.get((<u64>web0 << 16) | 8443)).toBe(443);
+    expect(pods.servicePortFor(web0, 8080)).toBe(80);
+    expect(pods.servicePortFor(web0, 8443)).toBe(443);
     // web-1 overrides 80 -> 9090; 8443 is web's 443 before admin's 9000.
-    expect(c.podServicePort.get((<u64>web1 << 16) | 9090)).toBe(80);
-    expect(c.podServicePort.get((<u64>web1 << 16) | 8443)).toBe(443);
-    expect(c.podServicePort.has((<u64>web1 << 16) | 8080)).toBe(false);
+    expect(pods.servicePortFor(web1, 9090)).toBe(80);
+    expect(pods.servicePortFor(web1, 8443)).toBe(443);
+    expect(pods.servicePortFor(web1, 8080)).toBe(-1);
+    // Every (service port, target) pair a service maps, and only those.
+    expect(pods.maps(web0, 70, 8080)).toBe(true);
+    expect(pods.maps(web1, 80, 9090)).toBe(true);
+    expect(pods.maps(web1, 80, 8080)).toBe(false);
+    expect(pods.maps(web0, 80, 8443)).toBe(false);
+    expect(pods.servicePortFor(-1, 8080)).toBe(-1);
+    expect(pods.maps(1 << 30, 80, 8080)).toBe(false);
   });
 });
 

@@ -69,6 +69,13 @@ export class MeshLimits {
   services: i32 = MAX_SERVICES;
   addresses: i32 = MAX_ADDRESSES;
   serviceItems: i32 = MAX_SERVICE_ITEMS;
+  /**
+   * Bytes a filter derives per workload and per endpoint right after the build (an index of its
+   * own), added to the build's one memory reservation: allocated later on its own, that index
+   * would find the heap full and grow linear memory by its whole current size.
+   */
+  derivedBytesPerWorkload: i32 = 0;
+  derivedBytesPerEndpoint: i32 = 0;
 }
 
 const DEFAULT_LIMITS = new MeshLimits();
@@ -728,7 +735,7 @@ class RefIndex {
  * a per-workload allowance (they are shared texts; a mesh where every pod has its own identity
  * goes over it and then grows as before).
  */
-function reserveBuildMemory(scan: MeshScan): void {
+function reserveBuildMemory(scan: MeshScan, limits: MeshLimits): void {
   lastReservation = 0;
   const n = scan.workloads;
   let bytes: i64 = n * 18 + (n + 1) * 4 + <i64>scan.count4 * 4 + <i64>exactCapacity(scan.count4) * 8;
@@ -741,6 +748,7 @@ function reserveBuildMemory(scan: MeshScan): void {
   bytes += <i64>exactCapacity(scan.vip4) * 8 + <i64>tableCapacity(scan.vip6) * 20;
   bytes += scan.serviceTextBytes;
   if (scan.headlessPairs > 0) bytes += <i64>tableCapacity(<i32>min(scan.headlessPairs, MAX_SERVICE_ITEMS)) * 16;
+  bytes += n * limits.derivedBytesPerWorkload + scan.endpoints * limits.derivedBytesPerEndpoint;
   bytes += (bytes >> 4) + 131072;
   // Beyond the limits the build refuses the configuration before allocating: nothing to reserve.
   if (bytes > <i64>0x40000000) return;
@@ -808,7 +816,7 @@ class MeshParser {
     const workloads = this.isList(scan.workloadsToken, this.workloadsPath);
     const services = this.isList(scan.servicesToken, this.servicesPath);
     scan.release();
-    if (!r.failed()) reserveBuildMemory(scan);
+    if (!r.failed()) reserveBuildMemory(scan, this.limits);
     if (workloads && !r.failed()) this.workloads(scan);
     if (services && !r.failed()) this.services(scan);
     this.uids.release();

@@ -77,8 +77,8 @@ function pickEndpoint(config: TunnelConfig, cursors: Cursors, s: i32, out: Clien
 
 export function preferServicePort(config: TunnelConfig, out: ClientDecision, servicePort: i32): bool {
   if (out.outcome != ClientOutcome.Tunnel || out.service >= 0 || servicePort <= 0) return false;
-  const triple = (<u64>out.workload << 32) | (<u64>servicePort << 16) | <u64>out.targetPort;
-  if (!config.podPortTriples.has(triple)) return false;
+  const memberships = config.memberships;
+  if (memberships === null || !memberships.maps(out.workload, servicePort, out.targetPort)) return false;
   out.servicePort = servicePort;
   return true;
 }
@@ -102,9 +102,10 @@ export function decideClient(config: TunnelConfig, cursors: Cursors, dst: Addres
   // A pod IP: the port dialled is the target port; the service port is the one that maps to it.
   const w = mesh.workloadByAddress(config.localNetwork, dst);
   if (w < 0) return;
-  const key = (<u64>w << 16) | <u64>dst.port;
-  if (!config.podServicePort.has(key)) return;
-  out.servicePort = config.podServicePort.get(key);
+  const memberships = config.memberships;
+  const servicePort = memberships === null ? -1 : memberships.servicePortFor(w, dst.port);
+  if (servicePort < 0) return;
+  out.servicePort = servicePort;
   out.targetPort = dst.port;
   if (!tunnelable(mesh, config.localNetwork, w)) {
     out.outcome = ClientOutcome.NoEndpoint;

@@ -1,7 +1,8 @@
 // tunnel_port plugin configuration: one module, two roles (the client sidecar's outbound and the
 // server sidecar's inbound), the shared mesh model, and a few fields per role. See README.md.
 import { ByteSource, ConfigReader, JsonValue } from "../../assembly/json";
-import { Address, IpParse, Mesh, MESH_FIELDS, MeshDocument, parseIpString, parseMeshDocument, parseMeshSource } from "../../assembly/mesh";
+import { PodMemberships } from "./memberships";
+import { Address, IpParse, Mesh, MESH_FIELDS, MeshLimits, MeshDocument, parseIpString, parseMeshDocument, parseMeshSource } from "../../assembly/mesh";
 
 export const ROLE_CLIENT = "client";
 export const ROLE_SERVER = "server";
@@ -31,13 +32,8 @@ export class TunnelConfig {
   servedPairs: Set<u32> = new Set<u32>();
   /** Server: the target ports alone. */
   servedTargets: Set<i32> = new Set<i32>();
-  /**
-   * Client: (workload << 16 | target port) → service port, for connections that dial a pod IP
-   * directly; the first service in configuration order that maps to that target wins.
-   */
-  podServicePort: Map<u64, i32> = new Map<u64, i32>();
-  /** Client: every (workload << 32 | service port << 16 | target port) the mesh defines. */
-  podPortTriples: Set<u64> = new Set<u64>();
+  /** Client: the services listing each workload, for connections that dial a pod IP directly. */
+  memberships: PodMemberships | null = null;
 
   constructor(mesh: Mesh) {
     this.mesh = mesh;
@@ -62,7 +58,18 @@ export function parseTunnelConfig(bytes: ArrayBuffer): TunnelConfigResult {
 
 /** parseTunnelConfig over the host's configuration, read in windows (never whole in memory). */
 export function parseTunnelConfigFrom(source: ByteSource): TunnelConfigResult {
-  return tunnelConfigOf(parseMeshSource(source, ALL_OWN_FIELDS));
+  return tunnelConfigOf(parseMeshSource(source, ALL_OWN_FIELDS, WITH_MEMBERSHIPS));
+}
+
+/** The client's PodMemberships index in the build's reservation (the role is read in the same
+ *  pass, so a server reserves it too: 12 bytes per pod that linear memory then keeps). */
+const WITH_MEMBERSHIPS = withMemberships();
+
+function withMemberships(): MeshLimits {
+  const limits = new MeshLimits();
+  limits.derivedBytesPerWorkload = PodMemberships.BYTES_PER_WORKLOAD;
+  limits.derivedBytesPerEndpoint = PodMemberships.BYTES_PER_MEMBERSHIP;
+  return limits;
 }
 
 const ALL_OWN_FIELDS = COMMON_FIELDS.concat(CLIENT_FIELDS).concat(SERVER_FIELDS);
@@ -96,21 +103,8 @@ function readClient(reader: ConfigReader, root: JsonValue, config: TunnelConfig)
   const unknown = reader.optionalEnum(root, "unknownDestination", "", [UNKNOWN_PASSTHROUGH, UNKNOWN_REFUSE], UNKNOWN_PASSTHROUGH);
   config.refuseUnknown = unknown == UNKNOWN_REFUSE;
   if (reader.failed()) return;
-  // Pod-IP destinations: index which service port each (pod, target port) stands for.
-  const mesh = config.mesh;
-  for (let s = 0, services = mesh.serviceCount(); s < services; s++) {
-    for (let e = 0, endpoints = mesh.endpointCount(s); e < endpoints; e++) {
-      const w = mesh.endpointWorkload(s, e);
-      for (let i = 0, ports = mesh.servicePortCount(s); i < ports; i++) {
-        const servicePort = mesh.servicePortAt(s, i);
-        const target = mesh.targetPort(s, e, servicePort);
-        const key = (<u64>w << 16) | <u64>target;
-        if (w < 0 || target <= 0) continue;
-        if (!config.podServicePort.has(key)) config.podServicePort.set(key, servicePort);
-        config.podPortTriples.add((<u64>w << 32) | (<u64>servicePort << 16) | <u64>target);
-      }
-    }
-  }
+  // Pod-IP destinations: which service port a (pod, target port) stands for.
+  config.memberships = new PodMemberships(config.mesh);
 }
 
 function readServer(reader: ConfigReader, root: JsonValue, config: TunnelConfig): void {
