@@ -46,6 +46,8 @@ export interface RunOptions {
   readonly warmup: number;
   /** Save failing cases (default true). */
   readonly save?: boolean;
+  /** Where to save them (default REGRESSIONS_DIR). */
+  readonly regressionsDir?: string;
   /** Reuse a session (same process, same target). */
   readonly session?: FuzzSession;
 }
@@ -95,7 +97,7 @@ export function runCases(options: RunOptions): RunReport {
       const key = signature(result.problem);
       const count = saved.get(key) ?? 0;
       saved.set(key, count + 1);
-      const file = options.save !== false && count < 3 ? saveRegression(target, seed, i, result.problem, c, session.baseBytes) : undefined;
+      const file = options.save !== false && count < 3 ? saveRegression(options.regressionsDir ?? REGRESSIONS_DIR, target, seed, i, result.problem, c, session.baseBytes) : undefined;
       report.failures.push({ target: target.name, index: i, problem: result.problem, ...(file ? { file } : {}) });
     }
   }
@@ -142,8 +144,8 @@ export interface Regression {
   readonly case: FuzzCase;
 }
 
-function saveRegression(target: Target, seed: number, index: number, problem: string, c: FuzzCase, baseConfig: Uint8Array): string {
-  const dir = join(REGRESSIONS_DIR, target.name);
+function saveRegression(root: string, target: Target, seed: number, index: number, problem: string, c: FuzzCase, baseConfig: Uint8Array): string {
+  const dir = join(root, target.name);
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `seed${seed}-case${index}.json`);
   const body = { target: target.name, seed, index, problem, baseConfig, case: c };
@@ -151,14 +153,14 @@ function saveRegression(target: Target, seed: number, index: number, problem: st
   return file;
 }
 
-export function loadRegressions(): { file: string; regression: Regression }[] {
-  if (!existsSync(REGRESSIONS_DIR)) return [];
+export function loadRegressions(root = REGRESSIONS_DIR): { file: string; regression: Regression }[] {
+  if (!existsSync(root)) return [];
   const out: { file: string; regression: Regression }[] = [];
-  for (const dir of readdirSync(REGRESSIONS_DIR, { withFileTypes: true })) {
+  for (const dir of readdirSync(root, { withFileTypes: true })) {
     if (!dir.isDirectory()) continue;
-    for (const name of readdirSync(join(REGRESSIONS_DIR, dir.name)).sort()) {
+    for (const name of readdirSync(join(root, dir.name)).sort()) {
       if (!name.endsWith(".json")) continue;
-      const file = join(REGRESSIONS_DIR, dir.name, name);
+      const file = join(root, dir.name, name);
       out.push({ file, regression: caseFromJson(JSON.parse(readFileSync(file, "utf8"))) as Regression });
     }
   }
