@@ -102,8 +102,9 @@ export function meshSnapshot(pods = 40, services = 8): Snapshot {
     const headless = s % 4 === 3;
     if (headless) svc.headless = true;
     else {
-      svc.vips = s % 5 === 4 ? [{ address: `10.96.0.${s + 1}` }, { network: LOCAL_NETWORK, address: `fd00:96::${s + 1}` }] : [{ network: LOCAL_NETWORK, address: `10.96.0.${s + 1}` }];
-      known.push(`10.96.0.${s + 1}:80`, `10.96.0.${s + 1}:443`);
+      const vip = `10.96.${(s + 1) >> 8}.${(s + 1) & 0xff}`;
+      svc.vips = s % 5 === 4 ? [{ address: vip }, { network: LOCAL_NETWORK, address: `fd00:96::${(s + 1).toString(16)}` }] : [{ network: LOCAL_NETWORK, address: vip }];
+      known.push(`${vip}:80`, `${vip}:443`);
     }
     if (s % 4 === 2) svc.waypoint = { hostname: "waypoint.default.svc.cluster.local" };
     if (s % 6 === 5) svc.waypoint = { address: "10.9.0.1", port: 15008 };
