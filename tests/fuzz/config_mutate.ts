@@ -66,6 +66,7 @@ const FIELD_VALUES: Record<string, unknown[]> = {
   tlsMode: ["istio", "disabled", "ISTIO", "mtls", ""],
   locality: ["r", "r/z", "r/z/s", "r/z/s/x", "r//z", "/z", "r/", ""],
   network: ["", "net1", "net2", "net9", "é"],
+  localNetwork: ["", "net1", "net2", "nope", "é", "x".repeat(300), "\u0000"],
   uid: ["pod-0", "pod-1", "wp-local", "", "new"],
   workload: ["pod-0", "nope", "", "wp-remote", "ew3"],
   hostname: [
