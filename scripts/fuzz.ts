@@ -6,12 +6,19 @@
 // are saved under tests/fuzz/regressions/<target>/. Exit status 1 on any problem, 2 on a usage
 // error.
 //   tsx scripts/fuzz.ts [--cases N] [--filter NAME] [--seed S] [--jobs J] [--chunk C] [--no-save]
+//   tsx scripts/fuzz.ts --replay tests/fuzz/regressions/<target>/<file>.json   (one saved case)
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { caseFromJson } from "../tests/fuzz/cases.js";
 import { runParallel } from "../tests/fuzz/parallel.js";
-import { TARGETS, type Target } from "../tests/fuzz/targets.js";
+import { replay, type Regression } from "../tests/fuzz/run.js";
+import { TARGETS, targetByName, type Target } from "../tests/fuzz/targets.js";
 
 function usage(message: string): never {
-  console.error(`fuzz: ${message}\nusage: tsx scripts/fuzz.ts [--cases N] [--filter NAME] [--seed S] [--jobs J] [--chunk C] [--no-save]`);
+  console.error(
+    `fuzz: ${message}\nusage: tsx scripts/fuzz.ts [--cases N] [--filter NAME] [--seed S] [--jobs J] [--chunk C] [--no-save]\n` +
+      "       tsx scripts/fuzz.ts --replay <saved case .json>",
+  );
   process.exit(2);
 }
 
@@ -23,6 +30,7 @@ function parseArgs(argv: string[]) {
     jobs: availableParallelism(),
     chunk: 50_000,
     save: true,
+    replay: undefined as string | undefined,
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -42,6 +50,7 @@ function parseArgs(argv: string[]) {
     else if (flag === "--jobs") options.jobs = Math.max(1, integer(value()));
     else if (flag === "--chunk") options.chunk = Math.max(1, integer(value()));
     else if (flag === "--no-save") options.save = false;
+    else if (flag === "--replay") options.replay = value();
     else usage(`unknown argument ${flag}`);
   }
   if (!Number.isSafeInteger(options.seed)) usage(`FUZZ_SEED is not an integer: ${process.env.FUZZ_SEED}`);
@@ -56,8 +65,18 @@ function selectTargets(filter: string | undefined): Target[] {
   return selected;
 }
 
+/** Replays one saved case in fresh VMs: prints the problem it still shows, or that it passes. */
+function replayFile(file: string): void {
+  const regression = caseFromJson(JSON.parse(readFileSync(file, "utf8"))) as Regression;
+  const wasm = new Uint8Array(readFileSync(`build/${targetByName(regression.target).filter}.wasm`));
+  const problem = replay(regression, wasm);
+  console.log(JSON.stringify({ replay: file, target: regression.target, saved_problem: regression.problem, problem: problem ?? null }));
+  process.exitCode = problem ? 1 : 0;
+}
+
 async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
+  if (options.replay !== undefined) return replayFile(options.replay);
   const targets = selectTargets(options.filter);
   console.log(JSON.stringify({ fuzz: "start", seed: options.seed, cases_per_target: options.cases, targets: targets.map((t) => t.name), jobs: options.jobs }));
   const result = await runParallel({ targets, cases: options.cases, seed: options.seed, jobs: options.jobs, chunk: options.chunk, save: options.save });
