@@ -181,7 +181,7 @@ function usage(message: string): never {
 const argv = process.argv.slice(2);
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (argv[0] === "--worker") {
-    process.send!(soakTarget(targetByName(argv[1]!), Number(argv[2]), Number(argv[3])), () => process.disconnect());
+    process.send!(soakTarget(targetByName(argv[1]!), Number(argv[2]), Number(argv[3])), () => process.disconnect?.());
   } else {
     let connections: number | undefined;
     let pods: number | undefined;

@@ -110,7 +110,7 @@ export class FuzzSession {
   private runConnectionCase(input: ConnectionInput): CaseResult {
     const result = this.connect(this.connectionVm, input);
     if (result.problem || result.outcome === undefined) return result;
-    const problem = this.specific(input, result.outcome);
+    const problem = this.specific(input, result.outcome, result.written ?? new Map());
     return problem ? { problem, outcome: result.outcome } : result;
   }
 
@@ -177,10 +177,10 @@ export class FuzzSession {
 
   // ---- what the README promises for these particular inputs ---------------------------------------
 
-  private specific(input: ConnectionInput, outcome: string): string | undefined {
+  private specific(input: ConnectionInput, outcome: string, written: ReadonlyMap<string, Uint8Array>): string | undefined {
     const t = this.target;
     const dst = input.destination;
-    if (t.server) return this.serverRules(input, outcome);
+    if (t.server) return this.serverRules(input, outcome, written);
     if (dst.validity === "invalid" && t.name !== "probe" && outcome !== t.noDestination) {
       return `destination ${dst.label} ${show(dst.bytes)} is not usable, expected ${t.noDestination}, got ${outcome}`;
     }
@@ -207,7 +207,7 @@ export class FuzzSession {
   }
 
   /** tunnel_port server rules 1-5, in order, from the README. */
-  private serverRules(input: ConnectionInput, outcome: string): string | undefined {
+  private serverRules(input: ConnectionInput, outcome: string, written: ReadonlyMap<string, Uint8Array>): string | undefined {
     const peer = input.peer!;
     const port = input.servicePort!;
     const dst = input.destination;
@@ -218,8 +218,16 @@ export class FuzzSession {
     if (peer.validity === "valid" && (port.validity === "invalid" || dst.validity === "invalid")) {
       return outcome === "server.refused_missing_port" ? undefined : `${describe()}: expected refused_missing_port, got ${outcome}`;
     }
-    if (outcome === "server.accepted" && (peer.validity === "invalid" || port.validity === "invalid" || dst.validity === "invalid")) {
+    if (outcome === "server.accepted" && (port.validity === "invalid" || dst.validity === "invalid")) {
       return `${describe()}: accepted`;
+    }
+    if (outcome === "server.accepted" && port.port !== undefined && dst.canonical !== undefined) {
+      // what the rest of the chain reads: %FILTER_STATE(wasm.service_port / wasm.target_port:PLAIN)%
+      const text = (path: string) => new TextDecoder().decode(written.get(path) ?? new Uint8Array());
+      const target = splitAddress(dst.canonical)?.port;
+      if (text("service_port") !== String(port.port) || text("target_port") !== String(target)) {
+        return `${describe()}: accepted with service_port=${text("service_port")} target_port=${text("target_port")}`;
+      }
     }
     if (peer.validity === "valid" && port.validity === "valid" && dst.validity === "valid" && port.port !== undefined) {
       const address = splitAddress(dst.canonical ?? "");

@@ -49,7 +49,7 @@ describe("plugin_root_id and VM configuration, any bytes", () => {
       const configurations = [utf8(""), utf8("{}"), utf8("x".repeat(200_000)), Uint8Array.of(0xc0, 0x80), ...Array.from({ length: 20 }, () => rng.bytes(rng.range(1, 4096)))];
       for (const vmConfiguration of configurations) {
         const host = ProxyWasmHost.fromBytes(module, { rootId: filter, vmConfiguration, pluginConfiguration: configOf(filter), canary: false });
-        assert.equal(host.start(), true, host.startFailure);
+        assert.equal(host.start(), true, host.startFailure ?? "");
         assert.deepEqual(host.logLines("error"), []);
       }
     });
