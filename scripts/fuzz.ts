@@ -79,7 +79,12 @@ async function main(): Promise<void> {
   if (options.replay !== undefined) return replayFile(options.replay);
   const targets = selectTargets(options.filter);
   console.log(JSON.stringify({ fuzz: "start", seed: options.seed, cases_per_target: options.cases, targets: targets.map((t) => t.name), jobs: options.jobs }));
-  const result = await runParallel({ targets, cases: options.cases, seed: options.seed, jobs: options.jobs, chunk: options.chunk, save: options.save });
+  const done = new Map<string, number>();
+  const onChunk = (r: { target: string; cases: number; failures: unknown[] }) => {
+    done.set(r.target, (done.get(r.target) ?? 0) + r.cases);
+    console.error(`fuzz: ${r.target} ${done.get(r.target)}/${options.cases}${r.failures.length ? `, ${r.failures.length} problem(s) in this chunk` : ""}`);
+  };
+  const result = await runParallel({ targets, cases: options.cases, seed: options.seed, jobs: options.jobs, chunk: options.chunk, save: options.save, onChunk });
   for (const [name, m] of result.reports) {
     console.log(
       JSON.stringify({

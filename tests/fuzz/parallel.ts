@@ -26,6 +26,8 @@ export interface ParallelOptions {
   readonly chunk?: number;
   readonly save?: boolean;
   readonly warmup?: number;
+  /** Called after each chunk (progress output). */
+  readonly onChunk?: (report: RunReport) => void;
 }
 
 export type MergedReport = RunReport & { chunks: number };
@@ -88,6 +90,7 @@ export async function runParallel(options: ParallelOptions): Promise<ParallelRes
               const memory = memoryProblem(message);
               if (memory) problems.push(memory);
               for (const f of message.failures) problems.push(`${f.target} case ${f.index}: ${f.problem}${f.file ? ` (saved: ${f.file})` : ""}`);
+              options.onChunk?.(message);
               const merged = reports.get(message.target);
               if (merged) merge(merged, message);
               else reports.set(message.target, { ...message, failures: [...message.failures], chunks: 1 });
