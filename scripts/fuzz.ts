@@ -100,6 +100,7 @@ async function main(): Promise<void> {
         cpu_seconds: Number(m.seconds.toFixed(1)),
         cases_per_cpu_second: Math.round(m.cases / m.seconds),
         vm_memory_bytes: { connection: m.memory.connectionEnd, config: m.memory.configEnd },
+        chunks_that_grew_a_vm: `${m.growthChunks}/${m.chunks}`,
       }),
     );
   }

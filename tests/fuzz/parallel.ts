@@ -30,7 +30,8 @@ export interface ParallelOptions {
   readonly onChunk?: (report: RunReport) => void;
 }
 
-export type MergedReport = RunReport & { chunks: number };
+/** Chunks merged, and how many of them grew a VM (and were then run a second time). */
+export type MergedReport = RunReport & { chunks: number; growthChunks: number };
 
 export interface ParallelResult {
   readonly reports: Map<string, MergedReport>;
@@ -43,6 +44,7 @@ const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
 
 function merge(into: MergedReport, report: RunReport): void {
   into.chunks++;
+  if (report.replay) into.growthChunks++;
   into.cases += report.cases;
   into.configCases += report.configCases;
   into.accepted += report.accepted;
@@ -93,7 +95,7 @@ export async function runParallel(options: ParallelOptions): Promise<ParallelRes
               options.onChunk?.(message);
               const merged = reports.get(message.target);
               if (merged) merge(merged, message);
-              else reports.set(message.target, { ...message, failures: [...message.failures], chunks: 1 });
+              else reports.set(message.target, { ...message, failures: [...message.failures], chunks: 1, growthChunks: message.replay ? 1 : 0 });
             }
             next();
           });

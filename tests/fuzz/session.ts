@@ -35,8 +35,6 @@ export class FuzzSession {
   private readonly counterPrefix: string;
   private readonly routes: Set<string>;
   traps = 0;
-  /** Largest configuration (bytes) the configuration VM has been given so far. */
-  largestConfig = 0;
 
   constructor(
     readonly target: Target,
@@ -85,7 +83,6 @@ export class FuzzSession {
 
   private runConfig(bytes: Uint8Array, connections: readonly ConnectionInput[]): CaseResult {
     const host = this.configVm;
-    this.largestConfig = Math.max(this.largestConfig, bytes.length);
     host.clearLogs();
     const accepted = host.reconfigure(bytes);
     if (host.failed) return this.trap("config", `configure trapped: ${host.trapMessage}`);
