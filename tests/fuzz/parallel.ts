@@ -82,9 +82,10 @@ export async function runParallel(options: ParallelOptions): Promise<ParallelRes
       () =>
         new Promise<void>((resolve, reject) => {
           const child = fork(WORKER, [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+          let current: Job | undefined;
           const next = () => {
-            const job = queue.shift();
-            if (job) child.send(job);
+            current = queue.shift();
+            if (current) child.send(current);
             else child.disconnect();
           };
           child.on("message", (message: RunReport | "ready") => {
@@ -99,7 +100,14 @@ export async function runParallel(options: ParallelOptions): Promise<ParallelRes
             }
             next();
           });
-          child.on("exit", (code) => (code === 0 || code === null ? resolve() : reject(new Error(`fuzz worker exited with status ${code}`))));
+          child.on("exit", (code, signal) => {
+            // A worker that dies (a crash, the JS heap limit) loses its chunk: a problem, not a pass.
+            if (current !== undefined || (code !== 0 && code !== null) || signal !== null) {
+              const job = current ? `${current.target} cases ${current.start}..${current.start + current.count - 1}` : "no chunk";
+              problems.push(`fuzz worker died (status ${code}, signal ${signal}) while running ${job}`);
+            }
+            resolve();
+          });
           child.on("error", reject);
         }),
     ),
