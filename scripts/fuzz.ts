@@ -5,7 +5,8 @@
 // Prints one JSON line per target ({"figure":"fuzz", ...}) and one per problem; failing cases
 // are saved under tests/fuzz/regressions/<target>/. Exit status 1 on any problem, 2 on a usage
 // error.
-//   tsx scripts/fuzz.ts [--cases N] [--filter NAME] [--seed S] [--jobs J] [--chunk C] [--no-save]
+//   tsx scripts/fuzz.ts [--cases N] [--first I] [--filter NAME] [--seed S] [--jobs J] [--chunk C] [--no-save]
+//   (--first: start at case I, to rerun a range of a run exactly)
 //   tsx scripts/fuzz.ts --replay tests/fuzz/regressions/<target>/<file>.json   (one saved case)
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -16,7 +17,7 @@ import { TARGETS, targetByName, type Target } from "../tests/fuzz/targets.js";
 
 function usage(message: string): never {
   console.error(
-    `fuzz: ${message}\nusage: tsx scripts/fuzz.ts [--cases N] [--filter NAME] [--seed S] [--jobs J] [--chunk C] [--no-save]\n` +
+    `fuzz: ${message}\nusage: tsx scripts/fuzz.ts [--cases N] [--first I] [--filter NAME] [--seed S] [--jobs J] [--chunk C] [--no-save]\n` +
       "       tsx scripts/fuzz.ts --replay <saved case .json>",
   );
   process.exit(2);
@@ -25,6 +26,7 @@ function usage(message: string): never {
 function parseArgs(argv: string[]) {
   const options = {
     cases: 1_000_000,
+    first: 0,
     filter: undefined as string | undefined,
     seed: process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31),
     jobs: availableParallelism(),
@@ -45,6 +47,7 @@ function parseArgs(argv: string[]) {
       return n;
     };
     if (flag === "--cases") options.cases = integer(value());
+    else if (flag === "--first") options.first = integer(value());
     else if (flag === "--filter") options.filter = value();
     else if (flag === "--seed") options.seed = integer(value());
     else if (flag === "--jobs") options.jobs = Math.max(1, integer(value()));
@@ -84,7 +87,7 @@ async function main(): Promise<void> {
     done.set(r.target, (done.get(r.target) ?? 0) + r.cases);
     console.error(`fuzz: ${r.target} ${done.get(r.target)}/${options.cases}${r.failures.length ? `, ${r.failures.length} problem(s) in this chunk` : ""}`);
   };
-  const result = await runParallel({ targets, cases: options.cases, seed: options.seed, jobs: options.jobs, chunk: options.chunk, save: options.save, onChunk });
+  const result = await runParallel({ targets, cases: options.cases, first: options.first, seed: options.seed, jobs: options.jobs, chunk: options.chunk, save: options.save, onChunk });
   for (const [name, m] of result.reports) {
     console.log(
       JSON.stringify({

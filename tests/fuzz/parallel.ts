@@ -21,6 +21,8 @@ export interface Job {
 export interface ParallelOptions {
   readonly targets: readonly Target[];
   readonly cases: number;
+  /** First case index (default 0): cases first..first+cases-1 run. */
+  readonly first?: number;
   readonly seed: number;
   readonly jobs?: number;
   readonly chunk?: number;
@@ -60,11 +62,12 @@ function merge(into: MergedReport, report: RunReport): void {
 export async function runParallel(options: ParallelOptions): Promise<ParallelResult> {
   const chunk = options.chunk ?? 50_000;
   const queue: Job[] = [];
+  const first = options.first ?? 0;
   for (let start = 0; start < options.cases; start += chunk) {
     for (const t of options.targets) {
       queue.push({
         target: t.name,
-        start,
+        start: first + start,
         count: Math.min(chunk, options.cases - start),
         seed: options.seed,
         save: options.save ?? true,
