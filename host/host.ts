@@ -47,6 +47,13 @@ export interface HostOptions {
   readonly measureGuestTime?: boolean;
   /** Also print captured log lines to stderr. Default false. */
   readonly echoLogs?: boolean;
+  /**
+   * After reconfigure() is refused in the main VM, shut the refused root down (on_done,
+   * on_delete) instead of leaving it in the VM. For long runs of configurations in one VM
+   * without the canary (the fuzzer): in Envoy the canary refuses them before the main VM sees
+   * them, so refused roots never pile up there. Default false.
+   */
+  readonly deleteRefusedRoots?: boolean;
 }
 
 const encoder = new TextEncoder();
@@ -170,9 +177,12 @@ export class ProxyWasmHost {
         return false;
       }
     }
-    const root = this.startRoot(vm, this.allocateContextId(), this.contexts, "main");
+    const id = this.allocateContextId();
+    const root = this.startRoot(vm, id, this.contexts, "main");
     if (root === undefined) {
       this.pluginConfiguration = previous;
+      const refused = this.roots.get(id);
+      if (this.options.deleteRefusedRoots && refused && !vm.failed) this.shutdownRoot(refused);
       return false;
     }
     const old = this.root!;
@@ -272,6 +282,11 @@ export class ProxyWasmHost {
     return this.logSink.entries
       .filter((e) => e.vm === "main" && (level === undefined || e.level === level))
       .map((e) => e.message);
+  }
+
+  /** Forgets the captured log lines (long runs that read them case by case). */
+  clearLogs(): void {
+    this.logSink.entries.length = 0;
   }
 
   setLogLevel(level: HostLogLevel): void {
