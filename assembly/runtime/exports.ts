@@ -1,4 +1,7 @@
-// The callbacks Envoy calls. Every filter's entry file re-exports this module.
+// The callbacks Envoy calls. Every filter's entry file re-exports this module; one that reads or
+// changes connection bytes also re-exports ./exports_data (the data callbacks). Envoy calls into
+// the VM only for callbacks the module exports, so a filter that decides in on_new_connection
+// and exports no data callback is out of the data path once it has decided.
 //
 // Lookups are O(1) maps keyed by context id, so the cost of a callback does not depend on how
 // many connections are open. An id the module does not know (its root failed to build, say)
@@ -8,7 +11,7 @@ import "./abort";
 import { getBufferBytes } from "./buffer";
 import { HostBufferSource } from "./config_source";
 import { ConnectionContext, factoryFor, RootContext } from "./context";
-import { ContextTable } from "./context_table";
+import { connections } from "./connections";
 import { logError } from "./log";
 import { getPropertyString, propertyPath } from "./property";
 import { BufferType, FilterStatus, PeerType } from "./types";
@@ -16,8 +19,6 @@ import { BufferType, FilterStatus, PeerType } from "./types";
 export { malloc } from "./host_value";
 
 const roots = new Map<u32, RootContext>();
-// Connections come and go all the time: a table that allocates nothing per connection.
-const connections = new ContextTable<ConnectionContext>();
 const ROOT_ID_PATH = propertyPath(["plugin_root_id"]);
 
 
@@ -80,16 +81,6 @@ export function proxy_on_tick(rootContextId: u32): void {
 export function proxy_on_new_connection(contextId: u32): FilterStatus {
   const context = connections.get(contextId);
   return context === null ? FilterStatus.Continue : context.onNewConnection();
-}
-
-export function proxy_on_downstream_data(contextId: u32, size: u32, endOfStream: u32): FilterStatus {
-  const context = connections.get(contextId);
-  return context === null ? FilterStatus.Continue : context.onDownstreamData(size, endOfStream != 0);
-}
-
-export function proxy_on_upstream_data(contextId: u32, size: u32, endOfStream: u32): FilterStatus {
-  const context = connections.get(contextId);
-  return context === null ? FilterStatus.Continue : context.onUpstreamData(size, endOfStream != 0);
 }
 
 export function proxy_on_downstream_connection_close(contextId: u32, peer: u32): void {

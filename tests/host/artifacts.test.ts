@@ -1,5 +1,7 @@
 // Every filter the build produces must be loadable by Envoy: the ABI marker, the reactor entry,
-// malloc and the network callbacks exported, and no import Envoy does not provide.
+// malloc and the network callbacks exported, and no import Envoy does not provide. And out of
+// the data path: no filter reads connection bytes, so none exports a data callback (Envoy then
+// never enters the VM for a data chunk).
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,14 +18,15 @@ const REQUIRED_EXPORTS = [
   "proxy_on_vm_start",
   "proxy_on_configure",
   "proxy_on_new_connection",
-  "proxy_on_downstream_data",
-  "proxy_on_upstream_data",
   "proxy_on_downstream_connection_close",
   "proxy_on_upstream_connection_close",
   "proxy_on_done",
   "proxy_on_log",
   "proxy_on_delete",
 ];
+
+/** Envoy calls these for every chunk of bytes, when the module exports them. */
+const DATA_CALLBACKS = ["proxy_on_downstream_data", "proxy_on_upstream_data"];
 
 const filters = readdirSync(join(REPO_ROOT, "filters")).filter((name) =>
   existsSync(join(REPO_ROOT, "filters", name, "index.ts")),
@@ -38,6 +41,7 @@ describe("built filters", () => {
       checkModule(bytes); // throws ModuleRefusedError naming the import Envoy would refuse
       const exports = WebAssembly.Module.exports(new WebAssembly.Module(bytes)).map((entry) => entry.name);
       for (const name of REQUIRED_EXPORTS) assert.ok(exports.includes(name), `missing export ${name}`);
+      for (const name of DATA_CALLBACKS) assert.ok(!exports.includes(name), `exports ${name}: Envoy would call into the VM for every chunk`);
       const imports = WebAssembly.Module.imports(new WebAssembly.Module(bytes));
       assert.deepEqual(imports.filter((entry) => entry.module !== "env" || !entry.name.startsWith("proxy_")), []);
     });
