@@ -40,19 +40,48 @@ export function emit(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
+/**
+ * The value tables below are shared by every case of a process, so an edit must never put one
+ * of their objects into a document: a later edit of the same case may write into it, and every
+ * later case would start from the changed table. (WRONG_TYPES' `[null]` once grew to 101 items,
+ * one of them a 70,000-character string, over 20,000 cases; a "huge array" edit then put it
+ * 20,000 times in one document, and emitting that took 1.4 GB of JS heap: the worker OOM of
+ * docs/fuzzing.md. It also made a case depend on the cases run before it in the process.)
+ * The tables are frozen, so such a write throws instead of leaking into later cases, and
+ * their objects go into documents as copies (copy()).
+ */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * A deep copy that keeps Raw and DuplicateKey nodes what they are (structuredClone would turn
+ * them into plain objects, emitted as `{"text": ...}`); Raw is immutable and shared.
+ */
+function copy<T>(value: T): T {
+  if (value === null || typeof value !== "object" || value instanceof Raw) return value;
+  if (value instanceof DuplicateKey) return new DuplicateKey(copy(value.object), value.key, copy(value.value)) as T;
+  if (Array.isArray(value)) return value.map(copy) as T;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copy(v)])) as T;
+}
+
 const ABSURD_NUMBERS = [
   "0", "-0", "-1", "1.5", "65536", "65535", "1e2", "1E400", "-1e400", "1e-400", "4294967296", "2147483648",
   "9007199254740993", "123456789012345678901234567890123456789", "0.0000000000000000000001", "80.0", "8e1",
 ];
 
-const WRONG_TYPES: unknown[] = [null, true, false, 0, -1, "", "x", [], {}, [null], { "": 0 }, 1.5];
+const WRONG_TYPES: readonly unknown[] = deepFreeze([null, true, false, 0, -1, "", "x", [], {}, [null], { "": 0 }, 1.5]);
 
 const ODD_STRINGS = [
   "", " ", "é", "\u2028", "\u0000", "💥", "a\nb", "\"", "\\", "%", "..", "-", "*", "a".repeat(300),
 ];
 
 /** Bad (and borderline) values per field name of the mesh schema and the filters' own fields. */
-const FIELD_VALUES: Record<string, unknown[]> = {
+const FIELD_VALUES: Record<string, readonly unknown[]> = {
   addresses: [
     ["10.0.0.300"], ["fe80::1%eth0"], ["::ffff:10.1.0.1"], ["FD00:0::3:1"], ["::"], ["0.0.0.0"], ["1.2.3"], ["10.1.0.1", "10.1.0.1"],
     ["10.1.0.1"], ["fd00::3:1"], [""], ["10.1.0.01"], ["[fd00::1]"], ["10.1.0.1:80"], [], ["1:2:3:4:5:6:7:8:9"],
@@ -91,6 +120,7 @@ const FIELD_VALUES: Record<string, unknown[]> = {
 };
 const CLUSTER_FIELDS = ["cluster", "mtlsCluster", "subsetCluster", "tunnelCluster", "appCluster", "hboneCluster", "doubleHboneCluster", "default_cluster"];
 for (const field of CLUSTER_FIELDS) FIELD_VALUES[field] = ["", "ok_cluster", "outbound|80||x", "é", "a\u0000b", "x".repeat(10000), "with space"];
+deepFreeze(FIELD_VALUES);
 
 type Path = (string | number)[];
 
@@ -138,7 +168,7 @@ function nested(depth: number, open: string, close: string, inner = "0"): Raw {
 function mutateStructure(rng: Rng, doc: Record<string, unknown>): void {
   const path = randomPath(rng, doc);
   if (path === undefined) {
-    doc[rng.pick(["workloads", "services", "x"])] = rng.pick(WRONG_TYPES);
+    doc[rng.pick(["workloads", "services", "x"])] = copy(rng.pick(WRONG_TYPES));
     return;
   }
   const parent = parentOf(doc, path);
@@ -153,7 +183,7 @@ function mutateStructure(rng: Rng, doc: Record<string, unknown>): void {
       else delete parent[key];
       break;
     case 1:
-      parent[key] = rng.pick(WRONG_TYPES);
+      parent[key] = copy(rng.pick(WRONG_TYPES));
       break;
     case 2:
       parent[key] = new Raw(rng.pick(ABSURD_NUMBERS));
@@ -162,19 +192,19 @@ function mutateStructure(rng: Rng, doc: Record<string, unknown>): void {
     case 4:
     case 5: {
       const values = field !== undefined ? FIELD_VALUES[field] : undefined;
-      parent[key] = values ? structuredClone(rng.pick(values)) : rng.pick(ODD_STRINGS);
+      parent[key] = values ? copy(rng.pick(values)) : rng.pick(ODD_STRINGS);
       break;
     }
     case 6: // unknown field next to known ones
       if (!Array.isArray(parent)) parent[rng.pick(["x", "Workloads", "uid ", "", "\u00e9", "localnetwork"])] = 1;
-      else parent.push(structuredClone(parent[key as number]));
+      else parent.push(copy(parent[key as number]));
       break;
     case 7: { // duplicate an array element (uids, addresses, hostnames collide) or an object key
       if (Array.isArray(parent)) {
-        parent.splice(key as number, 0, structuredClone(parent[key as number]));
+        parent.splice(key as number, 0, copy(parent[key as number]));
         break;
       }
-      const dup = new DuplicateKey(parent as Record<string, unknown>, String(key), rng.chance(0.5) ? parent[key] : rng.pick(WRONG_TYPES));
+      const dup = new DuplicateKey(parent as Record<string, unknown>, String(key), rng.chance(0.5) ? parent[key] : copy(rng.pick(WRONG_TYPES)));
       if (path.length === 1) pendingRoot = dup;
       else parentOf(doc, path.slice(0, -1))[path[path.length - 2]!] = dup;
       break;
@@ -192,9 +222,13 @@ function mutateStructure(rng: Rng, doc: Record<string, unknown>): void {
         // bounded so that edits stacked on each other stay within a few times MAX_CONFIG_BYTES
         const size = hasSpecial(item) ? MAX_CONFIG_BYTES : (JSON.stringify(item) ?? "").length + 1;
         const n = Math.min(rng.chance(0.9) ? 100 : 3000, Math.floor(MAX_CONFIG_BYTES / size));
-        for (let i = 0; i < n; i++) target.push(structuredClone(item));
+        for (let i = 0; i < n; i++) target.push(copy(item));
       } else {
-        parent[key] = new Array(rng.chance(0.9) ? 100 : 20000).fill(rng.pick(WRONG_TYPES));
+        // one copy per item: fill() would alias one object 20,000 times, and a later edit of
+        // this case writing into it would be emitted 20,000 times
+        const n = rng.chance(0.9) ? 100 : 20000;
+        const item = rng.pick(WRONG_TYPES);
+        parent[key] = Array.from({ length: n }, () => copy(item));
       }
       break;
     }
@@ -202,7 +236,7 @@ function mutateStructure(rng: Rng, doc: Record<string, unknown>): void {
       const other = randomPath(rng, doc) ?? path;
       const otherParent = parentOf(doc, other);
       const a = parent[key];
-      parent[key] = structuredClone(otherParent[other[other.length - 1]!]);
+      parent[key] = copy(otherParent[other[other.length - 1]!]);
       if (!other.slice(0, path.length).every((s, i) => s === path[i])) otherParent[other[other.length - 1]!] = a;
       break;
     }
@@ -280,6 +314,7 @@ export function mutateConfig(rng: Rng, base: Record<string, unknown>): { bytes: 
   const edits = rng.range(0, 3);
   for (let i = 0; i < edits; i++) mutateStructure(rng, doc);
   const root = pendingRoot ?? doc;
+  pendingRoot = undefined; // the document is garbage once emitted: keep no reference to it
   let text: string;
   try {
     text = edits === 0 ? baseText : hasSpecial(root) ? emit(root) : JSON.stringify(root);
