@@ -167,16 +167,15 @@ class WaypointConnection extends ConnectionContext {
   }
 
   private plain(config: WaypointConfig, found: bool, dst: Address, d: Decision): FilterStatus {
-    const what = found ? formatAddress(dst) : "a connection without destination";
     if (d.outcome == Outcome.Unknown && config.refuseUnknown) {
       this.root.unknownRefused.inc();
-      logWarn(what + " is unknown to the mesh configuration: closed (unknownDestination: refuse)");
+      logWarn(describe(found, dst) + " is unknown to the mesh configuration: closed (unknownDestination: refuse)");
       closeDownstream();
       return FilterStatus.StopIteration;
     }
     if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
     if (logEnabled(LogLevel.Debug)) {
-      logDebug(what + (d.outcome == Outcome.PlaintextPod ? " -> plain TCP: pod without a sidecar" : " -> plain TCP: not in this network's mesh view"));
+      logDebug(describe(found, dst) + (d.outcome == Outcome.PlaintextPod ? " -> plain TCP: pod without a sidecar" : " -> plain TCP: not in this network's mesh view"));
     }
     return FilterStatus.Continue;
   }
@@ -211,3 +210,8 @@ class WaypointConnection extends ConnectionContext {
 }
 
 registerRootContext("waypoint_route", (id: u32): RootContext => new WaypointRoot(id));
+
+/** The destination for a log line; built only once a line is going to be written. */
+function describe(found: bool, dst: Address): string {
+  return found ? formatAddress(dst) : "a connection without destination";
+}

@@ -82,6 +82,7 @@ export function sha256(chunks: Buffer[]): string {
 export function startChecksumServer(name: string, host: string, port: number, pool: PayloadPool, tls?: TlsIdentity): Promise<ChecksumServer> {
   const sockets = new Set<Socket>();
   const handle = (socket: Socket): void => {
+    socket.setNoDelay(true);
     server.accepted++;
     const hash = createHash("sha256");
     let header = Buffer.alloc(0);
