@@ -12,8 +12,11 @@
 // Not a fix: envoy.reloadable_features.allow_multiplexed_upstream_half_close=true on the
 // terminating Envoy keeps the stream open, but then ~5% of connections failed and some uploads
 // were delivered into ANOTHER connection's application socket: far worse, so the shipped configs
-// keep the default. Upstream: envoyproxy/envoy#34461 added that guard; #47378 (open) explains
-// that the same guard also forces a reset in the TCP upstream, cancelling the half-close.
+// keep the default. With the guard AND max_requests_per_connection: 1 on the internal-listener
+// cluster (so a half-closed upstream is never reused) nothing was misdelivered, but uploads were
+// still truncated (2 of 600 app-first connections, the same rate as without the guard).
+// Upstream: envoyproxy/envoy#34461 added that guard; #47378 (open) explains that the same guard
+// also forces a reset in the TCP upstream, cancelling the half-close.
 //
 // So the nothing-lost tests are strict for the request/response order (the application's FIN
 // after the client's; both directions stream at once) and, where the application half-closes
