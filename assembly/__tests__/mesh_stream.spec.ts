@@ -1378,6 +1378,32 @@ describe("parseMeshSource: reading the configuration from the host", () => {
     expect(doc.error).toBe("byte 0: configuration could not be read past this offset");
   });
 
+  it("matches endpoint uids that lie ahead of the services (sorted keys) and cross a window's end", () => {
+    // "services" sorts before "workloads": each endpoint's uid is compared with uids further on
+    // in the document, some of which start inside the current window and end past it.
+    let services = "";
+    let workloads = "";
+    const uid = (i: i32): string => "kubernetes//Pod/default/a-rather-long-pod-name-" + i.toString();
+    for (let i = 0; i < 12; i++) {
+      if (i > 0) {
+        services += ",";
+        workloads += ",";
+      }
+      // The last service names the first workload, whose uid follows a few bytes later.
+      services += `{"hostname": "s${i}.default.svc", "ports": {"80": 8080}, "endpoints": [{"workload": "${uid(11 - i)}"}]}`;
+      workloads += `{"uid": "${uid(i)}", "addresses": ["10.0.0.${i + 1}"]}`;
+    }
+    const bytes = String.UTF8.encode(`{"services": [${services}], "workloads": [${workloads}]}`);
+    const whole = parseMeshDocument(bytes, []);
+    expect(whole.error).toBe("");
+    const expected = digest(whole.mesh!);
+    for (let window = 16; window <= 160; window += 3) {
+      const windowed = parseMeshSource(new MemorySource(bytes), [], new MeshLimits(), window, 4);
+      expect(windowed.error).toBe("", "window " + window.toString());
+      expect(digest(windowed.mesh!)).toBe(expected, "window " + window.toString());
+    }
+  });
+
   it("reports a source that stops early at the offset where it stopped", () => {
     const text = String.UTF8.encode(`{"workloads": [], "services": []}`);
     const doc = parseMeshSource(new TruncatedSource(text, 20), [], new MeshLimits(), 16, 4);

@@ -449,7 +449,9 @@ export class JsonStream {
   /** Windowed: bytes kept ahead of each token (DEFAULT_MARGIN; tests make it tiny). */
   private margin: i32 = DEFAULT_MARGIN;
   // Keys of the open objects are copied here (their texts may leave the window).
-  private keyBytes: usize = 0;
+  /** Windowed: the open objects' key texts (collected with the reader, never leaked). */
+  private keyArena: ArrayBuffer = new ArrayBuffer(0);
+  private keyBytes: usize = 0; // changetype<usize>(keyArena)
   private keyBytesUsed: i32 = 0;
   private keyBytesCapacity: i32 = 0;
   // Windowed: a second window for sameStringAt's reads far from the main one.
@@ -533,7 +535,11 @@ export class JsonStream {
     if (from >= this.winStart && to <= this.limit) return true;
     let capacity = this.buffer.byteLength;
     if (to - from > capacity) {
-      while (capacity < to - from) capacity <<= 1;
+      // In i64: doubling past 2^30 would overflow an i32 and never end. Never beyond the rest
+      // of the document (to <= length, so this still holds to - from).
+      let grown: i64 = capacity;
+      while (grown < <i64>(to - from)) grown <<= 1;
+      capacity = <i32>min<i64>(grown, <i64>this.length - <i64>from);
       this.buffer = new ArrayBuffer(capacity);
     }
     const want = min(capacity, this.length - from);
@@ -594,7 +600,8 @@ export class JsonStream {
 
   /** Windowed: refills so the window starts at `from` and reaches further than it does now. */
   private widen(from: i32): bool {
-    return this.cover(from, this.limit + max(this.limit - from, this.margin));
+    // In i64, clamped: past 1 GiB the sum would wrap negative and cover() would read nothing.
+    return this.cover(from, <i32>min<i64>(<i64>this.limit + <i64>max(this.limit - from, this.margin), <i64>this.length));
   }
 
   /** A reader over a string's UTF-8 encoding (tests, literals). */
@@ -669,6 +676,10 @@ export class JsonStream {
    */
   valueAt(offset: i32): void {
     if (this.errAt >= 0) return;
+    if (offset < 0 || offset > this.length) {
+      this.fail(max(offset, 0), "unexpected end of input");
+      return;
+    }
     this.pos = offset;
     this.state = S_VALUE;
     this.whole = false;
@@ -887,6 +898,8 @@ export class JsonStream {
     const n = this.limit;
     if (byteAt(base, n, quoteOffset) != QUOTE) return false;
     const r = scanLiteral(base, n, quoteOffset);
+    // Windowed, a literal that starts here may run past the window's end: read it whole.
+    if ((r & SCAN_UNTERMINATED) != 0 && this.source !== null && n < this.length) return this.sameStringFetched(quoteOffset);
     if ((r & (SCAN_CONTROL | SCAN_UNTERMINATED)) != 0) return false;
     const end = <i32>(r & 0xffffffff);
     const escaped = (r & SCAN_ESCAPED) != 0;
@@ -915,6 +928,12 @@ export class JsonStream {
       const got = source.read(quoteOffset, count, changetype<usize>(far));
       this.farStart = quoteOffset;
       this.farEnd = quoteOffset + max(got, 0);
+      if (got < count) {
+        // The host stopped serving bytes: an error at that offset, as cover() reports it, rather
+        // than a misleading "not equal" (an unknown uid, or a duplicate not seen).
+        this.fail(this.farEnd, "configuration could not be read past this offset");
+        return false;
+      }
     }
     const fetched = changetype<usize>(far) - <usize>this.farStart; // document offsets, as in the window
     const end = this.farEnd;
@@ -1231,7 +1250,10 @@ export class JsonStream {
     if (at + len > this.keyBytesCapacity) {
       let capacity = max(this.keyBytesCapacity * 2, 256);
       while (capacity < at + len) capacity <<= 1;
-      this.keyBytes = this.keyBytes == 0 ? heap.alloc(<usize>capacity) : heap.realloc(this.keyBytes, <usize>capacity);
+      const arena = new ArrayBuffer(capacity);
+      if (at > 0) memory.copy(changetype<usize>(arena), this.keyBytes, <usize>at);
+      this.keyArena = arena;
+      this.keyBytes = changetype<usize>(arena);
       this.keyBytesCapacity = capacity;
     }
     memory.copy(this.keyBytes + <usize>at, this.base + <usize>this.strFrom, <usize>len);

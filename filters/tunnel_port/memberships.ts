@@ -8,7 +8,7 @@ import { Mesh } from "../../assembly/mesh";
 
 export class PodMemberships {
   /** What the index costs, for the mesh build's memory reservation (MeshLimits). */
-  static readonly BYTES_PER_WORKLOAD: i32 = 4;
+  static readonly BYTES_PER_WORKLOAD: i32 = 8; // 4 kept, 4 for the transient fill cursors
   static readonly BYTES_PER_MEMBERSHIP: i32 = 8;
 
   /** Memberships of workload w are entries [start[w], start[w + 1]), in configuration order. */
