@@ -9,4 +9,10 @@ for tool in unshare ip iptables; do
 done
 # tests/support/capture.ts refuses to touch iptables unless this marks the private namespace.
 export MESH_TEST_NETNS=1
-exec unshare --net -- sh -c 'ip link set lo up && exec "$@"' in-netns "$@"
+# Inside the namespace only: the whole ephemeral port range and TIME_WAIT reuse, so a soak of
+# 100,000 connections from one client address does not run out of source ports (a closed
+# connection holds its port for 60 s) and crawl.
+exec unshare --net -- sh -c 'ip link set lo up &&
+  echo "1024 65535" > /proc/sys/net/ipv4/ip_local_port_range &&
+  echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse &&
+  exec "$@"' in-netns "$@"
