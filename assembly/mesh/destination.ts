@@ -2,7 +2,7 @@
 // allocation. Every filter that decides by destination starts here.
 import { fetchProperty, hostValuePtr, hostValueSize, releaseHostValue, WasmResult } from "../runtime";
 import { DESTINATION_ADDRESS } from "../runtime/envoy_state";
-import { Address, parseSocketAddress } from "./ip";
+import { Address, formatAddress, parseSocketAddress } from "./ip";
 
 /** Reads `destination.address` into `out`; false when the host has none or it is not IP:PORT. */
 export function readDestination(out: Address): bool {
@@ -10,4 +10,9 @@ export function readDestination(out: Address): bool {
     parseSocketAddress(hostValuePtr(), <i32>hostValueSize(), out);
   releaseHostValue();
   return found;
+}
+
+/** The destination for a log line (call it only once a line is going to be written). */
+export function destinationText(found: bool, dst: Address): string {
+  return found ? formatAddress(dst) : "a connection without destination";
 }

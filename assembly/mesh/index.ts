@@ -34,4 +34,4 @@ export {
   parseMeshDocument,
   parseMeshSource,
 } from "./parse";
-export { readDestination } from "./destination";
+export { destinationText, readDestination } from "./destination";

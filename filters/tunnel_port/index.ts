@@ -5,7 +5,7 @@
 //   server - behind the server sidecar's CONNECT termination: checks both ports and the peer
 //            against what this workload serves, and refuses anything else.
 // Everything is decided in on_new_connection; nothing waits for client bytes. See README.md.
-import { Address, formatAddress, readDestination, writeAddress } from "../../assembly/mesh";
+import { Address, destinationText, formatAddress, readDestination, writeAddress } from "../../assembly/mesh";
 import {
   ByteText,
   closeDownstream,
@@ -138,7 +138,7 @@ class TunnelConnection extends ConnectionContext {
     if (decision.outcome == ClientOutcome.Unknown) {
       if (config.refuseUnknown) {
         root.unknownRefused.inc();
-        return this.close((found ? formatAddress(dst) : "a connection without destination") + " is unknown to the mesh configuration");
+        return this.close(destinationText(found, dst) + " is unknown to the mesh configuration");
       }
       // tcp_proxy would tunnel its own cluster too: plain TCP for what the mesh does not know.
       if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();

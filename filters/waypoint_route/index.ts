@@ -3,7 +3,7 @@
 // original service port; without a waypoint, to an endpoint the same way. Decided in
 // on_new_connection; every error closes the connection with a counter and a log line naming the
 // rule. See README.md.
-import { Address, formatAddress, readDestination, writeAddress } from "../../assembly/mesh";
+import { Address, destinationText, formatAddress, readDestination, writeAddress } from "../../assembly/mesh";
 import {
   ByteText,
   closeDownstream,
@@ -169,13 +169,13 @@ class WaypointConnection extends ConnectionContext {
   private plain(config: WaypointConfig, found: bool, dst: Address, d: Decision): FilterStatus {
     if (d.outcome == Outcome.Unknown && config.refuseUnknown) {
       this.root.unknownRefused.inc();
-      logWarn(describe(found, dst) + " is unknown to the mesh configuration: closed (unknownDestination: refuse)");
+      logWarn(destinationText(found, dst) + " is unknown to the mesh configuration: closed (unknownDestination: refuse)");
       closeDownstream();
       return FilterStatus.StopIteration;
     }
     if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
     if (logEnabled(LogLevel.Debug)) {
-      logDebug(describe(found, dst) + (d.outcome == Outcome.PlaintextPod ? " -> plain TCP: pod without a sidecar" : " -> plain TCP: not in this network's mesh view"));
+      logDebug(destinationText(found, dst) + (d.outcome == Outcome.PlaintextPod ? " -> plain TCP: pod without a sidecar" : " -> plain TCP: not in this network's mesh view"));
     }
     return FilterStatus.Continue;
   }
@@ -210,8 +210,3 @@ class WaypointConnection extends ConnectionContext {
 }
 
 registerRootContext("waypoint_route", (id: u32): RootContext => new WaypointRoot(id));
-
-/** The destination for a log line; built only once a line is going to be written. */
-function describe(found: bool, dst: Address): string {
-  return found ? formatAddress(dst) : "a connection without destination";
-}
