@@ -14,7 +14,7 @@ import {
   W_HEALTHY,
   W_ISTIO,
 } from "../mesh/model";
-import { ADDED, AddrTable4, AddrTable6, U64Table } from "../mesh/table";
+import { ADDED, AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
 import {
   isHostname,
   isLocality,
@@ -265,8 +265,8 @@ class LegacyMeshParser {
     m.wIdentityFlags = new StaticArray<u32>(n);
     m.wNetwork = new StaticArray<u16>(n);
     m.wLocality = new StaticArray<u32>(n);
-    m.wWaypoint = new StaticArray<u32>(n);
-    m.wGateway = new StaticArray<u32>(n);
+    m.wWaypoint = new SparseColumn(n, n);
+    m.wGateway = new SparseColumn(n, n);
     m.v4Start = new StaticArray<u32>(n + 1);
     m.v4Pool = new StaticArray<u32>(this.count4);
     m.v4Table = new AddrTable4(this.count4);
@@ -338,12 +338,12 @@ class LegacyMeshParser {
     const waypoint = f.optionalObject(obj, "waypoint");
     if (waypoint !== null) {
       const ref = this.ref(waypoint, this.nested.atField(listPath, i, "waypoint"), "port", net);
-      unchecked((m.wWaypoint[i] = <u32>(ref + 1)));
+      m.wWaypoint.set(i, <u32>(ref + 1));
     }
     const gateway = f.optionalObject(obj, "networkGateway");
     if (gateway !== null) {
       const ref = this.ref(gateway, this.nested.atField(listPath, i, "networkGateway"), "hboneMtlsPort", net);
-      unchecked((m.wGateway[i] = <u32>(ref + 1)));
+      m.wGateway.set(i, <u32>(ref + 1));
     }
 
     const addresses = f.optionalArray(obj, "addresses");
@@ -753,7 +753,7 @@ class LegacyMeshParser {
       let target: i64 = v !== null && v.isInteger() ? v.asInteger() : 0;
       if (target < 1 || target > 65535) target = r.requireInteger(overrides, key, f.fieldPath("ports"), 1, 65535);
       if (r.failed()) return;
-      m.overrides.add(legacyPortKey(g, port), <i32>target);
+      m.overrides.add(g, port, <i32>target);
     }
   }
 
@@ -844,7 +844,7 @@ class LegacyMeshParser {
         const w = <i32>unchecked(m.epWorkload[g]);
         for (let slot = slotFrom; slot < slotTo && slot < m.slotPort.length; slot++) {
           const port = <i32>unchecked(m.slotPort[slot]);
-          let target = m.overrides.size > 0 ? m.overrides.get(legacyPortKey(g, port)) : -1;
+          let target = m.overrides.size > 0 ? m.overrides.get(g, port) : -1;
           if (target < 0) target = <i32>unchecked(m.slotTarget[slot]);
           m.headless.add(legacyPortKey(w, target), slot);
         }

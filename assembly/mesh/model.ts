@@ -10,7 +10,7 @@
 // The columns are public so parse.ts can fill them; nothing may write them after parsing.
 import { Address, FAMILY_V4, FAMILY_V6 } from "./ip";
 import { StringTable } from "./intern";
-import { AddrTable4, AddrTable6, OBJECT_OVERHEAD, U64Table } from "./table";
+import { AddrTable4, AddrTable6, OBJECT_OVERHEAD, PortTable, SparseColumn, U64Table } from "./table";
 
 export enum TlsMode {
   Disabled = 0,
@@ -108,9 +108,13 @@ export class Mesh {
   wIdentityFlags: StaticArray<u32> = new StaticArray<u32>(0);
   wNetwork: StaticArray<u16> = new StaticArray<u16>(0);
   wLocality: StaticArray<u32> = new StaticArray<u32>(0);
-  /** Reference id + 1; 0 = none. */
-  wWaypoint: StaticArray<u32> = new StaticArray<u32>(0);
-  wGateway: StaticArray<u32> = new StaticArray<u32>(0);
+  /**
+   * Reference id + 1; 0 = none. Dense only when many workloads have one (a service waypoint is
+   * the common case; a workload's own waypoint or gateway is rare), so a mesh without them pays
+   * nothing per pod, and one with a few gateway-fronted workloads pays only for those.
+   */
+  wWaypoint: SparseColumn = new SparseColumn();
+  wGateway: SparseColumn = new SparseColumn();
   /** Workload w's IPv4 addresses are v4Pool[v4Start[w] .. v4Start[w + 1]). */
   v4Start: StaticArray<u32> = new StaticArray<u32>(1);
   v4Pool: StaticArray<u32> = new StaticArray<u32>(0);
@@ -140,7 +144,7 @@ export class Mesh {
   sEpStart: StaticArray<u32> = new StaticArray<u32>(1);
   epWorkload: StaticArray<u32> = new StaticArray<u32>(0);
   /** (global endpoint id, service port) → per-endpoint target port. */
-  overrides: U64Table = new U64Table();
+  overrides: PortTable = new PortTable();
   sSanStart: StaticArray<u32> = new StaticArray<u32>(1);
   sans: Array<string> = new Array<string>();
   sVipStart: StaticArray<u32> = new StaticArray<u32>(1);
@@ -258,12 +262,12 @@ export class Mesh {
 
   /** Waypoint reference id, or -1. */
   workloadWaypoint(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>unchecked(this.wWaypoint[w]) - 1 : -1;
+    return inRange(w, this.workloadTotal) ? <i32>this.wWaypoint.get(w) - 1 : -1;
   }
 
   /** Network-gateway reference id, or -1. */
   workloadGateway(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>unchecked(this.wGateway[w]) - 1 : -1;
+    return inRange(w, this.workloadTotal) ? <i32>this.wGateway.get(w) - 1 : -1;
   }
 
   /** IPv4 addresses first, then IPv6, each in configuration order. */
@@ -355,6 +359,42 @@ export class Mesh {
     return this.rangeLength(this.sEpStart, s);
   }
 
+  /** Endpoints of all services, numbered service after service: the global endpoint ids. */
+  endpointTotal(): i32 {
+    return this.epWorkload.length;
+  }
+
+  /** Workload index of global endpoint g, or -1. */
+  globalEndpointWorkload(g: i32): i32 {
+    return inRange(g, this.epWorkload.length) ? <i32>unchecked(this.epWorkload[g]) : -1;
+  }
+
+  /**
+   * The service global endpoint g belongs to, or -1: a binary search over the services'
+   * endpoint ranges (O(log services), no allocation). `globalEndpointIndex` gives e within it.
+   */
+  endpointService(g: i32): i32 {
+    const starts = this.sEpStart;
+    const n = starts.length - 1;
+    if (n <= 0 || !inRange(g, <i32>unchecked(starts[n]))) return -1;
+    // The last s with starts[s] <= g (services without endpoints share their start).
+    let lo = 0;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (<i32>unchecked(starts[mid]) <= g) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /** g's position within its service `s` (= endpointService(g)), or -1. */
+  globalEndpointIndex(s: i32, g: i32): i32 {
+    if (!inRange(s + 1, this.sEpStart.length) || s < 0) return -1;
+    const e = g - <i32>unchecked(this.sEpStart[s]);
+    return inRange(e, this.rangeLength(this.sEpStart, s)) ? e : -1;
+  }
+
   /** Workload index of endpoint e (0-based within s), or -1. */
   endpointWorkload(s: i32, e: i32): i32 {
     const g = this.rangeItem(this.sEpStart, s, e);
@@ -372,7 +412,7 @@ export class Mesh {
     const g = this.rangeItem(this.sEpStart, s, e);
     if (g < 0) return -1;
     if (this.overrides.size > 0) {
-      const t = this.overrides.get(portKey(g, servicePort));
+      const t = this.overrides.get(g, servicePort);
       if (t >= 0) return t;
     }
     return <i32>unchecked(this.slotTarget[slot]);
@@ -543,7 +583,7 @@ export class Mesh {
     t += this.localities.byteSize() + this.localityPrefixes.byteSize();
     t += <i64>this.localityParts.length * 4 + OBJECT_OVERHEAD;
     t += arrayBytes(this.wIdentityFlags) + arrayBytes(this.wNetwork);
-    t += arrayBytes(this.wLocality) + arrayBytes(this.wWaypoint) + arrayBytes(this.wGateway);
+    t += arrayBytes(this.wLocality) + this.wWaypoint.byteSize() + this.wGateway.byteSize();
     t += arrayBytes(this.v4Start) + arrayBytes(this.v4Pool);
     t += arrayBytes(this.v6Start) + arrayBytes(this.v6Pool);
     t += this.v4Table.byteSize() + this.v6Table.byteSize();

@@ -38,7 +38,7 @@ import {
   W_ISTIO,
 } from "./model";
 import { failElementString, failEnum, failInteger, FieldReader } from "./fields";
-import { ADDED, AddrTable4, AddrTable6, exactCapacity, MAX_TABLE_NETWORKS, mix32, mix64, slotOf, tableCapacity, U64Table } from "./table";
+import { ADDED, AddrTable4, AddrTable6, exactCapacity, MAX_TABLE_NETWORKS, mix32, mix64, PortTable, slotOf, SparseColumn, tableCapacity, U64Table } from "./table";
 import {
   isHostname,
   isLocality,
@@ -157,6 +157,10 @@ const ADDRESSES_NAME = new JsonNames(["addresses"]);
 const ADDRESS_NAME = new JsonNames(["address"]);
 const SERVICE_COUNTED = new JsonNames(["ports", "endpoints", "subjectAltNames", "vips"]);
 const HEADLESS_NAME = new JsonNames(["headless"]);
+/** Workload references whose columns exist only when some workload has one. */
+const WORKLOAD_REF_NAMES = new JsonNames(["waypoint", "networkGateway"]);
+const REF_WAYPOINT = 0;
+const ENDPOINT_PORTS_NAME = new JsonNames(["ports"]);
 /** Workload texts the model interns (decoded once per distinct text). */
 const INTERNED_NAMES = new JsonNames(["identity", "network", "locality"]);
 const INTERNED_LOCALITY = 2;
@@ -280,6 +284,11 @@ class MeshScan {
   // headless services (the headless index).
   serviceTextBytes: i64 = 0;
   headlessPairs: i64 = 0;
+  /** Workloads with a `waypoint` / `networkGateway` value (null counts too: an upper bound). */
+  workloadWaypoints: i64 = 0;
+  workloadGateways: i64 = 0;
+  /** Keys of the endpoints' `ports` objects: the per-endpoint target-port overrides. */
+  overrides: i64 = 0;
   /**
    * What interning the workloads' identities, networks and localities may cost: each distinct
    * text (told apart by a 2^18-bit filter of their hashes: a collision undercounts, which the
@@ -365,6 +374,9 @@ class MeshScan {
         if (t != JsonToken.Key) return false;
         const addresses = ADDRESSES_NAME.find(s) == 0;
         const interned = INTERNED_NAMES.find(s);
+        const ref = WORKLOAD_REF_NAMES.find(s);
+        if (ref == REF_WAYPOINT) this.workloadWaypoints++;
+        else if (ref > REF_WAYPOINT) this.workloadGateways++;
         t = s.next();
         if (interned >= 0 && t == JsonToken.String) this.noteInterned(s, interned == INTERNED_LOCALITY ? 3 : 1);
         if (!addresses || t != JsonToken.BeginArray) {
@@ -454,7 +466,11 @@ class MeshScan {
             if (endpoints) this.endpoints++;
             else if (sans) this.sans++;
             else this.vips++;
-            if (!(vips && t == JsonToken.BeginObject ? this.countVip(s) : s.skip(t))) return false;
+            if (t != JsonToken.BeginObject || sans) {
+              if (!s.skip(t)) return false;
+            } else if (!(vips ? this.countVip(s) : this.countEndpoint(s))) {
+              return false;
+            }
           }
         } else if (!s.skip(t)) {
           return false;
@@ -463,6 +479,27 @@ class MeshScan {
           text += <i64>(s.offset() - valueAt);
         }
         if (sans) text += <i64>(s.offset() - valueAt);
+      }
+    }
+  }
+
+  /** One endpoint object (just inside it): counts the keys of its `ports` overrides. */
+  private countEndpoint(s: JsonStream): bool {
+    while (true) {
+      let t = s.next();
+      if (t == JsonToken.EndObject) return true;
+      if (t != JsonToken.Key) return false;
+      const ports = ENDPOINT_PORTS_NAME.find(s) == 0;
+      t = s.next();
+      if (!ports || t != JsonToken.BeginObject) {
+        if (!s.skip(t)) return false;
+        continue;
+      }
+      while (true) {
+        t = s.next();
+        if (t == JsonToken.EndObject) break;
+        if (t != JsonToken.Key || !s.skipValue()) return false;
+        this.overrides++;
       }
     }
   }
@@ -564,6 +601,7 @@ class TextIndex {
  * the peak stays small. uids are compared by their text in the input.
  */
 class UidIndex {
+  /** One block: `capacity` slots, then one offset per workload (see bytesFor). */
   private slots: usize = 0;
   private offsets: usize = 0;
   private capacity: i32 = 0;
@@ -575,9 +613,9 @@ class UidIndex {
   init(n: i32): void {
     this.release();
     const capacity = exactCapacity(n);
-    this.slots = heap.alloc(<usize>capacity << 2);
+    this.slots = heap.alloc(<usize>UidIndex.bytesFor(n));
     memory.fill(this.slots, 0, <usize>capacity << 2);
-    this.offsets = heap.alloc(<usize>max(n, 1) << 2);
+    this.offsets = this.slots + (<usize>capacity << 2);
     this.capacity = capacity;
     this.limit = n;
     this.count = 0;
@@ -629,9 +667,16 @@ class UidIndex {
     return -1;
   }
 
+  /**
+   * The index's size for n workloads. One block rather than two, so that once freed it is one
+   * hole that an index a filter derives right after the build (MeshLimits.derived*) can reuse.
+   */
+  static bytesFor(n: i32): i64 {
+    return (<i64>exactCapacity(n) + <i64>max(n, 1)) << 2;
+  }
+
   release(): void {
     if (this.slots != 0) heap.free(this.slots);
-    if (this.offsets != 0) heap.free(this.offsets);
     this.slots = 0;
     this.offsets = 0;
     this.capacity = 0;
@@ -738,23 +783,41 @@ class RefIndex {
 function reserveBuildMemory(scan: MeshScan, limits: MeshLimits): void {
   lastReservation = 0;
   const n = scan.workloads;
-  let bytes: i64 = n * 18 + (n + 1) * 4 + <i64>scan.count4 * 4 + <i64>exactCapacity(scan.count4) * 8;
+  let bytes: i64 = n * 10 + (n + 1) * 4 + <i64>scan.count4 * 4 + <i64>exactCapacity(scan.count4) * 8;
+  bytes += SparseColumn.bytesFor(<i32>min(n, MAX_WORKLOADS), scan.workloadWaypoints);
+  bytes += SparseColumn.bytesFor(<i32>min(n, MAX_WORKLOADS), scan.workloadGateways);
   if (scan.count6 > 0) bytes += (n + 1) * 4 + <i64>scan.count6 * 16 + <i64>tableCapacity(scan.count6) * 20;
-  bytes += <i64>exactCapacity(<i32>min(n, MAX_WORKLOADS)) * 4 + n * 4; // the uid index (transient)
+  // The uid index is freed when the build ends, and a filter's derived index is allocated after
+  // that, in the same hole (one block each way; TLSF splits the freed block): the larger of the
+  // two, not both.
+  const uidIndex = UidIndex.bytesFor(<i32>min(n, MAX_WORKLOADS));
+  const derived = n * limits.derivedBytesPerWorkload + scan.endpoints * limits.derivedBytesPerEndpoint;
+  bytes += max(uidIndex, derived);
   bytes += scan.internedBytes + n / 4; // interned texts (and their index slots)
   const services = scan.services;
   bytes += services * 25 + 16 + scan.slots * 8 + <i64>tableCapacity(<i32>min(scan.slots, MAX_SERVICE_ITEMS)) * 16;
   bytes += scan.endpoints * 4 + scan.vips * 27;
+  bytes += <i64>exactCapacity(<i32>min(scan.overrides, MAX_SERVICE_ITEMS)) * 8;
   bytes += <i64>exactCapacity(scan.vip4) * 8 + <i64>tableCapacity(scan.vip6) * 20;
   bytes += scan.serviceTextBytes;
   if (scan.headlessPairs > 0) bytes += <i64>tableCapacity(<i32>min(scan.headlessPairs, MAX_SERVICE_ITEMS)) * 16;
-  bytes += n * limits.derivedBytesPerWorkload + scan.endpoints * limits.derivedBytesPerEndpoint;
   bytes += (bytes >> 4) + 131072;
   // Beyond the limits the build refuses the configuration before allocating: nothing to reserve.
   if (bytes > <i64>0x40000000) return;
-  const block = heap.alloc(<usize>bytes);
+  const block = heap.alloc(<usize>growthRequest(bytes));
   heap.free(block);
   lastReservation = bytes;
+}
+
+/**
+ * The request that makes the allocator grow memory by about `bytes`: before growing it rounds a
+ * request up to the top of its size class (TLSF's roundSize in std/assembly/rt/tlsf.ts adds up
+ * to 1/16), and all of the grown memory becomes free heap. Asking for `bytes` itself would grow
+ * memory by up to 1/16 more than the build needs (measured: 2.4 MB at 1M pods).
+ */
+function growthRequest(bytes: i64): i64 {
+  const classStep = (<i64>1) << (63 - clz<i64>(bytes) - 4);
+  return bytes - classStep;
 }
 
 /** Bytes the last build reserved (0: none); for the benchmark. */
@@ -853,8 +916,8 @@ class MeshParser {
     m.wIdentityFlags = new StaticArray<u32>(n);
     m.wNetwork = new StaticArray<u16>(n);
     m.wLocality = new StaticArray<u32>(n);
-    m.wWaypoint = new StaticArray<u32>(n);
-    m.wGateway = new StaticArray<u32>(n);
+    m.wWaypoint = new SparseColumn(n, scan.workloadWaypoints);
+    m.wGateway = new SparseColumn(n, scan.workloadGateways);
     m.v4Start = new StaticArray<u32>(n + 1);
     m.v4Pool = new StaticArray<u32>(scan.count4);
     m.v4Table = new AddrTable4(scan.count4);
@@ -913,14 +976,16 @@ class MeshParser {
 
     if (f.optionalObject(WF_WAYPOINT)) {
       const where = this.waypointFields.atField(this.workloadsPath, i, "waypoint");
-      unchecked((m.wWaypoint[i] = <u32>(this.ref(f.offset(WF_WAYPOINT), where, net) + 1)));
+      const ref = this.ref(f.offset(WF_WAYPOINT), where, net);
+      if (ref >= 0 && !m.wWaypoint.set(i, <u32>(ref + 1))) return f.failField("waypoint", "waypoint count changed while parsing");
     }
     if (r.failed()) return;
     let gateway = false;
     if (f.optionalObject(WF_GATEWAY)) {
       gateway = true;
       const where = this.gatewayFields.atField(this.workloadsPath, i, "networkGateway");
-      unchecked((m.wGateway[i] = <u32>(this.ref(f.offset(WF_GATEWAY), where, net) + 1)));
+      const ref = this.ref(f.offset(WF_GATEWAY), where, net);
+      if (ref >= 0 && !m.wGateway.set(i, <u32>(ref + 1))) return f.failField("networkGateway", "gateway count changed while parsing");
     }
     if (r.failed()) return;
 
@@ -1125,6 +1190,7 @@ class MeshParser {
     m.portIndex = new U64Table(slots);
     m.sEpStart = new StaticArray<u32>(n + 1);
     m.epWorkload = new StaticArray<u32>(<i32>scan.endpoints);
+    m.overrides = new PortTable(<i32>min(scan.overrides, MAX_SERVICE_ITEMS));
     m.sSanStart = new StaticArray<u32>(n + 1);
     m.sVipStart = new StaticArray<u32>(n + 1);
     m.vipService = new StaticArray<u32>(nv);
@@ -1345,7 +1411,7 @@ class MeshParser {
       const v = s.next();
       const target = <i32>integerIn(s, v, 1, 65535);
       if (target < 0) return failInteger(r, v, r.childPath(ef.fieldPath("ports"), keyText(s, keyAt)), 1, 65535);
-      m.overrides.add(portKey(g, port), target);
+      m.overrides.add(g, port, target);
     }
   }
 
@@ -1441,7 +1507,7 @@ class MeshParser {
         const w = <i32>unchecked(m.epWorkload[g]);
         for (let slot = slotFrom; slot < slotTo && slot < m.slotPort.length; slot++) {
           const port = <i32>unchecked(m.slotPort[slot]);
-          let target = m.overrides.size > 0 ? m.overrides.get(portKey(g, port)) : -1;
+          let target = m.overrides.size > 0 ? m.overrides.get(g, port) : -1;
           if (target < 0) target = <i32>unchecked(m.slotTarget[slot]);
           m.headless.add(portKey(w, target), slot);
         }

@@ -203,10 +203,169 @@ export class AddrTable6 {
 }
 
 /**
+ * A per-workload u32 column that most workloads leave at 0 (a workload's own waypoint or
+ * network gateway: a service waypoint is the common case, and only workloads behind an
+ * east-west gateway have one). Dense (4 bytes per workload) when at least a third of the
+ * workloads have a value, else sparse: one u64 slot [index:32][value:32] per workload that has
+ * one, at load 2/3 (12 bytes each), and nothing for the rest. Either form is sized once from the
+ * scan's count; reads of a missing index answer 0.
+ */
+export class SparseColumn {
+  private dense: StaticArray<u32> = new StaticArray<u32>(0);
+  private slots: StaticArray<u64> = new StaticArray<u64>(0);
+  private capacity: u32 = 0;
+  private used: i32 = 0;
+
+  /** Room for `present` non-zero values among `n` indexes (present may overcount). */
+  constructor(n: i32 = 0, present: i64 = 0) {
+    if (present <= 0 || n <= 0) {
+      // empty: every read answers 0
+    } else if (SparseColumn.isDense(n, present)) {
+      this.dense = new StaticArray<u32>(n);
+    } else {
+      const cap = exactCapacity(<i32>present);
+      this.slots = new StaticArray<u64>(cap);
+      this.capacity = <u32>cap;
+    }
+  }
+
+  /** Bytes a column of `n` indexes with `present` values costs (for the build's reservation). */
+  static bytesFor(n: i32, present: i64): i64 {
+    if (present <= 0 || n <= 0) return 0;
+    if (SparseColumn.isDense(n, present)) return <i64>n * 4 + OBJECT_OVERHEAD;
+    return <i64>exactCapacity(<i32>present) * 8 + OBJECT_OVERHEAD;
+  }
+
+  private static isDense(n: i32, present: i64): bool {
+    return present * 3 >= <i64>n;
+  }
+
+  get(index: i32): u32 {
+    if (index < 0) return 0;
+    const dense = this.dense;
+    if (dense.length > 0) return index < dense.length ? unchecked(dense[index]) : 0;
+    const capacity = this.capacity;
+    if (capacity == 0) return 0;
+    const slots = this.slots;
+    let i = slotOf(mix32(<u32>index), capacity);
+    for (let probes: u32 = 0; probes < capacity; probes++) {
+      const entry = unchecked(slots[<i32>i]);
+      if (entry == 0) return 0;
+      if (<i32>(entry >> 32) == index) return <u32>entry;
+      i = i + 1 == capacity ? 0 : i + 1;
+    }
+    return 0;
+  }
+
+  /** Sets index's value (non-zero, once per index); false when there is no room for it. */
+  set(index: i32, value: u32): bool {
+    if (index < 0 || value == 0) return false;
+    const dense = this.dense;
+    if (dense.length > 0) {
+      if (index >= dense.length) return false;
+      unchecked((dense[index] = value));
+      return true;
+    }
+    const capacity = this.capacity;
+    if (<u32>this.used + 1 >= capacity) return false; // keep one slot empty
+    const slots = this.slots;
+    let i = slotOf(mix32(<u32>index), capacity);
+    while (unchecked(slots[<i32>i]) != 0) {
+      if (<i32>(unchecked(slots[<i32>i]) >> 32) == index) return false;
+      i = i + 1 == capacity ? 0 : i + 1;
+    }
+    unchecked((slots[<i32>i] = (<u64><u32>index << 32) | <u64>value));
+    this.used++;
+    return true;
+  }
+
+  byteSize(): i64 {
+    if (this.dense.length > 0) return <i64>this.dense.length * 4 + OBJECT_OVERHEAD;
+    return this.capacity > 0 ? <i64>this.slots.length * 8 + OBJECT_OVERHEAD : 0;
+  }
+}
+
+/**
+ * (index, port) → port, one u64 per slot: [index:32][port:16][value:16], so an entry costs 8
+ * bytes (12 at load 2/3) instead of a U64Table's 16 (24-48). For the per-endpoint target-port
+ * overrides, which a rolling port change gives to a tenth of all endpoints. Sized exactly from
+ * the scan's count (multiply-shift home slot, like AddrTable4); grows only if that count was
+ * short. A zero slot is empty (ports are >= 1, so no entry is 0).
+ */
+export class PortTable {
+  private slots: StaticArray<u64>;
+  private capacity: u32;
+  private used: i32 = 0;
+
+  constructor(expected: i32 = 0) {
+    const cap = exactCapacity(expected);
+    this.slots = new StaticArray<u64>(cap);
+    this.capacity = <u32>cap;
+  }
+
+  get size(): i32 {
+    return this.used;
+  }
+
+  /** The value stored for (index, port), or -1. */
+  get(index: i32, port: i32): i32 {
+    const key = PortTable.key(index, port);
+    const slots = this.slots;
+    const capacity = this.capacity;
+    let i = slotOf(<u32>mix64(key), capacity);
+    for (let probes: u32 = 0; probes < capacity; probes++) {
+      const entry = unchecked(slots[<i32>i]);
+      if (entry == 0) return -1;
+      if (entry >> 16 == key) return <i32>(entry & 0xffff);
+      i = i + 1 == capacity ? 0 : i + 1;
+    }
+    return -1;
+  }
+
+  /** Adds (index, port) → value (1..65535) unless present: ADDED, the existing value, or FULL. */
+  add(index: i32, port: i32, value: i32): i32 {
+    if (index < 0 || <u32>port - 1 >= 0xffff || <u32>value - 1 >= 0xffff) return FULL;
+    const existing = this.get(index, port);
+    if (existing >= 0) return existing;
+    if ((<i64>this.used + 1) * 3 > <i64>this.capacity * 2) this.grow();
+    this.place((PortTable.key(index, port) << 16) | <u64>value);
+    this.used++;
+    return ADDED;
+  }
+
+  byteSize(): i64 {
+    return <i64>this.slots.length * 8 + OBJECT_OVERHEAD;
+  }
+
+  // @ts-ignore: decorator
+  @inline private static key(index: i32, port: i32): u64 {
+    return (<u64><u32>index << 16) | <u64>(port & 0xffff);
+  }
+
+  private place(entry: u64): void {
+    const slots = this.slots;
+    const capacity = this.capacity;
+    let i = slotOf(<u32>mix64(entry >> 16), capacity);
+    while (unchecked(slots[<i32>i]) != 0) i = i + 1 == capacity ? 0 : i + 1;
+    unchecked((slots[<i32>i] = entry));
+  }
+
+  private grow(): void {
+    const old = this.slots;
+    const cap = exactCapacity(<i32>min<i64>(<i64>this.used * 2 + 8, 0x3fffffff));
+    this.slots = new StaticArray<u64>(cap);
+    this.capacity = <u32>cap;
+    for (let i = 0; i < old.length; i++) {
+      const entry = unchecked(old[i]);
+      if (entry != 0) this.place(entry);
+    }
+  }
+}
+
+/**
  * u64 → non-negative i32, growing as needed (configure time only), with [key, value + 1]
  * interleaved so a probe touches one cache line. Used for small derived indexes:
- * (service, port) → port slot, (endpoint, port) → target override, (workload, target port) →
- * headless port slot.
+ * (service, port) → port slot, (workload, target port) → headless port slot.
  */
 export class U64Table {
   private slots: StaticArray<u64>; // [key, value + 1] per slot
