@@ -264,7 +264,7 @@ class LegacyMeshParser {
     m.workloadTotal = n;
     m.wIdentityFlags = new StaticArray<u32>(n);
     m.wNetwork = new StaticArray<u16>(n);
-    m.wLocality = new StaticArray<u32>(n);
+    m.wLocality = new StaticArray<u16>(n);
     m.wWaypoint = new SparseColumn(n, n);
     m.wGateway = new SparseColumn(n, n);
     m.v4Start = new StaticArray<u32>(n + 1);
@@ -329,7 +329,7 @@ class LegacyMeshParser {
     if (loc < 0) {
       return f.failField("locality", "not a locality (expected " + LOCALITY_SHAPE + "): " + legacyQ(locality));
     }
-    unchecked((m.wLocality[i] = <u32>loc));
+    unchecked((m.wLocality[i] = <u16>loc));
     let info = <u32>identity; // checked against IDENTITY_MASK when interned
     if (tls == "istio") info |= W_ISTIO;
     if (healthy) info |= W_HEALTHY;

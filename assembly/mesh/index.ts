@@ -20,6 +20,7 @@ export { LbMode, Mesh, RefTarget, Scope, TlsMode } from "./model";
 export {
   DEFAULT_HBONE_PORT,
   MAX_ADDRESSES,
+  MAX_LOCALITIES,
   MAX_NETWORKS,
   MAX_SERVICE_ITEMS,
   MAX_SERVICES,

@@ -107,7 +107,8 @@ export class Mesh {
   workloadTotal: i32 = 0;
   wIdentityFlags: StaticArray<u32> = new StaticArray<u32>(0);
   wNetwork: StaticArray<u16> = new StaticArray<u16>(0);
-  wLocality: StaticArray<u32> = new StaticArray<u32>(0);
+  /** Locality id (at most MAX_LOCALITIES distinct). */
+  wLocality: StaticArray<u16> = new StaticArray<u16>(0);
   /**
    * Reference id + 1; 0 = none. Dense only when many workloads have one (a service waypoint is
    * the common case; a workload's own waypoint or gateway is rare), so a mesh without them pays

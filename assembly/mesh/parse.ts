@@ -60,6 +60,8 @@ export const MAX_ADDRESSES: i32 = 2000000;
 export const MAX_SERVICE_ITEMS: i32 = 4000000;
 /** Distinct network names (address-table entries hold the network id in 11 bits). */
 export const MAX_NETWORKS: i32 = MAX_TABLE_NETWORKS;
+/** Distinct localities (ids fit the u16 locality column; "" is id 0). */
+export const MAX_LOCALITIES: i32 = 65535;
 
 export const DEFAULT_HBONE_PORT: i32 = 15008;
 
@@ -157,6 +159,9 @@ const ADDRESSES_NAME = new JsonNames(["addresses"]);
 const ADDRESS_NAME = new JsonNames(["address"]);
 const SERVICE_COUNTED = new JsonNames(["ports", "endpoints", "subjectAltNames", "vips"]);
 const HEADLESS_NAME = new JsonNames(["headless"]);
+/** Service texts the reservation sizes one by one (see MeshScan.countServices). */
+const SERVICE_TEXT_NAMES = new JsonNames(["hostname", "cluster"]);
+const TEXT_HOSTNAME = 0;
 /** Workload references whose columns exist only when some workload has one. */
 const WORKLOAD_REF_NAMES = new JsonNames(["waypoint", "networkGateway"]);
 const REF_WAYPOINT = 0;
@@ -431,20 +436,22 @@ class MeshScan {
       }
       const slotsBefore = this.slots;
       const endpointsBefore = this.endpoints;
-      let text: i64 = 0;
+      const sansBefore = this.sans;
+      let hostname: i64 = 0;
+      let cluster: i64 = 0;
+      let sanText: i64 = 0;
+      let otherText: i64 = 0;
       let headless = false;
       while (true) {
         t = s.next();
         if (t == JsonToken.EndObject) {
-          const ports = this.slots - slotsBefore;
-          // Texts are kept as UTF-16 strings (2 bytes per byte at most) and UTF-8 buffers; a
-          // cluster name per port is at most the service's texts plus "outbound|port||".
-          this.serviceTextBytes += 3 * text + ports * (text + 24) + 256;
-          if (headless) this.headlessPairs += (this.endpoints - endpointsBefore) * ports;
+          this.serviceTextBytes += serviceBytes(this.slots - slotsBefore, hostname, cluster, this.sans - sansBefore, sanText, otherText);
+          if (headless) this.headlessPairs += (this.endpoints - endpointsBefore) * (this.slots - slotsBefore);
           break;
         }
         if (t != JsonToken.Key) return false;
         const isHeadless = HEADLESS_NAME.find(s) == 0;
+        const textName = SERVICE_TEXT_NAMES.find(s);
         const counted = SERVICE_COUNTED.find(s);
         const valueAt = s.offset();
         const ports = counted == COUNT_PORTS;
@@ -476,9 +483,12 @@ class MeshScan {
           return false;
         } else {
           if (isHeadless) headless = t == JsonToken.True;
-          text += <i64>(s.offset() - valueAt);
+          const bytes = <i64>(s.offset() - valueAt);
+          if (textName == TEXT_HOSTNAME) hostname = bytes;
+          else if (textName > TEXT_HOSTNAME) cluster = bytes;
+          else otherText += bytes;
         }
-        if (sans) text += <i64>(s.offset() - valueAt);
+        if (sans) sanText += <i64>(s.offset() - valueAt);
       }
     }
   }
@@ -521,6 +531,49 @@ class MeshScan {
       }
     }
   }
+}
+
+/**
+ * What one service may leave in memory once built, from the byte lengths of its values in the
+ * document (which include quotes and escapes, so they over-count the texts a little): its
+ * hostname as a string (UTF-16) with a hostnames-map entry and a list slot (either may have
+ * doubled once); per port a UTF-8 cluster name ("outbound|<port>||<hostname>" or the explicit
+ * `cluster`) with its list slot; per SAN a string and a slot; for anything else (a waypoint
+ * reference, loadBalancing) its text as a string and a reference object; the explicit cluster's
+ * decoded string, which is garbage until the next collection.
+ */
+function serviceBytes(ports: i64, hostname: i64, cluster: i64, sans: i64, sanText: i64, otherText: i64): i64 {
+  const name = max(hostname + 16, cluster);
+  let bytes: i64 = 2 * hostname + 20 + 64;
+  bytes += ports * (name + 20 + 12);
+  bytes += 2 * sanText + sans * (20 + 12);
+  if (otherText > 0) bytes += 2 * otherText + 160;
+  if (cluster > 0) bytes += 2 * cluster + 20;
+  return bytes;
+}
+
+/**
+ * "outbound|<port>||<hostname>" as UTF-8, written straight into its buffer (no intermediate
+ * strings: a service with many ports would otherwise leave several per port as garbage).
+ * Hostnames are ASCII (isHostname).
+ */
+function defaultClusterName(port: i32, hostname: string): ArrayBuffer {
+  const digits = port >= 10000 ? 5 : port >= 1000 ? 4 : port >= 100 ? 3 : port >= 10 ? 2 : 1;
+  const n = hostname.length;
+  const out = new ArrayBuffer(9 + digits + 2 + n);
+  const p = changetype<usize>(out);
+  const prefix = "outbound|";
+  for (let i = 0; i < 9; i++) store<u8>(p + <usize>i, <u8>prefix.charCodeAt(i));
+  let value = port;
+  for (let i = digits - 1; i >= 0; i--) {
+    store<u8>(p + 9 + <usize>i, <u8>(0x30 + value % 10));
+    value /= 10;
+  }
+  const at = p + 9 + <usize>digits;
+  store<u8>(at, 0x7c);
+  store<u8>(at + 1, 0x7c);
+  for (let i = 0; i < n; i++) store<u8>(at + 2 + <usize>i, <u8>hostname.charCodeAt(i));
+  return out;
 }
 
 // ==================================================================== lookups by bytes
@@ -783,7 +836,7 @@ class RefIndex {
 function reserveBuildMemory(scan: MeshScan, limits: MeshLimits): void {
   lastReservation = 0;
   const n = scan.workloads;
-  let bytes: i64 = n * 10 + (n + 1) * 4 + <i64>scan.count4 * 4 + <i64>exactCapacity(scan.count4) * 8;
+  let bytes: i64 = n * 8 + (n + 1) * 4 + <i64>scan.count4 * 4 + <i64>exactCapacity(scan.count4) * 8;
   bytes += SparseColumn.bytesFor(<i32>min(n, MAX_WORKLOADS), scan.workloadWaypoints);
   bytes += SparseColumn.bytesFor(<i32>min(n, MAX_WORKLOADS), scan.workloadGateways);
   if (scan.count6 > 0) bytes += (n + 1) * 4 + <i64>scan.count6 * 16 + <i64>tableCapacity(scan.count6) * 20;
@@ -801,7 +854,9 @@ function reserveBuildMemory(scan: MeshScan, limits: MeshLimits): void {
   bytes += <i64>exactCapacity(scan.vip4) * 8 + <i64>tableCapacity(scan.vip6) * 20;
   bytes += scan.serviceTextBytes;
   if (scan.headlessPairs > 0) bytes += <i64>tableCapacity(<i32>min(scan.headlessPairs, MAX_SERVICE_ITEMS)) * 16;
-  bytes += (bytes >> 4) + 131072;
+  // Spare: 1/16 and 256 KB: garbage the build collects only every 256 services, and the free
+  // heap a filter has after configure for its own garbage (log lines: runtime/log.ts).
+  bytes += (bytes >> 4) + 262144;
   // Beyond the limits the build refuses the configuration before allocating: nothing to reserve.
   if (bytes > <i64>0x40000000) return;
   const block = heap.alloc(<usize>growthRequest(bytes));
@@ -886,6 +941,8 @@ class MeshParser {
     if (r.failed()) return null;
     this.resolveRefs();
     this.buildHeadlessIndex(scan.headlessPairs);
+    // The last services' garbage goes now, so the filter starts with the spare free.
+    __collect();
     return this.mesh;
   }
 
@@ -915,7 +972,7 @@ class MeshParser {
     m.workloadTotal = n;
     m.wIdentityFlags = new StaticArray<u32>(n);
     m.wNetwork = new StaticArray<u16>(n);
-    m.wLocality = new StaticArray<u32>(n);
+    m.wLocality = new StaticArray<u16>(n);
     m.wWaypoint = new SparseColumn(n, scan.workloadWaypoints);
     m.wGateway = new SparseColumn(n, scan.workloadGateways);
     m.v4Start = new StaticArray<u32>(n + 1);
@@ -966,9 +1023,10 @@ class MeshParser {
       if (loc < 0) {
         return f.failField("locality", "not a locality (expected " + LOCALITY_SHAPE + "): " + q(s.stringValue()));
       }
+      if (loc > MAX_LOCALITIES) return f.failField("locality", "more than " + MAX_LOCALITIES.toString() + " distinct localities");
     }
     if (r.failed()) return;
-    unchecked((m.wLocality[i] = <u32>loc));
+    unchecked((m.wLocality[i] = <u16>loc));
     let info = <u32>identity; // checked against IDENTITY_MASK when interned
     if (istio) info |= W_ISTIO;
     if (healthy) info |= W_HEALTHY;
@@ -1300,7 +1358,7 @@ class MeshParser {
       unchecked((m.slotPort[slot] = <u16>port));
       unchecked((m.slotTarget[slot] = <u16>target));
       unchecked((m.slotService[slot] = <u32>si));
-      const name = cluster !== null ? cluster : String.UTF8.encode("outbound|" + port.toString() + "||" + hostname);
+      const name = cluster !== null ? cluster : defaultClusterName(port, hostname);
       m.slotCluster.push(name);
     }
   }
