@@ -1443,12 +1443,12 @@ class MeshParser {
       unchecked((flags[w] |= W_ENDPOINT_MARK));
       this.epNext++;
       unchecked((m.epWorkload[g] = <u32>w));
-      if (ef.optionalObject(EF_PORTS)) this.endpointPorts(si, g, ef, f.path());
+      if (ef.optionalObject(EF_PORTS)) this.endpointPorts(si, g, ef, f);
     }
   }
 
   /** An endpoint's `ports` overrides: service port (which si must have) → target port. */
-  private endpointPorts(si: i32, g: i32, ef: FieldReader, servicePath: string): void {
+  private endpointPorts(si: i32, g: i32, ef: FieldReader, service: FieldReader): void {
     const r = this.reader;
     const m = this.mesh;
     const s = ef.stream;
@@ -1463,7 +1463,7 @@ class MeshParser {
         return r.fail(r.childPath(ef.fieldPath("ports"), key), "not a port number (1..65535): " + q(key));
       }
       if (m.portIndex.get(portKey(si, port)) < 0) {
-        const reason = "service port " + port.toString() + " is not in " + r.childPath(servicePath, "ports");
+        const reason = "service port " + port.toString() + " is not in " + service.fieldPath("ports");
         return r.fail(r.childPath(ef.fieldPath("ports"), s.stringValue()), reason);
       }
       const v = s.next();
