@@ -127,6 +127,37 @@ describe("mesh configuration errors: addresses", () => {
     );
   });
 
+  it("reports an IPv4 clash before anything found later, though the table is filled after the services", () => {
+    // A later service error.
+    expect(refused(`{"workloads": [{"uid": "a", "addresses": ["10.0.0.1"]}, {"uid": "b", "addresses": ["10.0.0.1"]}],
+      "services": [{"hostname": "s", "endpoints": [{"workload": "nope"}]}]}`)).toBe(
+      'workloads[1].addresses[0]: address "10.0.0.1" on the default network is already used by workloads[0]',
+    );
+    // A later error in the same workload's addresses, and in a later workload.
+    expect(workload(`"uid": "w", "addresses": ["10.0.0.1", "not-an-ip"]`)).toBe(
+      'workloads[1].addresses[0]: address "10.0.0.1" on the default network is already used by workloads[0]',
+    );
+    expect(refused(`{"workloads": [{"uid": "a", "addresses": ["10.0.0.1"]}, {"uid": "b", "addresses": ["10.0.0.2", "10.0.0.\\u0032"]},
+      {"uid": "c", "identity": "nope", "addresses": ["10.0.0.3"]}]}`)).toBe(
+      'workloads[1].addresses[1]: duplicate address "10.0.0.2"',
+    );
+    // An IPv6 clash (found at once) after an IPv4 one in the same list: the IPv4 one is first.
+    expect(refused(`{"workloads": [{"uid": "a", "addresses": ["10.0.0.1", "fd00::1"]},
+      {"uid": "b", "addresses": ["10.0.0.9", "10.0.0.1", "fd00::1"]}]}`)).toBe(
+      'workloads[1].addresses[1]: address "10.0.0.1" on the default network is already used by workloads[0]',
+    );
+    // ... and before it: the IPv6 one is first.
+    expect(refused(`{"workloads": [{"uid": "a", "addresses": ["10.0.0.1", "fd00::1"]},
+      {"uid": "b", "addresses": ["fd00::1", "10.0.0.1"]}]}`)).toBe(
+      'workloads[1].addresses[0]: address "fd00::1" on the default network is already used by workloads[0]',
+    );
+    // An earlier field of a later workload does not hide a clash of an earlier one.
+    expect(refused(`{"workloads": [{"uid": "a", "addresses": ["10.0.0.1"]}, {"uid": "b", "addresses": ["10.0.0.1"]},
+      {"uid": "a", "addresses": ["10.0.0.5"]}]}`)).toBe(
+      'workloads[1].addresses[0]: address "10.0.0.1" on the default network is already used by workloads[0]',
+    );
+  });
+
   it("refuses a VIP used twice on one network", () => {
     expect(
       refused(`{"services": [{"hostname": "a", "vips": [{"address": "10.96.0.1"}]},

@@ -58,6 +58,15 @@ export class ConfigReader {
     this._error = oneLine((path.length == 0 ? "(root)" : path) + ": " + reason);
   }
 
+  /**
+   * Records a failure that comes before the one already recorded (a check that runs late over
+   * an earlier part of the document), replacing it; like `fail` when nothing is recorded.
+   */
+  failEarlier(path: string, reason: string): void {
+    this._failed = false;
+    this.fail(path, reason);
+  }
+
   /** "routes" at the root, "routes.x" below it, `routes["a b"]` for keys that need quoting. */
   childPath(path: string, key: string): string {
     if (!isPlainKey(key)) return path + "[" + quoteForMessage(key) + "]";

@@ -648,10 +648,11 @@ class TextIndex {
 }
 
 /**
- * uid → workload index while parsing (uids are not kept). The slots and the per-workload uid
- * offsets are raw heap blocks, freed as soon as the services are read: 4 bytes per slot (owner
- * + 1 in the low bits, hash bits above) and 4 per workload (where its uid is in the input), so
- * the peak stays small. uids are compared by their text in the input.
+ * uid → workload index while parsing (uids are not kept): 4 bytes per slot (owner + 1 in the
+ * low bits, hash bits above) and 4 per workload (where its uid is in the input), in memory the
+ * parser lends it until the services are read and then gives to the IPv4 address table (see
+ * MeshParser.fillV4Table), so the index costs nothing at the peak. uids are compared by their
+ * text in the input.
  */
 class UidIndex {
   /** One block: `capacity` slots, then one offset per workload (see bytesFor). */
@@ -662,11 +663,12 @@ class UidIndex {
   private limit: i32 = 0;
   private ownerMask: u32 = 0;
 
-  /** Room for `n` workloads. */
-  init(n: i32): void {
+  /** Room for `n` workloads in `storage` (at least wordsFor(n) u32 words, owned by the caller). */
+  init(n: i32, storage: StaticArray<u32>): void {
     this.release();
     const capacity = exactCapacity(n);
-    this.slots = heap.alloc(<usize>UidIndex.bytesFor(n));
+    if (<i64>storage.length < UidIndex.wordsFor(n)) return; // capacity 0: nothing is found
+    this.slots = changetype<usize>(storage);
     memory.fill(this.slots, 0, <usize>capacity << 2);
     this.offsets = this.slots + (<usize>capacity << 2);
     this.capacity = capacity;
@@ -720,16 +722,13 @@ class UidIndex {
     return -1;
   }
 
-  /**
-   * The index's size for n workloads. One block rather than two, so that once freed it is one
-   * hole that an index a filter derives right after the build (MeshLimits.derived*) can reuse.
-   */
-  static bytesFor(n: i32): i64 {
-    return (<i64>exactCapacity(n) + <i64>max(n, 1)) << 2;
+  /** u32 words the index needs for n workloads: its slots, then one uid offset per workload. */
+  static wordsFor(n: i32): i64 {
+    return <i64>exactCapacity(n) + <i64>max(n, 1);
   }
 
+  /** Forgets the storage (the caller owns it and reuses it for the IPv4 table). */
   release(): void {
-    if (this.slots != 0) heap.free(this.slots);
     this.slots = 0;
     this.offsets = 0;
     this.capacity = 0;
@@ -836,16 +835,13 @@ class RefIndex {
 function reserveBuildMemory(scan: MeshScan, limits: MeshLimits): void {
   lastReservation = 0;
   const n = scan.workloads;
-  let bytes: i64 = n * 8 + (n + 1) * 4 + <i64>scan.count4 * 4 + <i64>exactCapacity(scan.count4) * 8;
+  // The uid index and the IPv4 table share one block (MeshParser.fillV4Table): the larger.
+  const shared = max<i64>(<i64>AddrTable4.wordsFor(scan.count4), UidIndex.wordsFor(<i32>min(n, MAX_WORKLOADS))) * 4;
+  let bytes: i64 = n * 8 + (n + 1) * 4 + <i64>scan.count4 * 4 + shared;
   bytes += SparseColumn.bytesFor(<i32>min(n, MAX_WORKLOADS), scan.workloadWaypoints);
   bytes += SparseColumn.bytesFor(<i32>min(n, MAX_WORKLOADS), scan.workloadGateways);
   if (scan.count6 > 0) bytes += (n + 1) * 4 + <i64>scan.count6 * 16 + <i64>tableCapacity(scan.count6) * 20;
-  // The uid index is freed when the build ends, and a filter's derived index is allocated after
-  // that, in the same hole (one block each way; TLSF splits the freed block): the larger of the
-  // two, not both.
-  const uidIndex = UidIndex.bytesFor(<i32>min(n, MAX_WORKLOADS));
-  const derived = n * limits.derivedBytesPerWorkload + scan.endpoints * limits.derivedBytesPerEndpoint;
-  bytes += max(uidIndex, derived);
+  bytes += n * limits.derivedBytesPerWorkload + scan.endpoints * limits.derivedBytesPerEndpoint;
   bytes += scan.internedBytes + n / 4; // interned texts (and their index slots)
   const services = scan.services;
   bytes += services * 25 + 16 + scan.slots * 8 + <i64>tableCapacity(<i32>min(scan.slots, MAX_SERVICE_ITEMS)) * 16;
@@ -882,6 +878,13 @@ class MeshParser {
   mesh: Mesh;
   private scratch: Address = new Address();
   private uids: UidIndex = new UidIndex();
+  /** The uid index's memory during the build, then the IPv4 table's (fillV4Table). */
+  private shared: StaticArray<u32> = new StaticArray<u32>(0);
+  /** Workloads whose addresses are in the pools: all of them, or up to the one that failed. */
+  private workloadsRead: i32 = 0;
+  private workloadsOffset: i32 = 0;
+  private count4: i32 = 0;
+  private document: JsonStream;
   private refs: RefIndex;
   private identityIds: TextIndex;
   private networkIds: TextIndex;
@@ -916,6 +919,7 @@ class MeshParser {
     this.identityIds = new TextIndex(m.identities);
     this.networkIds = new TextIndex(m.networks);
     this.localityIds = new TextIndex(m.localities);
+    this.document = document;
     this.outer = document.fork(true); // the scan read it all: no duplicate-key check again
     this.workloadFields = new FieldReader(reader, document, WORKLOAD_FIELDS);
     this.serviceFields = new FieldReader(reader, document, SERVICE_FIELDS);
@@ -938,6 +942,8 @@ class MeshParser {
     if (workloads && !r.failed()) this.workloads(scan);
     if (services && !r.failed()) this.services(scan);
     this.uids.release();
+    // After the services, but a clash it finds is a workload's error: it replaces any later one.
+    this.fillV4Table();
     if (r.failed()) return null;
     this.resolveRefs();
     this.buildHeadlessIndex(scan.headlessPairs);
@@ -977,21 +983,86 @@ class MeshParser {
     m.wGateway = new SparseColumn(n, scan.workloadGateways);
     m.v4Start = new StaticArray<u32>(n + 1);
     m.v4Pool = new StaticArray<u32>(scan.count4);
-    m.v4Table = new AddrTable4(scan.count4);
     if (scan.count6 > 0) {
       m.v6Start = new StaticArray<u32>(n + 1);
       m.v6Pool = new StaticArray<u64>(scan.count6 * 2);
       m.v6Table = new AddrTable6(scan.count6);
     }
-    this.uids.init(n);
+    // One block for the uid index now and the IPv4 table after the services (fillV4Table).
+    this.count4 = scan.count4;
+    this.workloadsOffset = scan.workloadsAt;
+    this.shared = new StaticArray<u32>(<i32>max<i64>(<i64>AddrTable4.wordsFor(scan.count4), UidIndex.wordsFor(n)));
+    this.uids.init(n, this.shared);
     if (!this.enter(scan.workloadsAt)) return r.fail(path, "invalid JSON");
     const outer = this.outer;
     for (let i = 0; i < n; i++) {
       this.workload(i, outer.next());
-      if (r.failed()) return;
+      // The failed one too: fillV4Table checks the addresses it got before failing.
       unchecked((m.v4Start[i + 1] = <u32>this.v4Next));
+      this.workloadsRead = i + 1;
+      if (r.failed()) return;
       if (m.v6Start.length > i + 1) unchecked((m.v6Start[i + 1] = <u32>this.v6Next));
     }
+  }
+
+  /**
+   * Fills the IPv4 table from the address pool, in the block the uid index used until the
+   * services were read: the two are never needed at once, so the index costs nothing at the
+   * peak. Addresses go in the order the workload pass read them, so the first clash is the one
+   * an insert-as-you-read table would have hit; it is a workload error, which comes before a
+   * service error and before whatever stopped the workload pass later on (a failing workload's
+   * addresses are all in the pool up to the one that failed, and addresses are its last field).
+   */
+  private fillV4Table(): void {
+    const m = this.mesh;
+    const read = this.workloadsRead;
+    m.v4Table = AddrTable4.over(this.shared, this.count4);
+    const table = m.v4Table;
+    const starts = m.v4Start;
+    const pool = m.v4Pool;
+    for (let w = 0; w < read && w + 1 < starts.length; w++) {
+      const net = <i32>unchecked(m.wNetwork[w]);
+      const from = <i32>unchecked(starts[w]);
+      const to = <i32>unchecked(starts[w + 1]);
+      for (let j = from; j < to && j < pool.length; j++) {
+        const clash = table.insert(unchecked(pool[j]), w, net);
+        if (clash != ADDED) return this.failV4Clash(w, j - from, clash, net);
+      }
+    }
+  }
+
+  /** The message the clash of workload w's `ordinal`-th IPv4 address gets (error path only). */
+  private failV4Clash(w: i32, ordinal: i32, clash: i32, net: i32): void {
+    const r = this.reader;
+    const m = this.mesh;
+    // Find that address in the document: its index among all of w's addresses, its spelling.
+    const f = new FieldReader(new ConfigReader(), this.document, WORKLOAD_FIELDS);
+    let k = -1;
+    let text = "";
+    const outer = this.document.fork(true);
+    outer.valueAt(this.workloadsOffset);
+    let t = outer.next() == JsonToken.BeginArray ? outer.next() : JsonToken.Error;
+    for (let i = 0; i < w && t != JsonToken.EndArray && t != JsonToken.Error; i++) {
+      t = outer.skip(t) ? outer.next() : JsonToken.Error;
+    }
+    if (f.at(this.workloadsPath, w).read(outer, t) && f.optionalArray(WF_ADDRESSES)) {
+      const list = f.stream;
+      for (let i = 0, seen = 0; ; i++) {
+        const e = list.next();
+        if (e != JsonToken.String) break;
+        if (ipFamily(list, this.scratch) != FAMILY_V4) continue;
+        if (seen++ == ordinal) {
+          k = i;
+          text = list.stringValue();
+          break;
+        }
+      }
+    }
+    const path = r.indexPath(r.childPath(r.indexPath(this.workloadsPath, w), "addresses"), k);
+    if (clash == w) return r.failEarlier(path, "duplicate address " + q(text));
+    if (clash < 0) return r.failEarlier(path, "address table full");
+    const owner = r.indexPath(this.workloadsPath, clash);
+    r.failEarlier(path, "address " + q(text) + " on " + onNetwork(m.networkName(net)) + " is already used by " + owner);
   }
 
   private workload(i: i32, t: JsonToken): void {
@@ -1097,9 +1168,9 @@ class MeshParser {
     const a = this.scratch;
     let clash = ADDED;
     if (a.family == FAMILY_V4) {
+      // Checked for clashes once the services are read (fillV4Table).
       if (this.v4Next >= m.v4Pool.length) return f.failField("addresses", "address count changed while parsing");
-      clash = m.v4Table.insert(a.v4, w, net);
-      if (clash == ADDED) unchecked((m.v4Pool[this.v4Next++] = a.v4));
+      unchecked((m.v4Pool[this.v4Next++] = a.v4));
     } else {
       const at = this.v6Next << 1;
       if (at + 1 >= m.v6Pool.length) return f.failField("addresses", "address count changed while parsing");
@@ -1113,7 +1184,7 @@ class MeshParser {
     if (clash == ADDED) return;
     const path = r.indexPath(f.fieldPath("addresses"), k);
     const text = s.stringValue();
-    if (clash == w) return r.fail(path, "duplicate address " + q(text));
+    if (clash == w) return r.failEarlier(path, "duplicate address " + q(text));
     if (clash < 0) return r.fail(path, "address table full");
     const owner = r.indexPath(this.workloadsPath, clash);
     r.fail(path, "address " + q(text) + " on " + onNetwork(m.networkName(net)) + " is already used by " + owner);

@@ -97,6 +97,29 @@ export class AddrTable4 {
     this.capacity = <u32>cap;
   }
 
+  /** u32 words a table for `expected` addresses needs (what `over` wants). */
+  static wordsFor(expected: i32): i32 {
+    return exactCapacity(expected) << 1;
+  }
+
+  /**
+   * A table for `expected` addresses in `words` (at least wordsFor(expected) long), which it
+   * clears and keeps: the mesh build lends it the memory its uid index used until then.
+   */
+  static over(words: StaticArray<u32>, expected: i32): AddrTable4 {
+    const table = new AddrTable4(0);
+    const cap = exactCapacity(expected);
+    if ((<i64>cap << 1) <= <i64>words.length) {
+      memory.fill(changetype<usize>(words), 0, <usize>words.length << 2);
+      table.slots = words;
+      table.capacity = <u32>cap;
+    } else {
+      table.slots = new StaticArray<u32>(cap << 1);
+      table.capacity = <u32>cap;
+    }
+    return table;
+  }
+
   get size(): i32 {
     return this.used;
   }
