@@ -18,6 +18,11 @@ export type Metric = "conn_rate_per_s" | "ttfb_p50_us" | "ttfb_p99_us" | "bulk_m
 export interface Arm {
   /** The figure's filter name when it is not the topology's (e.g. the noop filter's arm). */
   filter?: string;
+  /**
+   * An A/A control: a second sidecar with exactly its baseline's config. Its figures carry
+   * `control: true`; its ratios against the baseline show the machine's noise floor.
+   */
+  control?: boolean;
   variant: Variant;
   /** Which traffic this arm carries (e.g. "plain", "mtls"); ratios compare arms of one path. */
   path: string;
@@ -131,16 +136,16 @@ export async function runAb(filter: string, arms: Arm[], timings: AbTimings, log
       const arm = arms[index]!;
       const sample = await measureArm(arm, timings);
       samples[index]!.push(sample);
-      log(`${filter} round ${round + 1}/${timings.rounds} ${arm.variant}/${arm.path}: ${Math.round(sample.conn_rate_per_s)} conn/s, ttfb p50 ${Math.round(sample.ttfb_p50_us)} us p99 ${Math.round(sample.ttfb_p99_us)} us, bulk ${Math.round(sample.bulk_mb_per_s)} MB/s, ${Math.round(sample.envoy_cpu_us_per_conn)} us CPU/conn`);
+      log(`${filter} round ${round + 1}/${timings.rounds} ${arm.filter ? `${arm.filter} ` : ""}${arm.variant}/${arm.path}: ${Math.round(sample.conn_rate_per_s)} conn/s, ttfb p50 ${Math.round(sample.ttfb_p50_us)} us p99 ${Math.round(sample.ttfb_p99_us)} us, bulk ${Math.round(sample.bulk_mb_per_s)} MB/s, ${Math.round(sample.envoy_cpu_us_per_conn)} us CPU/conn`);
       for (const metric of ROUND_METRICS) {
-        emit({ figure: "envoy_ab", filter: arm.filter ?? filter, variant: arm.variant, path: arm.path, metric, value: round2(sample[metric]), unit: UNIT[metric], runs: 1, round: round + 1 });
+        emit({ figure: "envoy_ab", filter: arm.filter ?? filter, variant: arm.variant, path: arm.path, control: arm.control, metric, value: round2(sample[metric]), unit: UNIT[metric], runs: 1, round: round + 1 });
       }
     }
   }
   arms.forEach((arm, index) => {
     for (const metric of ROUND_METRICS) {
       const values = samples[index]!.map((sample) => sample[metric]);
-      emit({ figure: "envoy_ab", filter: arm.filter ?? filter, variant: arm.variant, path: arm.path, metric, value: round2(median(values)), unit: UNIT[metric], runs: values.length });
+      emit({ figure: "envoy_ab", filter: arm.filter ?? filter, variant: arm.variant, path: arm.path, control: arm.control, metric, value: round2(median(values)), unit: UNIT[metric], runs: values.length });
     }
   });
   await emitMemory(filter, arms, idle);
@@ -165,7 +170,7 @@ async function memoryAllocatedMb(arms: Arm[]): Promise<Map<EnvoyProcess, number>
  */
 async function emitMemory(filter: string, arms: Arm[], idle: Map<EnvoyProcess, number>): Promise<void> {
   const after = await memoryAllocatedMb(arms);
-  const without = arms.find((arm) => arm.variant === "without");
+  const without = arms.find((arm) => arm.variant === "without" && !arm.control);
   const seen = new Set<EnvoyProcess>();
   for (const arm of arms) {
     if (seen.has(arm.sidecar)) continue;
@@ -177,6 +182,7 @@ async function emitMemory(filter: string, arms: Arm[], idle: Map<EnvoyProcess, n
       filter: arm.filter ?? filter,
       variant: arm.variant,
       path: arm.path,
+      control: arm.control,
       metric: "envoy_memory_mb",
       value: round2(value),
       unit: UNIT.envoy_memory_mb,
@@ -197,7 +203,8 @@ export function emitRatios(filter: string, arms: Arm[], result: AbResult, armInd
   const a = result.samples[armIndex]!;
   const b = result.samples[baselineIndex]!;
   const perRound = (f: (x: RoundSample, y: RoundSample) => number) => median(a.map((x, i) => f(x, b[i]!)));
-  const common = { filter: arms[armIndex]!.filter ?? filter, path: arms[armIndex]!.path, variant: arms[armIndex]!.variant, baseline: arms[baselineIndex]!.variant, runs: a.length };
+  const arm = arms[armIndex]!;
+  const common = { filter: arm.filter ?? filter, path: arm.path, variant: arm.variant, baseline: arms[baselineIndex]!.variant, control: arm.control, runs: a.length };
   const rate = perRound((x, y) => x.conn_rate_per_s / y.conn_rate_per_s);
   emit({ figure: "envoy_ab_ratio", ...common, metric: "conn_rate_per_s", value: Math.round(rate * 1000) / 1000, unit: "ratio", target: ">= 0.9", met: rate >= 0.9 });
   const addedP99 = perRound((x, y) => x.ttfb_p99_us - y.ttfb_p99_us);
@@ -208,4 +215,49 @@ export function emitRatios(filter: string, arms: Arm[], result: AbResult, armInd
   emit({ figure: "envoy_ab_ratio", ...common, metric: "bulk_mb_per_s", value: Math.round(bulk * 1000) / 1000, unit: "ratio", target: ">= 0.97", met: bulk >= 0.97 });
   const cpu = perRound((x, y) => x.envoy_cpu_us_per_conn / y.envoy_cpu_us_per_conn);
   emit({ figure: "envoy_ab_ratio", ...common, metric: "envoy_cpu_us_per_conn", value: Math.round(cpu * 1000) / 1000, unit: "ratio" });
+}
+
+/**
+ * What the per-round ratios of an A/A control (`armIndex`: the same config as `baselineIndex`)
+ * spread over: min / median / max over rounds of each targeted comparison, plus CPU per
+ * connection (no target; compared in the report with what call stacks predict). Two identical
+ * sidecars should read 1 (or +0 µs); how far they stray is the smallest difference the ratios
+ * of this machine can resolve. `target_margin` is how far from "no difference" the target
+ * allows (0.1 for >= 0.9); `judgeable` says whether every round of the control stayed inside it.
+ */
+export function emitNoiseFloor(filter: string, arms: Arm[], result: AbResult, armIndex: number, baselineIndex: number): void {
+  const a = result.samples[armIndex]!;
+  const b = result.samples[baselineIndex]!;
+  const arm = arms[armIndex]!;
+  const comparisons: { metric: Metric; unit: string; neutral: number; target?: string; margin?: number; f: (x: RoundSample, y: RoundSample) => number }[] = [
+    { metric: "conn_rate_per_s", unit: "ratio", neutral: 1, target: ">= 0.9", margin: 0.1, f: (x, y) => x.conn_rate_per_s / y.conn_rate_per_s },
+    { metric: "bulk_mb_per_s", unit: "ratio", neutral: 1, target: ">= 0.97", margin: 0.03, f: (x, y) => x.bulk_mb_per_s / y.bulk_mb_per_s },
+    { metric: "ttfb_p99_us", unit: "us", neutral: 0, target: "< 100", margin: 100, f: (x, y) => x.ttfb_p99_us - y.ttfb_p99_us },
+    { metric: "envoy_cpu_us_per_conn", unit: "ratio", neutral: 1, f: (x, y) => x.envoy_cpu_us_per_conn / y.envoy_cpu_us_per_conn },
+  ];
+  for (const c of comparisons) {
+    const perRound = a.map((x, i) => c.f(x, b[i]!));
+    const digits = c.unit === "us" ? round2 : (value: number) => Math.round(value * 1000) / 1000;
+    const deviation = Math.max(...perRound.map((value) => Math.abs(value - c.neutral)));
+    emit({
+      figure: "envoy_noise_floor",
+      filter: arm.filter ?? filter,
+      topology: filter,
+      path: arm.path,
+      variant: arm.variant,
+      baseline: arms[baselineIndex]!.variant,
+      control: true,
+      metric: c.metric,
+      unit: c.unit,
+      min: digits(Math.min(...perRound)),
+      median: digits(median(perRound)),
+      max: digits(Math.max(...perRound)),
+      rounds: perRound.length,
+      per_round: perRound.map(digits),
+      max_deviation: digits(deviation),
+      target: c.target,
+      target_margin: c.margin,
+      judgeable: c.margin === undefined ? undefined : deviation < c.margin,
+    });
+  }
 }

@@ -10,12 +10,15 @@
 // filter's whole job, compared with native). Pods live in one fast upstream Envoy (upstream.ts).
 // A fourth sidecar holds the suite's no-op filter in the same place (figures under filter
 // "noop"): with − without splits into what any wasm filter costs and what this one adds.
+// A fifth sidecar is an A/A control (figures under filter "control", `control: true`): exactly
+// the "without" config, a second time. Its per-round ratios against "without" are the noise
+// floor of this machine (envoy_noise_floor): the smallest difference these ratios can resolve.
 import { parse } from "yaml";
 import { emit } from "../emit.js";
 import { EnvoyProcess } from "../../tests/support/envoy.js";
 import { wasmNetworkFilter } from "../../tests/support/envoy_config.js";
 import { shippedConfig } from "../../tests/support/envoy_yaml.js";
-import { atLeast, emitRatios, median, runAb, type AbTimings, type Arm } from "./ab.js";
+import { atLeast, emitNoiseFloor, emitRatios, median, runAb, type AbTimings, type Arm } from "./ab.js";
 import { iperf3, wrk } from "./generators.js";
 import { withCpu } from "./proc.js";
 import { startUpstream, type PodAddress, type TlsPodAddress } from "./upstream.js";
@@ -28,6 +31,7 @@ const MTLS_POD_IDENTITY = "spiffe://cluster.local/ns/default/sa/httpbin";
 
 const SIDECARS = {
   without: { admin: 15010, outbound: 15011 },
+  control: { admin: 15110, outbound: 15111 },
   with: { admin: 15020, outbound: 15021 },
   native: { admin: 15030, outbound: 15031 },
   noop: { admin: 15100, outbound: 15101 },
@@ -89,12 +93,20 @@ export async function passthroughMtlsAb(timings: AbTimings, log: (message: strin
     const withFilter = await start("pt-with", shipped(SIDECARS.with.admin, SIDECARS.with.outbound), SIDECARS.with.admin);
     const nativeEnvoy = await start("pt-native", native(SIDECARS.native.admin, SIDECARS.native.outbound), SIDECARS.native.admin);
     const noop = await start("pt-noop", withNoop(SIDECARS.noop.admin, SIDECARS.noop.outbound), SIDECARS.noop.admin);
+    const control = await start("pt-control", withoutFilter(SIDECARS.control.admin, SIDECARS.control.outbound), SIDECARS.control.admin);
 
     const plainUrl = `http://${PLAIN_POD.host}:${PLAIN_POD.httpPort}/`;
     const mtlsUrl = `http://${MTLS_POD.host}:${MTLS_POD.httpPort}/`;
     const plainBulk = { host: PLAIN_POD.host, port: PLAIN_POD.bulkPort };
     const mtlsBulk = { host: MTLS_POD.host, port: MTLS_POD.bulkPort };
+    // The control sits on the other side of "without" from "with"/plain: in ABBA order both are
+    // next to their baseline in every round, and every other arm keeps its distance to it.
     const arms: Arm[] = [
+      {
+        // A/A control: the same config as "without", a second sidecar.
+        filter: "control", control: true, variant: "without", path: "plain", sidecar: control, capturePort: SIDECARS.control.outbound, url: plainUrl, bulk: plainBulk,
+        verify: (delta, n) => atLeast(delta, "cluster.PassthroughCluster.upstream_cx_total", n),
+      },
       {
         variant: "without", path: "plain", sidecar: without, capturePort: SIDECARS.without.outbound, url: plainUrl, bulk: plainBulk,
         verify: (delta, n) => atLeast(delta, "cluster.PassthroughCluster.upstream_cx_total", n),
@@ -118,13 +130,15 @@ export async function passthroughMtlsAb(timings: AbTimings, log: (message: strin
       },
     ];
     const result = await runAb(FILTER, arms, timings, log);
-    emitRatios(FILTER, arms, result, 1, 0); // the filter's decision cost: with vs without, same path
-    emitRatios(FILTER, arms, result, 2, 3); // the filter's mTLS job vs Envoy's native per-pod config
-    emitRatios(FILTER, arms, result, 4, 0); // the runtime alone (noop filter) vs no filter
+    emitRatios(FILTER, arms, result, 2, 1); // the filter's decision cost: with vs without, same path
+    emitRatios(FILTER, arms, result, 3, 4); // the filter's mTLS job vs Envoy's native per-pod config
+    emitRatios(FILTER, arms, result, 5, 1); // the runtime alone (noop filter) vs no filter
+    emitRatios(FILTER, arms, result, 0, 1); // A/A control: the same config twice
+    emitNoiseFloor(FILTER, arms, result, 0, 1);
 
     // Is the generator the bottleneck? The same wrk straight at the pod, and its CPU through Envoy.
     const direct = await withCpu(upstream.envoy.child.pid!, () => wrk(plainUrl, timings.concurrency, timings.rateSeconds, false));
-    const through = result.samples[1]!;
+    const through = result.samples[2]!;
     emit({
       figure: "envoy_generator_headroom",
       filter: FILTER,

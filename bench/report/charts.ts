@@ -178,7 +178,10 @@ async function envoyAb(results: Results): Promise<Chart[]> {
   for (const [metric, label] of Object.entries(ENVOY_METRICS)) {
     const values = all
       .filter((v) => v.metric === metric)
-      .map((v) => ({ measured: v.path ? `${v.filter} / ${v.path}` : v.filter, variant: v.variant, value: v.value }));
+      .map((v) => {
+        const filter = v.control ? "control (A/A)" : v.filter;
+        return { measured: v.path ? `${filter} / ${v.path}` : filter, variant: v.variant, value: v.value };
+      });
     if (values.length === 0) continue;
     const title = `Real Envoy, with and without the filter: ${label}`;
     charts.push({

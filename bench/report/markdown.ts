@@ -2,7 +2,7 @@
 // then one table per figure family with every expected cell present: a figure that is missing
 // reads "not measured", one that failed reads "failed" with its error listed below the table.
 import { ENVOY_METRICS, type Chart } from "./charts.js";
-import { envoyValues, VARIANTS } from "./envoy_values.js";
+import { CONTROL_LABEL, envoyValues, isControl, VARIANTS } from "./envoy_values.js";
 import { measured, named, num, str, type Figure, type Results } from "./results.js";
 
 export const FILTERS = ["passthrough_mtls", "tunnel_port_client", "tunnel_port_server", "waypoint_route"];
@@ -45,6 +45,14 @@ function verdict(f: Figure | undefined): string {
   return f.met ? "**met**" : "**missed**";
 }
 
+/** A real-Envoy ratio's verdict; the A/A control's says it is two identical sidecars, not a filter. */
+function envoyVerdict(f: Figure): string {
+  if (f.target === undefined && f.error === undefined) return "no target";
+  return isControl(f) ? `${verdict(f)} by two identical sidecars (noise; see Noise floor)` : verdict(f);
+}
+
+const envoyFilter = (f: Figure): string => (isControl(f) ? CONTROL_LABEL : str(f.filter));
+
 function runSection(results: Results): string {
   const run = named(results, "run").at(-1);
   if (run === undefined) return "Machine: not recorded (the results file has no `run` figure).";
@@ -81,11 +89,11 @@ function targetsSection(results: Results): string {
   }
   for (const f of named(results, "envoy_ab_ratio").filter((x) => x.target !== undefined || x.error !== undefined)) {
     const unit = str(f.unit) === "us" ? " µs" : "";
-    const where = `${str(f.filter)}${f.path ? ` (${str(f.path)})` : ""}`;
+    const where = `${envoyFilter(f)}${f.path ? ` (${str(f.path)})` : ""}`;
     const compared = f.variant ? `, ${str(f.variant)} vs ${str(f.baseline)}` : "";
-    rows.push([where, `real Envoy: ${str(f.metric)}${compared} (target ${str(f.target)}${unit})`, f.error ? "failed" : `${fmt(num(f.value))}${unit}`, verdict(f)]);
+    rows.push([where, `real Envoy: ${str(f.metric)}${compared} (target ${str(f.target)}${unit})`, f.error ? "failed" : `${fmt(num(f.value))}${unit}`, envoyVerdict(f)]);
   }
-  if (named(results, "envoy_ab_ratio").length === 0) rows.push(["all", "real Envoy with/without ratios", NOT_MEASURED, NOT_MEASURED]);
+  if (!named(results, "envoy_ab_ratio").some((f) => !isControl(f))) rows.push(["all", "real Envoy with/without ratios", NOT_MEASURED, NOT_MEASURED]);
   for (const f of named(results, "vm_cost_ratio_open_vs_idle").filter((x) => x.target !== undefined)) {
     rows.push([str(f.runtime), `runtime (no-op filter): cost with ${fmt(num(f.open_connections))} open / 0 open ≤ 1.5`, fmt(num(f.value)), verdict(f)]);
   }
@@ -202,7 +210,8 @@ function envoySection(results: Results): string {
           const v = values.find((x) => x.filter === filter && x.path === path && x.variant === variant && x.metric === metric);
           return v ? `${fmt(v.value)}${v.runs > 1 ? ` (median of ${v.runs})` : ""}` : NOT_MEASURED;
         });
-        rows.push([filter, path || "whole sidecar", ENVOY_METRICS[metric]!, ...cells]);
+        const control = values.some((v) => v.filter === filter && v.control);
+        rows.push([control ? CONTROL_LABEL : filter, path || "whole sidecar", ENVOY_METRICS[metric]!, ...cells]);
       }
     }
     for (const filter of failedFilters) rows.push([filter, "-", "failed (see Failed measurements)", "failed", "failed", "failed"]);
@@ -213,17 +222,18 @@ function envoySection(results: Results): string {
       ? table(
           ["filter", "path", "compared", "metric", "value", "target", "verdict"],
           ratios.map((f) => [
-            str(f.filter),
+            envoyFilter(f),
             str(f.path) || "-",
-            f.variant ? `${str(f.variant)} / ${str(f.baseline)}` : "-",
+            f.variant ? `${str(f.variant)} / ${str(f.baseline)}${isControl(f) ? " (A/A)" : ""}` : "-",
             str(f.metric),
             f.error ? "failed" : `${fmt(num(f.value))} ${str(f.unit)}`,
             str(f.target) || "-",
-            f.target === undefined && f.error === undefined ? "no target" : verdict(f),
+            envoyVerdict(f),
           ]),
         )
       : `Ratios (\`envoy_ab_ratio\`): ${NOT_MEASURED}.`,
   );
+  parts.push(noiseFloorSection(results));
   const headroom = named(results, "envoy_generator_headroom");
   parts.push(
     headroom.length
@@ -251,6 +261,74 @@ function envoySection(results: Results): string {
       : `Real Envoy with a 100k-pod configuration (\`envoy_100k_pods\`): ${NOT_MEASURED}.`,
   );
   return parts.join("\n\n");
+}
+
+const NOISE_METRICS: Readonly<Record<string, string>> = {
+  conn_rate_per_s: "connection rate, control / without",
+  bulk_mb_per_s: "bulk throughput, control / without",
+  ttfb_p99_us: "p99 TTFB, control − without (µs)",
+  envoy_cpu_us_per_conn: "sidecar CPU per connection, control / without",
+};
+
+/** "±12%" for a ratio's deviation from 1, "710 µs" for a difference. */
+function deviation(f: Figure | undefined): string {
+  const value = num(f?.max_deviation);
+  if (f === undefined || value === undefined) return NOT_MEASURED;
+  return str(f.unit) === "us" ? `${fmt(value)} µs` : `±${fmt(value * 100)}%`;
+}
+
+function margin(f: Figure): string {
+  const value = num(f.target_margin);
+  if (value === undefined) return "-";
+  return str(f.unit) === "us" ? `${fmt(value)} µs` : `${fmt(value * 100)}%`;
+}
+
+/**
+ * The A/A control's per-round spread (`envoy_noise_floor`): the smallest difference the
+ * wall-clock ratios resolve on this machine, against what each target allows and what the call
+ * stacks of docs/envoy-cpu-profile.md say the filters cost.
+ */
+function noiseFloorSection(results: Results): string {
+  const floors = measured(results, "envoy_noise_floor");
+  const heading = "### Noise floor (A/A control)";
+  if (floors.length === 0) return `${heading}
+
+Noise floor (\`envoy_noise_floor\`, the A/A control arm): ${NOT_MEASURED}.`;
+  const rounds = Math.max(...floors.map((f) => num(f.rounds) ?? 0));
+  const byMetric = (metric: string) => floors.find((f) => f.metric === metric);
+  const rows = Object.entries(NOISE_METRICS).map(([metric, label]) => {
+    const f = byMetric(metric);
+    if (f === undefined) return [label, NOT_MEASURED, NOT_MEASURED, NOT_MEASURED, NOT_MEASURED, NOT_MEASURED];
+    const unit = str(f.unit) === "us" ? " µs" : "";
+    const spread = `${fmt(num(f.min), 4)} / ${fmt(num(f.median), 4)} / ${fmt(num(f.max), 4)}${unit}`;
+    const oneRound = (num(f.rounds) ?? 0) <= 1;
+    let judged: string;
+    if (typeof f.judgeable === "boolean") {
+      judged = f.judgeable
+        ? oneRound
+          ? `one round stayed inside the ${margin(f)} margin: the spread needs the full run's rounds`
+          : `yes: identical sidecars stayed inside the ${margin(f)} margin`
+        : `**no**: identical sidecars strayed ${deviation(f)}, beyond the ${margin(f)} margin`;
+    } else if (metric === "envoy_cpu_us_per_conn") {
+      const dev = num(f.max_deviation);
+      const versus = dev === undefined ? "" : dev < 0.05 ? "both exceed this spread" : dev < 0.1 ? "×1.10 exceeds this spread, ×1.05 does not" : "**neither** exceeds this spread";
+      judged = `no target; call stacks predict ×1.05 (noop) and ×1.10 (passthrough_mtls plain): ${versus}`;
+    } else judged = "-";
+    return [label, str(f.target) ? `${str(f.target)}${unit}` : "-", spread, String(num(f.rounds) ?? ""), deviation(f), judged];
+  });
+  const single = rounds <= 1 ? " This run had one round: each figure is a single sample, not a spread; the full run (five rounds) measures the spread." : "";
+  const said = (metric: string) => deviation(byMetric(metric));
+  return [
+    heading,
+    "A second sidecar in the passthrough_mtls topology carries exactly the \"without\" config (no wasm filter; figures under filter `control`, `control: true`) and runs in the same ABBA rotation, next to \"without\" as \"with\" (plain path) is. " +
+      "Two identical Envoys should read 1.00 (or +0 µs): how far their per-round ratios stray is the smallest difference the wall-clock ratios above can resolve on this machine. " +
+      "A target whose margin (≥ 0.9: 10%; ≥ 0.97: 3%; < 100 µs) lies inside that spread cannot be judged here: a filter that cost nothing would miss it in some rounds and meet it in others." +
+      single,
+    `In this run, identical sidecars differed by up to ${said("conn_rate_per_s")} in connection rate, ${said("bulk_mb_per_s")} in bulk throughput and ${said("ttfb_p99_us")} in p99 TTFB, over ${rounds} round${rounds === 1 ? "" : "s"}.`,
+    table(["comparison", "target", "per round: min / median / max", "rounds", "largest deviation from identical", "can the target be judged here?"], rows),
+    "What the ratios would have to resolve is small. [The Envoy CPU profile](envoy-cpu-profile.md) splits the sidecar's CPU per connection from call stacks: +13 µs/conn for an empty wasm filter (noop) and +27 µs for passthrough_mtls on the plain path, ×1.05 / ×1.10 of ~285 µs/conn. " +
+      "That is the difference these wall-clock ratios would have to resolve on two shared cores; the last row shows how far even the sidecar's CPU per connection, the steadiest A/B figure, strays between identical sidecars. The call stacks are the measurement that resolves it.",
+  ].join("\n\n");
 }
 
 function errorsSection(results: Results): string {

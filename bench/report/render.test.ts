@@ -1,7 +1,8 @@
 // The report says what was measured and what was not: a missing figure reads "not measured", a
 // failed one "failed" with its error listed, targets read met/missed from the figures, unreadable
 // lines are reported, and only charts of measured figures are written (stale ones removed),
-// each with an explicit size and a white background.
+// each with an explicit size and a white background; the A/A control arm is labelled and its
+// noise floor (envoy_noise_floor) tabled against the targets.
 // Run: node --import tsx --test bench/report/render.test.ts
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -23,6 +24,11 @@ const FIGURES = [
   { figure: "envoy_ab", filter: "passthrough_mtls", variant: "without", path: "plain", metric: "conn_rate_per_s", value: 9000, unit: "1/s", runs: 3 },
   { figure: "envoy_ab", filter: "passthrough_mtls", variant: "with", path: "plain", metric: "conn_rate_per_s", value: 8000, unit: "1/s", runs: 3 },
   { figure: "envoy_ab", filter: "waypoint_route", error: "Envoy exited with code 1" },
+  // The A/A control arm: a second sidecar with exactly the "without" config.
+  { figure: "envoy_ab", filter: "control", control: true, variant: "without", path: "plain", metric: "conn_rate_per_s", value: 8500, unit: "1/s", runs: 3 },
+  { figure: "envoy_ab_ratio", filter: "control", control: true, path: "plain", variant: "without", baseline: "without", metric: "conn_rate_per_s", value: 0.876, unit: "ratio", target: ">= 0.9", met: false, runs: 3 },
+  { figure: "envoy_noise_floor", filter: "control", topology: "passthrough_mtls", path: "plain", variant: "without", baseline: "without", control: true, metric: "conn_rate_per_s", unit: "ratio", min: 0.812, median: 0.876, max: 1.187, rounds: 3, per_round: [0.812, 0.876, 1.187], max_deviation: 0.188, target: ">= 0.9", target_margin: 0.1, judgeable: false },
+  { figure: "envoy_noise_floor", filter: "control", topology: "passthrough_mtls", path: "plain", variant: "without", baseline: "without", control: true, metric: "ttfb_p99_us", unit: "us", min: -20, median: 10, max: 40, rounds: 3, per_round: [-20, 10, 40], max_deviation: 40, target: "< 100", target_margin: 100, judgeable: true },
 ];
 
 async function render(lines: string[]): Promise<{ markdown: string; dir: string }> {
@@ -68,6 +74,27 @@ describe("benchmark report", () => {
     assert.ok(row(markdown, "passthrough_mtls", "whole sidecar", "Envoy memory", "not measured"));
     assert.ok(row(markdown, "waypoint_route", "failed"));
     assert.ok(markdown.includes("Envoy exited with code 1"));
+  });
+
+  it("labels the A/A control arm and tables its noise floor against the targets", async () => {
+    const { markdown } = await render(FIGURES.map((f) => JSON.stringify(f)));
+    const label = "control (A/A: the same config twice)";
+    assert.ok(row(markdown, label, "| plain |", "connections per second", "8,500 (median of 3)"), "the control's values, in the without column");
+    assert.ok(row(markdown, label, "without / without (A/A)", "0.876 ratio", "**missed** by two identical sidecars"), "the control's ratio, labelled");
+    assert.ok(row(markdown, label, "real Envoy: conn_rate_per_s", "two identical sidecars"), "the control in the targets, not read as a filter's miss");
+    assert.ok(markdown.includes("### Noise floor (A/A control)"));
+    const rate = row(markdown, "connection rate, control / without");
+    assert.ok(rate?.includes("0.812 / 0.876 / 1.187") && rate.includes("±18.8%") && rate.includes("**no**") && rate.includes("10%"), String(rate));
+    const p99 = row(markdown, "p99 TTFB, control − without");
+    assert.ok(p99?.includes("-20 / 10 / 40 µs") && p99.includes("yes"), String(p99));
+    assert.ok(row(markdown, "bulk throughput, control / without", "not measured"), "a missing noise-floor metric reads not measured");
+    assert.ok(markdown.includes("up to ±18.8% in connection rate"));
+    assert.ok(markdown.includes("(envoy-cpu-profile.md)") && markdown.includes("+13 µs/conn"), "links the call-stack profile");
+  });
+
+  it("says the noise floor was not measured when the control did not run", async () => {
+    const { markdown } = await render(FIGURES.filter((f) => f.figure !== "envoy_noise_floor").map((f) => JSON.stringify(f)));
+    assert.ok(markdown.includes("Noise floor (`envoy_noise_floor`, the A/A control arm): not measured."));
   });
 
   it("says in words when the real-Envoy bench did not run at all", async () => {
