@@ -119,8 +119,26 @@ async function measureArm(arm: Arm, timings: AbTimings): Promise<RoundSample> {
 }
 
 export interface AbResult {
-  /** Per arm (index as given), the samples of every round. */
-  samples: RoundSample[][];
+  /**
+   * Per arm (index as given), the sample of every round; null for a round whose run failed its
+   * route check (that round is left out of this arm's figures and ratios, see runAb).
+   */
+  samples: (RoundSample | null)[][];
+}
+
+/** The rounds in which both arms have a sample: the pairs a ratio may compare. */
+function pairedRounds(a: (RoundSample | null)[], b: (RoundSample | null)[]): [RoundSample, RoundSample][] {
+  const pairs: [RoundSample, RoundSample][] = [];
+  a.forEach((x, i) => {
+    const y = b[i];
+    if (x && y) pairs.push([x, y]);
+  });
+  return pairs;
+}
+
+/** Fewer paired rounds than this and a comparison is reported as an error, not a figure. */
+function enoughRounds(pairs: number, rounds: number): boolean {
+  return pairs > 0 && pairs * 2 >= rounds;
 }
 
 const ROUND_METRICS = ["conn_rate_per_s", "ttfb_p50_us", "ttfb_p99_us", "bulk_mb_per_s", "envoy_cpu_us_per_conn"] as const;
@@ -128,13 +146,26 @@ const ROUND_METRICS = ["conn_rate_per_s", "ttfb_p50_us", "ttfb_p99_us", "bulk_mb
 /** Runs the arms alternately, emits envoy_ab per round and the medians, then memory. */
 export async function runAb(filter: string, arms: Arm[], timings: AbTimings, log: (message: string) => void): Promise<AbResult> {
   const idle = await memoryAllocatedMb(arms);
-  const samples: RoundSample[][] = arms.map(() => []);
+  const samples: (RoundSample | null)[][] = arms.map(() => []);
   for (let round = 0; round < timings.rounds; round++) {
     const order = arms.map((_, index) => index);
     if (round % 2) order.reverse();
     for (const index of order) {
       const arm = arms[index]!;
-      const sample = await measureArm(arm, timings);
+      // A run whose connections did not all take the arm's route (seen: Envoy's native mTLS
+      // config counting 98.6% of them upstream when the 2 cores were saturated) drops this
+      // round for this arm; a topology whose arms fail in most rounds reports errors instead
+      // of ratios (emitRatios).
+      let sample: RoundSample;
+      try {
+        sample = await measureArm(arm, timings);
+      } catch (e) {
+        const error = e instanceof Error ? e.message : String(e);
+        log(`${filter} round ${round + 1}/${timings.rounds} ${arm.filter ? `${arm.filter} ` : ""}${arm.variant}/${arm.path}: round dropped: ${error}`);
+        emit({ figure: "envoy_ab_dropped_round", filter: arm.filter ?? filter, variant: arm.variant, path: arm.path, round: round + 1, reason: error });
+        samples[index]!.push(null);
+        continue;
+      }
       samples[index]!.push(sample);
       log(`${filter} round ${round + 1}/${timings.rounds} ${arm.filter ? `${arm.filter} ` : ""}${arm.variant}/${arm.path}: ${Math.round(sample.conn_rate_per_s)} conn/s, ttfb p50 ${Math.round(sample.ttfb_p50_us)} us p99 ${Math.round(sample.ttfb_p99_us)} us, bulk ${Math.round(sample.bulk_mb_per_s)} MB/s, ${Math.round(sample.envoy_cpu_us_per_conn)} us CPU/conn`);
       for (const metric of ROUND_METRICS) {
@@ -144,7 +175,11 @@ export async function runAb(filter: string, arms: Arm[], timings: AbTimings, log
   }
   arms.forEach((arm, index) => {
     for (const metric of ROUND_METRICS) {
-      const values = samples[index]!.map((sample) => sample[metric]);
+      const values = samples[index]!.flatMap((sample) => (sample ? [sample[metric]] : []));
+      if (values.length === 0) {
+        emit({ figure: "envoy_ab", filter: arm.filter ?? filter, variant: arm.variant, path: arm.path, control: arm.control, metric, error: "every round of this arm was dropped (envoy_ab_dropped_round)" });
+        continue;
+      }
       emit({ figure: "envoy_ab", filter: arm.filter ?? filter, variant: arm.variant, path: arm.path, control: arm.control, metric, value: round2(median(values)), unit: UNIT[metric], runs: values.length });
     }
   });
@@ -200,11 +235,14 @@ async function emitMemory(filter: string, arms: Arm[], idle: Map<EnvoyProcess, n
  * connection rate (target >= 0.9), p99 TTFB added in µs (target < 100), bulk (target >= 0.97).
  */
 export function emitRatios(filter: string, arms: Arm[], result: AbResult, armIndex: number, baselineIndex: number): void {
-  const a = result.samples[armIndex]!;
-  const b = result.samples[baselineIndex]!;
-  const perRound = (f: (x: RoundSample, y: RoundSample) => number) => median(a.map((x, i) => f(x, b[i]!)));
+  const pairs = pairedRounds(result.samples[armIndex]!, result.samples[baselineIndex]!);
+  const perRound = (f: (x: RoundSample, y: RoundSample) => number) => median(pairs.map(([x, y]) => f(x, y)));
   const arm = arms[armIndex]!;
-  const common = { filter: arm.filter ?? filter, path: arm.path, variant: arm.variant, baseline: arms[baselineIndex]!.variant, control: arm.control, runs: a.length };
+  const common = { filter: arm.filter ?? filter, path: arm.path, variant: arm.variant, baseline: arms[baselineIndex]!.variant, control: arm.control, runs: pairs.length };
+  if (!enoughRounds(pairs.length, result.samples[armIndex]!.length)) {
+    emit({ figure: "envoy_ab_ratio", ...common, error: `only ${pairs.length} of ${result.samples[armIndex]!.length} rounds passed the route check in both arms (envoy_ab_dropped_round)` });
+    return;
+  }
   const rate = perRound((x, y) => x.conn_rate_per_s / y.conn_rate_per_s);
   emit({ figure: "envoy_ab_ratio", ...common, metric: "conn_rate_per_s", value: Math.round(rate * 1000) / 1000, unit: "ratio", target: ">= 0.9", met: rate >= 0.9 });
   const addedP99 = perRound((x, y) => x.ttfb_p99_us - y.ttfb_p99_us);
@@ -226,9 +264,9 @@ export function emitRatios(filter: string, arms: Arm[], result: AbResult, armInd
  * allows (0.1 for >= 0.9); `judgeable` says whether every round of the control stayed inside it.
  */
 export function emitNoiseFloor(filter: string, arms: Arm[], result: AbResult, armIndex: number, baselineIndex: number): void {
-  const a = result.samples[armIndex]!;
-  const b = result.samples[baselineIndex]!;
+  const pairs = pairedRounds(result.samples[armIndex]!, result.samples[baselineIndex]!);
   const arm = arms[armIndex]!;
+  if (!enoughRounds(pairs.length, result.samples[armIndex]!.length)) return;
   const comparisons: { metric: Metric; unit: string; neutral: number; target?: string; margin?: number; f: (x: RoundSample, y: RoundSample) => number }[] = [
     { metric: "conn_rate_per_s", unit: "ratio", neutral: 1, target: ">= 0.9", margin: 0.1, f: (x, y) => x.conn_rate_per_s / y.conn_rate_per_s },
     { metric: "bulk_mb_per_s", unit: "ratio", neutral: 1, target: ">= 0.97", margin: 0.03, f: (x, y) => x.bulk_mb_per_s / y.bulk_mb_per_s },
@@ -236,7 +274,7 @@ export function emitNoiseFloor(filter: string, arms: Arm[], result: AbResult, ar
     { metric: "envoy_cpu_us_per_conn", unit: "ratio", neutral: 1, f: (x, y) => x.envoy_cpu_us_per_conn / y.envoy_cpu_us_per_conn },
   ];
   for (const c of comparisons) {
-    const perRound = a.map((x, i) => c.f(x, b[i]!));
+    const perRound = pairs.map(([x, y]) => c.f(x, y));
     const digits = c.unit === "us" ? round2 : (value: number) => Math.round(value * 1000) / 1000;
     const deviation = Math.max(...perRound.map((value) => Math.abs(value - c.neutral)));
     emit({
