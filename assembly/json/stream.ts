@@ -310,21 +310,7 @@ function hashContent(base: usize, n: i32, from: i32, to: i32, escaped: bool): u3
 
 /** Whether two string contents of the input decode to the same text. */
 function sameContent(base: usize, n: i32, aFrom: i32, aTo: i32, aEsc: bool, bFrom: i32, bTo: i32, bEsc: bool): bool {
-  if (!aEsc && !bEsc) {
-    const len = aTo - aFrom;
-    if (bTo - bFrom != len) return false;
-    return memory.compare(base + <usize>aFrom, base + <usize>bFrom, <usize>len) == 0;
-  }
-  let i = aFrom;
-  let k = bFrom;
-  while (i < aTo && k < bTo) {
-    const a = codePointAt(base, n, i);
-    const b = codePointAt(base, n, k);
-    if (<u32>a != <u32>b) return false;
-    i = <i32>(a >> 32);
-    k = <i32>(b >> 32);
-  }
-  return i >= aTo && k >= bTo;
+  return sameContentIn(base, n, aFrom, aTo, aEsc, base, n, bFrom, bTo, bEsc);
 }
 
 /** sameContent for two texts in different places (a kept key and the current token). */

@@ -13,22 +13,16 @@
 // A fifth sidecar is an A/A control (figures under filter "control", `control: true`): exactly
 // the "without" config, a second time. Its per-round ratios against "without" are the noise
 // floor of this machine (envoy_noise_floor): the smallest difference these ratios can resolve.
-import { parse } from "yaml";
 import { emit } from "../emit.js";
-import { EnvoyProcess } from "../../tests/support/envoy.js";
+import { BenchEnvoys } from "./bench_envoys.js";
 import { wasmNetworkFilter } from "../../tests/support/envoy_config.js";
-import { shippedConfig } from "../../tests/support/envoy_yaml.js";
 import { atLeast, emitNoiseFloor, emitRatios, median, runAb, type AbTimings, type Arm } from "./ab.js";
 import { iperf3, wrk } from "./generators.js";
 import { withCpu } from "./proc.js";
-import { startUpstream, type PodAddress, type TlsPodAddress } from "./upstream.js";
+import { MTLS_POD, NATIVE_POD_CLUSTER, nativeMtls, PLAIN_POD, shipped, withWasmFilter } from "./passthrough_configs.js";
+import { startUpstream } from "./upstream.js";
 
 const FILTER = "passthrough_mtls";
-/** Pods of the shipped config: 127.0.0.12 is tlsMode disabled, 127.0.0.11 tlsMode istio (httpbin). */
-const PLAIN_POD: PodAddress = { host: "127.0.0.12", httpPort: 8080, bulkPort: 5201 };
-const MTLS_POD: TlsPodAddress = { host: "127.0.0.11", httpPort: 8443, bulkPort: 5201, certName: "pod-a" };
-const MTLS_POD_IDENTITY = "spiffe://cluster.local/ns/default/sa/httpbin";
-
 const SIDECARS = {
   without: { admin: 15010, outbound: 15011 },
   control: { admin: 15110, outbound: 15111 },
@@ -37,63 +31,18 @@ const SIDECARS = {
   noop: { admin: 15100, outbound: 15101 },
 } as const;
 const POD_ENVOY_ADMIN = 15040;
-
-/** The shipped config with its own admin and outbound ports. */
-function shipped(admin: number, outbound: number): any {
-  const config = parse(shippedConfig("passthrough_mtls.yaml"));
-  config.admin.address.socket_address.port_value = admin;
-  config.static_resources.listeners[0].address.socket_address.port_value = outbound;
-  return config;
-}
-
-function withoutFilter(admin: number, outbound: number): any {
-  const config = shipped(admin, outbound);
-  const chain = config.static_resources.listeners[0].filter_chains[0];
-  chain.filters = chain.filters.filter((filter: any) => filter.name !== "envoy.filters.network.wasm");
-  return config;
-}
-
-/** The same place in the chain, holding the suite's no-op filter: the runtime's own cost. */
-function withNoop(admin: number, outbound: number): any {
-  const config = withoutFilter(admin, outbound);
-  const chain = config.static_resources.listeners[0].filter_chains[0];
-  chain.filters.unshift(wasmNetworkFilter({ name: "noop", wasm: "build/noop.wasm", configuration: "" }));
-  return config;
-}
-
-/** Envoy-native mTLS to one pod by IP: per-pod filter chain → per-pod ORIGINAL_DST mTLS cluster. */
-function native(admin: number, outbound: number): any {
-  const config = withoutFilter(admin, outbound);
-  const listener = config.static_resources.listeners[0];
-  const catchAll = listener.filter_chains[0];
-  const podCluster = `outbound_pod|${MTLS_POD.host}`;
-  const podChain = {
-    name: `pod-${MTLS_POD.host}`,
-    filter_chain_match: { prefix_ranges: [{ address_prefix: MTLS_POD.host, prefix_len: 32 }] },
-    filters: [{ ...catchAll.filters[0], typed_config: { ...catchAll.filters[0].typed_config, stat_prefix: "pod_chain", cluster: podCluster } }],
-  };
-  listener.filter_chains = [podChain, catchAll];
-  const mtls = config.static_resources.clusters.find((cluster: any) => cluster.name === "outbound_mtls_passthrough");
-  const tls = structuredClone(mtls.transport_socket);
-  tls.typed_config.common_tls_context.validation_context.match_typed_subject_alt_names = [{ san_type: "URI", matcher: { exact: MTLS_POD_IDENTITY } }];
-  config.static_resources.clusters.push({ ...structuredClone(mtls), name: podCluster, transport_socket: tls });
-  return config;
-}
+/** The suite's no-op filter where passthrough_mtls sits: the runtime's own cost. */
+const NOOP_FILTER = wasmNetworkFilter({ name: "noop", wasm: "build/noop.wasm", configuration: "" });
 
 export async function passthroughMtlsAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
   const upstream = await startUpstream(POD_ENVOY_ADMIN, PLAIN_POD, MTLS_POD);
-  const sidecars: EnvoyProcess[] = [];
+  const envoys = new BenchEnvoys();
   try {
-    const start = async (name: string, config: object, admin: number) => {
-      const envoy = await EnvoyProcess.start({ name: `bench-${name}`, adminPort: admin, config, logLevel: "warn" });
-      sidecars.push(envoy);
-      return envoy;
-    };
-    const without = await start("pt-without", withoutFilter(SIDECARS.without.admin, SIDECARS.without.outbound), SIDECARS.without.admin);
-    const withFilter = await start("pt-with", shipped(SIDECARS.with.admin, SIDECARS.with.outbound), SIDECARS.with.admin);
-    const nativeEnvoy = await start("pt-native", native(SIDECARS.native.admin, SIDECARS.native.outbound), SIDECARS.native.admin);
-    const noop = await start("pt-noop", withNoop(SIDECARS.noop.admin, SIDECARS.noop.outbound), SIDECARS.noop.admin);
-    const control = await start("pt-control", withoutFilter(SIDECARS.control.admin, SIDECARS.control.outbound), SIDECARS.control.admin);
+    const without = await envoys.start("pt-without", withWasmFilter(SIDECARS.without.admin, SIDECARS.without.outbound, null), SIDECARS.without.admin);
+    const withFilter = await envoys.start("pt-with", shipped(SIDECARS.with.admin, SIDECARS.with.outbound), SIDECARS.with.admin);
+    const nativeEnvoy = await envoys.start("pt-native", nativeMtls(SIDECARS.native.admin, SIDECARS.native.outbound), SIDECARS.native.admin);
+    const noop = await envoys.start("pt-noop", withWasmFilter(SIDECARS.noop.admin, SIDECARS.noop.outbound, NOOP_FILTER), SIDECARS.noop.admin);
+    const control = await envoys.start("pt-control", withWasmFilter(SIDECARS.control.admin, SIDECARS.control.outbound, null), SIDECARS.control.admin);
 
     const plainUrl = `http://${PLAIN_POD.host}:${PLAIN_POD.httpPort}/`;
     const mtlsUrl = `http://${MTLS_POD.host}:${MTLS_POD.httpPort}/`;
@@ -167,7 +116,7 @@ export async function passthroughMtlsAb(timings: AbTimings, log: (message: strin
       generator_cpu_pct: Math.round((100 * directBulk.cpuUs) / directBulk.wallUs),
     });
   } finally {
-    for (const envoy of sidecars) await envoy.stop();
+    await envoys.stopAll();
     await upstream.stop();
   }
 }

@@ -6,14 +6,26 @@ import { readFileSync } from "node:fs";
 /** Clock ticks per second for /proc times; 100 on every Linux this runs on (getconf CLK_TCK). */
 const TICKS_PER_SECOND = 100;
 
-/** CPU time (user + system) the process has used so far, in microseconds. */
-export function cpuMicros(pid: number): number {
+/** utime and stime (clock ticks) from /proc/<pid>/stat. */
+function cpuTicks(pid: number): { utime: number; stime: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   // The command name (field 2) may contain spaces: count fields after its closing parenthesis.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
+  return { utime: Number(fields[11]), stime: Number(fields[12]) };
+}
+
+/** CPU time (user + system) the process has used so far, in microseconds. */
+export function cpuMicros(pid: number): number {
+  const { utime, stime } = cpuTicks(pid);
   return ((utime + stime) * 1_000_000) / TICKS_PER_SECOND;
+}
+
+/**
+ * User-mode CPU only, in microseconds: wasm plumbing is all user code, while most of the
+ * run-to-run noise on a shared machine is kernel time (bench/envoy/profile.ts).
+ */
+export function userMicros(pid: number): number {
+  return (cpuTicks(pid).utime * 1_000_000) / TICKS_PER_SECOND;
 }
 
 /** Resident set size in MB. */

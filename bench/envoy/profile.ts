@@ -28,42 +28,30 @@
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parse } from "yaml";
 import { EnvoyProcess, sleep } from "../../tests/support/envoy.js";
 import { wasmNetworkFilter } from "../../tests/support/envoy_config.js";
 import { REPO_ROOT } from "../../tests/support/paths.js";
-import { shippedConfig } from "../../tests/support/envoy_yaml.js";
 import { median } from "./ab.js";
 import { captureGeneratorTo, releaseGeneratorCapture } from "./capture.js";
 import { wrk } from "./generators.js";
-import { readFileSync } from "node:fs";
-import { cpuMicros } from "./proc.js";
-
-/** User-mode CPU only (utime, /proc/<pid>/stat), µs: the wasm plumbing is all user code, while
- * most of the run-to-run noise on this machine is kernel time. */
-function userMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[11]) * 1_000_000) / 100;
-}
+import { MTLS_POD, NATIVE_POD_CLUSTER, nativeMtls, PLAIN_POD, shipped, withWasmFilter } from "./passthrough_configs.js";
+import { cpuMicros, userMicros } from "./proc.js";
 import { buildFixtures, FIXTURES, type Fixture } from "./profile_fixtures.js";
-import { startUpstream, type PodAddress, type TlsPodAddress } from "./upstream.js";
+import { startUpstream } from "./upstream.js";
 
 function arg(name: string, fallback: string): string {
   const at = process.argv.indexOf(`--${name}`);
   return at > 0 && process.argv[at + 1] ? process.argv[at + 1]! : fallback;
 }
-const PLAIN_POD: PodAddress = { host: "127.0.0.12", httpPort: 8080, bulkPort: 5201 };
-const MTLS_POD: TlsPodAddress = { host: "127.0.0.11", httpPort: 8443, bulkPort: 5201, certName: "pod-a" };
 const PLAIN_URL = `http://${PLAIN_POD.host}:${PLAIN_POD.httpPort}/`;
 const MTLS_URL = `http://${MTLS_POD.host}:${MTLS_POD.httpPort}/`;
-const MTLS_POD_IDENTITY = "spiffe://cluster.local/ns/default/sa/httpbin";
 const OUT = join(REPO_ROOT, arg("out", "build/profile"));
 // The perf call stacks (frame pointers) are read by bench/envoy/profile_report.py.
 const ALL_ARMS = ["without", ...FIXTURES, "noop", "passthrough", "mtls_with", "mtls_native"] as const;
 /** The URL each arm dials and the cluster every connection must take. */
 function route(arm: ArmName): { url: string; cluster: string } {
   if (arm === "mtls_with") return { url: MTLS_URL, cluster: "outbound_mtls_passthrough" };
-  if (arm === "mtls_native") return { url: MTLS_URL, cluster: `outbound_pod|${MTLS_POD.host}` };
+  if (arm === "mtls_native") return { url: MTLS_URL, cluster: NATIVE_POD_CLUSTER };
   return { url: PLAIN_URL, cluster: "PassthroughCluster" };
 }
 type ArmName = (typeof ALL_ARMS)[number];
@@ -80,53 +68,19 @@ function log(message: string): void {
   process.stderr.write(`[profile] ${message}\n`);
 }
 
-function shipped(admin: number, outbound: number): any {
-  const config = parse(shippedConfig("passthrough_mtls.yaml"));
-  config.admin.address.socket_address.port_value = admin;
-  config.static_resources.listeners[0].address.socket_address.port_value = outbound;
-  return config;
-}
-
-function withFilter(admin: number, outbound: number, filter: object | null): any {
-  const config = shipped(admin, outbound);
-  const chain = config.static_resources.listeners[0].filter_chains[0];
-  chain.filters = chain.filters.filter((f: any) => f.name !== "envoy.filters.network.wasm");
-  if (filter) chain.filters.unshift(filter);
-  return config;
-}
-
-/** Envoy-native mTLS to one pod by IP (as bench/envoy/passthrough_mtls.ts builds it). */
-function nativeMtls(admin: number, outbound: number): any {
-  const config = withFilter(admin, outbound, null);
-  const listener = config.static_resources.listeners[0];
-  const catchAll = listener.filter_chains[0];
-  const podCluster = `outbound_pod|${MTLS_POD.host}`;
-  const podChain = {
-    name: `pod-${MTLS_POD.host}`,
-    filter_chain_match: { prefix_ranges: [{ address_prefix: MTLS_POD.host, prefix_len: 32 }] },
-    filters: [{ ...catchAll.filters[0], typed_config: { ...catchAll.filters[0].typed_config, stat_prefix: "pod_chain", cluster: podCluster } }],
-  };
-  listener.filter_chains = [podChain, catchAll];
-  const mtls = config.static_resources.clusters.find((cluster: any) => cluster.name === "outbound_mtls_passthrough");
-  const tls = structuredClone(mtls.transport_socket);
-  tls.typed_config.common_tls_context.validation_context.match_typed_subject_alt_names = [{ san_type: "URI", matcher: { exact: MTLS_POD_IDENTITY } }];
-  config.static_resources.clusters.push({ ...structuredClone(mtls), name: podCluster, transport_socket: tls });
-  return config;
-}
-
 function armConfig(arm: ArmName, admin: number, outbound: number, fixtures: Record<Fixture, string>): any {
   switch (arm) {
     case "without":
-      return withFilter(admin, outbound, null);
+      return withWasmFilter(admin, outbound, null);
     case "passthrough":
     case "mtls_with":
       return shipped(admin, outbound);
     case "mtls_native":
       return nativeMtls(admin, outbound);
     case "noop":
-      return withFilter(admin, outbound, wasmNetworkFilter({ name: "noop", wasm: "build/noop.wasm", configuration: "" }));
+      return withWasmFilter(admin, outbound, wasmNetworkFilter({ name: "noop", wasm: "build/noop.wasm", configuration: "" }));
     default:
-      return withFilter(admin, outbound, wasmNetworkFilter({ name: `profile_${arm}`, wasm: fixtures[arm], configuration: "" }));
+      return withWasmFilter(admin, outbound, wasmNetworkFilter({ name: `profile_${arm}`, wasm: fixtures[arm], configuration: "" }));
   }
 }
 

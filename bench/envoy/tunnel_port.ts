@@ -10,8 +10,8 @@
 //           the per-service config a control plane would have to generate.
 // There is no "without" arm: without the filter (or a per-service config) nothing tunnels.
 // The app is a fast Envoy (upstream.ts appEnvoyConfig): HTTP answered directly, iperf3 relayed.
+import { BenchEnvoys } from "./bench_envoys.js";
 import { parse } from "yaml";
-import { EnvoyProcess } from "../../tests/support/envoy.js";
 import { socketAddress, tcpProxy } from "../../tests/support/envoy_config.js";
 import { shippedConfig } from "../../tests/support/envoy_yaml.js";
 import { atLeast, emitRatios, runAb, type AbTimings, type Arm } from "./ab.js";
@@ -76,17 +76,12 @@ function nativeClient(admin: number, outbound: number): any {
 
 export async function tunnelPortAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
   const iperf = startIperfServer(IPERF_BACKEND.host, IPERF_BACKEND.port);
-  const envoys: EnvoyProcess[] = [];
+  const envoys = new BenchEnvoys();
   try {
-    const start = async (name: string, config: object | string, adminPort: number, adminAddress?: string) => {
-      const envoy = await EnvoyProcess.start({ name: `bench-${name}`, adminPort, adminAddress, config, logLevel: "warn" });
-      envoys.push(envoy);
-      return envoy;
-    };
-    await start("tp-app", appEnvoyConfig(APP_ADMIN, POD, TARGET_PORT, IPERF_BACKEND), APP_ADMIN);
-    await start("tp-server", shippedConfig("tunnel_port_server.yaml"), 15000, POD);
-    const withFilter = await start("tp-with", shippedClient(CLIENTS.with.admin, CLIENTS.with.outbound), CLIENTS.with.admin);
-    const native = await start("tp-native", nativeClient(CLIENTS.native.admin, CLIENTS.native.outbound), CLIENTS.native.admin);
+    await envoys.start("tp-app", appEnvoyConfig(APP_ADMIN, POD, TARGET_PORT, IPERF_BACKEND), APP_ADMIN);
+    await envoys.start("tp-server", shippedConfig("tunnel_port_server.yaml"), 15000, POD);
+    const withFilter = await envoys.start("tp-with", shippedClient(CLIENTS.with.admin, CLIENTS.with.outbound), CLIENTS.with.admin);
+    const native = await envoys.start("tp-native", nativeClient(CLIENTS.native.admin, CLIENTS.native.outbound), CLIENTS.native.admin);
     const url = `http://${VIP}:80/`;
     const bulk = { host: VIP, port: 80 };
     const arms: Arm[] = [
@@ -102,7 +97,7 @@ export async function tunnelPortAb(timings: AbTimings, log: (message: string) =>
     const result = await runAb(FILTER, arms, timings, log);
     emitRatios(FILTER, arms, result, 0, 1);
   } finally {
-    for (const envoy of envoys.reverse()) await envoy.stop();
+    await envoys.stopAll();
     if (iperf.exitCode === null) iperf.kill("SIGTERM");
   }
 }

@@ -13,6 +13,7 @@
 //           for double HBONE Istio's shape: an internal listener originating the outer CONNECT),
 //           i.e. what a control plane would have to generate and re-push on every health change.
 // There is no "without" arm: without the filter (or such config) nothing reaches a waypoint.
+import { BenchEnvoys } from "./bench_envoys.js";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
@@ -127,22 +128,17 @@ function nativeClient(ports: { admin: number; outbound: number }, double: boolea
 
 export async function waypointRouteAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
   const iperfs = BACKENDS.map((b) => startIperfServer("127.0.0.1", b.iperf));
-  const envoys: EnvoyProcess[] = [];
+  const envoys = new BenchEnvoys();
   try {
-    const start = async (name: string, config: object | string, adminPort: number, adminAddress?: string) => {
-      const envoy = await EnvoyProcess.start({ name: `bench-${name}`, adminPort, adminAddress, config, logLevel: "warn" });
-      envoys.push(envoy);
-      return envoy;
-    };
-    for (const [index, b] of BACKENDS.entries()) await start(`wp-app${index}`, appEnvoyConfig(b.admin, b.host, 9080, { host: "127.0.0.1", port: b.iperf }), b.admin);
-    await start("wp-local", shippedConfig("waypoint_route_waypoint.yaml"), 15000, LOCAL_WAYPOINT);
+    for (const [index, b] of BACKENDS.entries()) await envoys.start(`wp-app${index}`, appEnvoyConfig(b.admin, b.host, 9080, { host: "127.0.0.1", port: b.iperf }), b.admin);
+    await envoys.start("wp-local", shippedConfig("waypoint_route_waypoint.yaml"), 15000, LOCAL_WAYPOINT);
     const remote = shippedConfig("waypoint_route_waypoint.yaml").replaceAll("address: 127.0.0.41,", "address: 127.0.0.61,").replaceAll("address: 127.0.0.42,", "address: 127.0.0.62,");
-    await start("wp-remote", remote, 15000, "127.0.0.61");
-    await start("wp-gateway", shippedConfig("waypoint_route_eastwest.yaml"), 15000, GATEWAY);
-    const withHbone = await start("wp-with-hbone", withClient(CLIENTS.withHbone, pluginCopy(true)), CLIENTS.withHbone.admin);
-    const withDouble = await start("wp-with-double", withClient(CLIENTS.withDouble, pluginCopy(false)), CLIENTS.withDouble.admin);
-    const nativeHbone = await start("wp-native-hbone", nativeClient(CLIENTS.nativeHbone, false), CLIENTS.nativeHbone.admin);
-    const nativeDouble = await start("wp-native-double", nativeClient(CLIENTS.nativeDouble, true), CLIENTS.nativeDouble.admin);
+    await envoys.start("wp-remote", remote, 15000, "127.0.0.61");
+    await envoys.start("wp-gateway", shippedConfig("waypoint_route_eastwest.yaml"), 15000, GATEWAY);
+    const withHbone = await envoys.start("wp-with-hbone", withClient(CLIENTS.withHbone, pluginCopy(true)), CLIENTS.withHbone.admin);
+    const withDouble = await envoys.start("wp-with-double", withClient(CLIENTS.withDouble, pluginCopy(false)), CLIENTS.withDouble.admin);
+    const nativeHbone = await envoys.start("wp-native-hbone", nativeClient(CLIENTS.nativeHbone, false), CLIENTS.nativeHbone.admin);
+    const nativeDouble = await envoys.start("wp-native-double", nativeClient(CLIENTS.nativeDouble, true), CLIENTS.nativeDouble.admin);
 
     const url = `http://${VIP}:80/`;
     const bulk = { host: VIP, port: 80 };
@@ -160,7 +156,7 @@ export async function waypointRouteAb(timings: AbTimings, log: (message: string)
     emitRatios(FILTER, arms, result, 0, 1);
     emitRatios(FILTER, arms, result, 2, 3);
   } finally {
-    for (const envoy of envoys.reverse()) await envoy.stop();
+    await envoys.stopAll();
     for (const iperf of iperfs) if (iperf.exitCode === null) iperf.kill("SIGTERM");
   }
 }
