@@ -1405,23 +1405,13 @@ class MeshParser {
 
   /** `ports`: service port → default target port; one port slot each, with its cluster name. */
   private servicePorts(si: i32, f: FieldReader, hostname: string, cluster: ArrayBuffer | null): void {
-    const r = this.reader;
     const m = this.mesh;
     if (!f.optionalObject(SF_PORTS)) return;
-    const s = f.stream;
     while (true) {
-      const t = s.next();
-      if (t == JsonToken.EndObject) return;
-      if (t != JsonToken.Key) return f.failField("ports", "invalid JSON");
-      const keyAt = s.tokenOffset();
-      const port = portOfKey(s);
-      if (port < 0) {
-        const key = s.stringValue();
-        return r.fail(r.childPath(f.fieldPath("ports"), key), "not a port number (1..65535): " + q(key));
-      }
-      const v = s.next();
-      const target = <i32>integerIn(s, v, 1, 65535);
-      if (target < 0) return failInteger(r, v, r.childPath(f.fieldPath("ports"), keyText(s, keyAt)), 1, 65535);
+      const port = this.nextPortKey(f);
+      if (port <= 0) return;
+      const target = this.portTarget(f);
+      if (target < 0) return;
       const slot = this.slotNext;
       if (slot >= m.slotPort.length) return f.failField("ports", "port count changed while parsing");
       this.slotNext++;
@@ -1522,26 +1512,49 @@ class MeshParser {
   private endpointPorts(si: i32, g: i32, ef: FieldReader, service: FieldReader): void {
     const r = this.reader;
     const m = this.mesh;
-    const s = ef.stream;
     while (true) {
-      const t = s.next();
-      if (t == JsonToken.EndObject) return;
-      if (t != JsonToken.Key) return ef.failField("ports", "invalid JSON");
-      const keyAt = s.tokenOffset();
-      const port = portOfKey(s);
-      if (port < 0) {
-        const key = s.stringValue();
-        return r.fail(r.childPath(ef.fieldPath("ports"), key), "not a port number (1..65535): " + q(key));
-      }
+      const port = this.nextPortKey(ef);
+      if (port <= 0) return;
       if (m.portIndex.get(portKey(si, port)) < 0) {
         const reason = "service port " + port.toString() + " is not in " + service.fieldPath("ports");
-        return r.fail(r.childPath(ef.fieldPath("ports"), s.stringValue()), reason);
+        return r.fail(r.childPath(ef.fieldPath("ports"), ef.stream.stringValue()), reason);
       }
-      const v = s.next();
-      const target = <i32>integerIn(s, v, 1, 65535);
-      if (target < 0) return failInteger(r, v, r.childPath(ef.fieldPath("ports"), keyText(s, keyAt)), 1, 65535);
+      const target = this.portTarget(ef);
+      if (target < 0) return;
       m.overrides.add(g, port, target);
     }
+  }
+
+  /**
+   * The next key of the `ports` object on f's stream, as a port (1..65535); 0 at the object's
+   * end; -1 after a failure (recorded). The stream stays on the key.
+   */
+  private nextPortKey(f: FieldReader): i32 {
+    const s = f.stream;
+    const t = s.next();
+    if (t == JsonToken.EndObject) return 0;
+    if (t != JsonToken.Key) {
+      f.failField("ports", "invalid JSON");
+      return -1;
+    }
+    const port = portOfKey(s);
+    if (port < 0) {
+      const r = this.reader;
+      const key = s.stringValue();
+      r.fail(r.childPath(f.fieldPath("ports"), key), "not a port number (1..65535): " + q(key));
+    }
+    return port;
+  }
+
+  /** The target port (1..65535) the key nextPortKey read maps to; -1 after a failure (recorded). */
+  private portTarget(f: FieldReader): i32 {
+    const r = this.reader;
+    const s = f.stream;
+    const keyAt = s.tokenOffset();
+    const v = s.next();
+    const target = <i32>integerIn(s, v, 1, 65535);
+    if (target < 0) failInteger(r, v, r.childPath(f.fieldPath("ports"), keyText(s, keyAt)), 1, 65535);
+    return target;
   }
 
   /** Fills the routing preference; true when mode is "standard". */
