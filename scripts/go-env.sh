@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sourced by every script that builds Go code (istiod's generation, istioctl, kube-apiserver,
+# etcd, the compose plugin): one project-local, git-ignored module and build cache under
+# .cache/go, so a warm `npm test` reuses every download and compiled package, and two Go builds
+# (even from different modules) share what they have in common. Nothing is installed globally.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export GOPATH="$root/.cache/go/path"
+export GOMODCACHE="$root/.cache/go/mod"
+export GOCACHE="$root/.cache/go/build"
+# The machine's own Go: never download a different toolchain behind the build's back.
+export GOTOOLCHAIN=local
+export GOFLAGS="-mod=mod -buildvcs=false"
+export CGO_ENABLED="${CGO_ENABLED:-0}"
+mkdir -p "$GOPATH" "$GOMODCACHE" "$GOCACHE"
