@@ -36,7 +36,7 @@ import {
 } from "../../assembly/runtime";
 import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
 import { parseTunnelConfigFrom, TunnelConfig } from "./config";
-import { checkServer, parsePortBytes, ServerVerdict } from "./server";
+import { checkServer, parseCanonicalPort, PORT_ABSENT, ServerVerdict } from "./server";
 import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
@@ -77,6 +77,7 @@ class TunnelRoot extends RootContext {
   readonly accepted: Counter = new Counter("tunnel_port.server.accepted");
   readonly refusedNoPeer: Counter = new Counter("tunnel_port.server.refused_no_peer");
   readonly refusedMissingPort: Counter = new Counter("tunnel_port.server.refused_missing_port");
+  readonly refusedMalformedPort: Counter = new Counter("tunnel_port.server.refused_malformed_port");
   readonly refusedForeignAuthority: Counter = new Counter("tunnel_port.server.refused_foreign_authority");
   readonly refusedUnservedPort: Counter = new Counter("tunnel_port.server.refused_unserved_port");
   readonly refusedPortMismatch: Counter = new Counter("tunnel_port.server.refused_port_mismatch");
@@ -177,7 +178,7 @@ class TunnelConnection extends ConnectionContext {
 
   private server(config: TunnelConfig, found: bool, dst: Address): FilterStatus {
     const root = this.root;
-    let servicePort = -1;
+    let servicePort = PORT_ABSENT;
     if (fetchProperty(SERVICE_PORT_PATH) == WasmResult.Ok) servicePort = readPort(hostValuePtr(), <i32>hostValueSize());
     releaseHostValue();
     let peerLength = 0;
@@ -208,7 +209,11 @@ class TunnelConnection extends ConnectionContext {
         break;
       case ServerVerdict.MissingPort:
         root.refusedMissingPort.inc();
-        reason = "missing or invalid service port / destination";
+        reason = "no service port or no destination";
+        break;
+      case ServerVerdict.MalformedPort:
+        root.refusedMalformedPort.inc();
+        reason = "the service port is not exactly one canonical decimal 1-65535";
         break;
       case ServerVerdict.ForeignAuthority:
         root.refusedForeignAuthority.inc();
@@ -272,10 +277,11 @@ function stringPayload(ptr: usize, len: i32): i64 {
   return <i64>ptr;
 }
 
+/** parseCanonicalPort over a string filter-state / metadata value (raw or StringValue). */
 function readPort(ptr: usize, len: i32): i32 {
   const start = stringPayload(ptr, len);
-  if (start < 0 || payloadLength <= 0) return -1;
-  return parsePortBytes(<usize>start, payloadLength);
+  if (start < 0 || payloadLength <= 0) return PORT_ABSENT;
+  return parseCanonicalPort(<usize>start, payloadLength);
 }
 
 /** Length of a SPIFFE peer identity ("spiffe://..."), 0 when absent or anything else ("-"). */
