@@ -213,7 +213,16 @@ export class FuzzSession {
       return outcome === "server.refused_no_peer" ? undefined : `${describe()}: expected refused_no_peer, got ${outcome}`;
     }
     if (peer.validity === "valid" && (port.validity === "invalid" || dst.validity === "invalid")) {
-      return outcome === "server.refused_missing_port" ? undefined : `${describe()}: expected refused_missing_port, got ${outcome}`;
+      // No destination or no value at all: missing; a value that is not one canonical port: malformed.
+      // The destination is checked first, so an unsure one (random bytes) may be either.
+      const absent = port.bytes === undefined || port.bytes.length === 0;
+      const expected =
+        dst.validity === "invalid" || (port.validity === "invalid" && absent)
+          ? ["server.refused_missing_port"]
+          : dst.validity === "valid"
+            ? ["server.refused_malformed_port"]
+            : ["server.refused_missing_port", "server.refused_malformed_port"];
+      return expected.includes(outcome) ? undefined : `${describe()}: expected ${expected.map((e) => e.slice("server.".length)).join(" or ")}, got ${outcome}`;
     }
     if (outcome === "server.accepted" && (port.validity === "invalid" || dst.validity === "invalid")) {
       return `${describe()}: accepted`;

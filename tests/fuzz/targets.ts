@@ -66,6 +66,7 @@ export const TARGETS: readonly Target[] = [
       "server.accepted",
       "server.refused_no_peer",
       "server.refused_missing_port",
+      "server.refused_malformed_port",
       "server.refused_foreign_authority",
       "server.refused_unserved_port",
       "server.refused_port_mismatch",
@@ -75,6 +76,7 @@ export const TARGETS: readonly Target[] = [
     closing: [
       "server.refused_no_peer",
       "server.refused_missing_port",
+      "server.refused_malformed_port",
       "server.refused_foreign_authority",
       "server.refused_unserved_port",
       "server.refused_port_mismatch",

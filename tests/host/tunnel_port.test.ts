@@ -156,6 +156,7 @@ const COUNTERS = [
   "server.accepted",
   "server.refused_no_peer",
   "server.refused_missing_port",
+  "server.refused_malformed_port",
   "server.refused_foreign_authority",
   "server.refused_unserved_port",
   "server.refused_port_mismatch",
@@ -705,13 +706,29 @@ describe("tunnel_port server: refusing spoofed or missing values", () => {
     // service port / destination
     ["no service port", arriving("10.1.0.2:9090", undefined, PEER), "server.refused_missing_port"],
     ["an empty service port", arriving("10.1.0.2:9090", "", PEER), "server.refused_missing_port"],
-    ["a service port that is not decimal", arriving("10.1.0.2:9090", "http", PEER), "server.refused_missing_port"],
-    ["a service port 0", arriving("10.1.0.2:9090", "0", PEER), "server.refused_missing_port"],
-    ["a service port above 65535", arriving("10.1.0.2:9090", "65616", PEER), "server.refused_missing_port"],
-    ["a signed service port", arriving("10.1.0.2:9090", "+80", PEER), "server.refused_missing_port"],
-    ["a service port with a space", arriving("10.1.0.2:9090", "80 ", PEER), "server.refused_missing_port"],
-    ["a service port as an int64", arriving("10.1.0.2:9090", Uint8Array.from([80, 0, 0, 0, 0, 0, 0, 0]), PEER), "server.refused_missing_port"],
-    ["a StringValue service port that is not decimal", arriving("10.1.0.2:9090", stringValue("8o"), PEER), "server.refused_missing_port"],
+    ["an empty StringValue service port", arriving("10.1.0.2:9090", stringValue(""), PEER), "server.refused_missing_port"],
+    // service port present but not one canonical port (ASCII decimal 1-65535, nothing else)
+    ["a service port that is not decimal", arriving("10.1.0.2:9090", "http", PEER), "server.refused_malformed_port"],
+    ["a service port 0", arriving("10.1.0.2:9090", "0", PEER), "server.refused_malformed_port"],
+    ["a service port above 65535", arriving("10.1.0.2:9090", "65616", PEER), "server.refused_malformed_port"],
+    ["a service port 65536", arriving("10.1.0.2:9090", "65536", PEER), "server.refused_malformed_port"],
+    ["a service port with a leading zero (081 is not 81 to RBAC)", arriving("10.1.0.2:9090", "081", PEER), "server.refused_malformed_port"],
+    ["a service port 080", arriving("10.1.0.2:9090", "080", PEER), "server.refused_malformed_port"],
+    ["a service port 00080", arriving("10.1.0.2:9090", "00080", PEER), "server.refused_malformed_port"],
+    ["a signed service port", arriving("10.1.0.2:9090", "+80", PEER), "server.refused_malformed_port"],
+    ["a service port with a trailing space", arriving("10.1.0.2:9090", "80 ", PEER), "server.refused_malformed_port"],
+    ["a service port with a leading space", arriving("10.1.0.2:9090", " 80", PEER), "server.refused_malformed_port"],
+    ["a hex service port", arriving("10.1.0.2:9090", "0x50", PEER), "server.refused_malformed_port"],
+    ["a service port with a trailing letter", arriving("10.1.0.2:9090", "80a", PEER), "server.refused_malformed_port"],
+    ["a very long service port", arriving("10.1.0.2:9090", "8".repeat(10_000), PEER), "server.refused_malformed_port"],
+    ["a repeated header as the termination shares it (81,80)", arriving("10.1.0.2:9090", "81,80", PEER), "server.refused_malformed_port"],
+    ["a repeated header in the other order (80,81)", arriving("10.1.0.2:9090", "80,81", PEER), "server.refused_malformed_port"],
+    ["the same value twice (80,80)", arriving("10.1.0.2:9090", "80,80", PEER), "server.refused_malformed_port"],
+    ["a repeated header as a StringValue", arriving("10.1.0.2:9090", stringValue("80,443"), PEER), "server.refused_malformed_port"],
+    ["a service port as an int64", arriving("10.1.0.2:9090", Uint8Array.from([80, 0, 0, 0, 0, 0, 0, 0]), PEER), "server.refused_malformed_port"],
+    ["a StringValue service port that is not decimal", arriving("10.1.0.2:9090", stringValue("8o"), PEER), "server.refused_malformed_port"],
+    ["a StringValue service port with a leading zero", arriving("10.1.0.2:9090", stringValue("081"), PEER), "server.refused_malformed_port"],
+    ["a malformed service port and a foreign authority (port checked first)", arriving("10.1.0.1:8080", "081", PEER), "server.refused_malformed_port"],
     ["no destination", arriving(undefined, "80", PEER), "server.refused_missing_port"],
     ["an unparsable destination", arriving("10.1.0.2", "80", PEER), "server.refused_missing_port"],
     ["no service port and a foreign authority (port checked first)", arriving("10.1.0.1:8080", undefined, PEER), "server.refused_missing_port"],
@@ -1013,7 +1030,8 @@ describe("tunnel_port: 10,000 connections", () => {
       arriving("10.1.0.2:9090", "80", PEER),
       arriving("10.1.0.2:8443", stringValue("9000"), stringValue(PEER)),
       arriving("10.1.0.2:9090", "80", "-"),
-      arriving("10.1.0.2:9090", "x", PEER),
+      arriving("10.1.0.2:9090", undefined, PEER),
+      arriving("10.1.0.2:9090", "081", PEER),
       arriving("10.1.0.1:8080", "80", PEER),
       arriving("10.1.0.2:22", "80", PEER),
       arriving("10.1.0.2:9090", "443", PEER),
@@ -1026,7 +1044,7 @@ describe("tunnel_port: 10,000 connections", () => {
         return seen;
       });
     const first = round();
-    const ROUNDS = 1_430; // 7 x 1,430 = 10,010
+    const ROUNDS = 1_250; // 8 x 1,250 = 10,000
     for (let r = 0; r < ROUNDS; r++) {
       for (const options of kinds) host.connect(options).end();
     }
@@ -1037,6 +1055,7 @@ describe("tunnel_port: 10,000 connections", () => {
       "server.accepted": 2 * perKind,
       "server.refused_no_peer": perKind,
       "server.refused_missing_port": perKind,
+      "server.refused_malformed_port": perKind,
       "server.refused_foreign_authority": perKind,
       "server.refused_unserved_port": perKind,
       "server.refused_port_mismatch": perKind,
