@@ -415,6 +415,18 @@ describe("tunnel_port client: a pod IP", () => {
     assert.deepEqual(writes(conn), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 443));
   });
 
+  it("takes the HTTP route's service port only in canonical form (09000 is not 9000)", async () => {
+    // web-1:8443 is web's 443 and admin's 9000; the route's cluster metadata may name either.
+    const host = await start(CLIENT);
+    const viaRoute = (servicePort: string) =>
+      host.connect({ destination: "10.1.0.2:8443", properties: { metadata: { filter_metadata: { tunnel_port: { service_port: new TextEncoder().encode(servicePort) } } } } });
+    assert.deepEqual(writes(viaRoute("9000")), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 9000));
+    for (const spelling of ["09000", "+9000", " 9000", "9000 ", "9000,443", "0x2328"]) {
+      assert.deepEqual(writes(viaRoute(spelling)), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 443), `route service port ${JSON.stringify(spelling)}`);
+    }
+    assertCounters(host, { "client.tunneled": 7 });
+  });
+
   it("applies the pod's override: its overridden target maps back, the service default does not", async () => {
     const host = await start(CLIENT);
     const overridden = host.connect({ destination: "10.1.0.2:9090" });
