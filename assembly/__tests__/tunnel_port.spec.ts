@@ -4,7 +4,7 @@
 // tests/host/tunnel_port.test.ts.
 import { ClientDecision, ClientOutcome, Cursors, decideClient } from "../../filters/tunnel_port/client";
 import { parseTunnelConfig, TunnelConfig } from "../../filters/tunnel_port/config";
-import { checkServer, parseCanonicalPort, PORT_ABSENT, PORT_MALFORMED, ServerVerdict } from "../../filters/tunnel_port/server";
+import { AuthorityText, checkServer, parseCanonicalPort, PORT_ABSENT, PORT_MALFORMED, sameBytes, ServerVerdict } from "../../filters/tunnel_port/server";
 import { Address, IpParse, parseIpString, parseSocketAddressString } from "../mesh";
 
 // ---------------------------------------------------------------- the mesh under test
@@ -127,8 +127,8 @@ function sa(name: string): string {
   return "spiffe://cluster.local/ns/default/sa/" + name;
 }
 
-function check(c: TunnelConfig, destination: string, servicePort: i32, peerLength: i32 = 40): ServerVerdict {
-  return checkServer(c, address(destination), servicePort, peerLength);
+function check(c: TunnelConfig, destination: string, servicePort: i32, peerLength: i32 = 40, authority: AuthorityText = AuthorityText.Canonical): ServerVerdict {
+  return checkServer(c, address(destination), servicePort, peerLength, authority);
 }
 
 function port(text: string): i32 {
@@ -522,7 +522,7 @@ describe("tunnel_port checkServer", () => {
     expect(check(c, "10.1.0.2:9090", 80)).toBe(ServerVerdict.Accept);
     expect(check(c, "10.1.0.2:8443", 443)).toBe(ServerVerdict.Accept);
     expect(check(c, "10.1.0.2:8443", 9000)).toBe(ServerVerdict.Accept);
-    expect(check(c, "[::ffff:10.1.0.2]:9090", 80)).toBe(ServerVerdict.Accept);
+    expect(check(c, "[::ffff:10.1.0.2]:9090", 80)).toBe(ServerVerdict.Accept); // the caller checks the spelling
   });
 
   it("refuses a missing peer first", () => {
@@ -537,8 +537,9 @@ describe("tunnel_port checkServer", () => {
     expect(check(c, "10.1.0.2:9090", PORT_ABSENT)).toBe(ServerVerdict.MissingPort);
     const noPort = address("10.1.0.2:9090");
     noPort.port = -1;
-    expect(checkServer(c, noPort, 80, 40)).toBe(ServerVerdict.MissingPort);
-    expect(checkServer(c, noPort, PORT_MALFORMED, 40)).toBe(ServerVerdict.MissingPort);
+    expect(checkServer(c, noPort, 80, 40, AuthorityText.Canonical)).toBe(ServerVerdict.MissingPort);
+    expect(checkServer(c, noPort, PORT_MALFORMED, 40, AuthorityText.Canonical)).toBe(ServerVerdict.MissingPort);
+    expect(check(c, "10.1.0.2:9090", 80, 40, AuthorityText.Absent)).toBe(ServerVerdict.MissingPort);
   });
 
   it("refuses a service port that is present but not one canonical port", () => {
@@ -549,6 +550,23 @@ describe("tunnel_port checkServer", () => {
     expect(check(c, "10.1.0.2:9090", 65536)).toBe(ServerVerdict.MalformedPort);
     expect(check(c, "10.1.0.1:8080", PORT_MALFORMED)).toBe(ServerVerdict.MalformedPort); // before the authority
     expect(check(c, "10.1.0.2:9090", port("80"))).toBe(ServerVerdict.Accept);
+  });
+
+  it("refuses an authority text that is not the destination's canonical spelling, after the service port", () => {
+    const c = config(SERVER);
+    expect(check(c, "10.1.0.2:9090", 80, 40, AuthorityText.Other)).toBe(ServerVerdict.MalformedAuthority);
+    expect(check(c, "10.1.0.1:8080", 80, 40, AuthorityText.Other)).toBe(ServerVerdict.MalformedAuthority); // before the workload
+    expect(check(c, "10.1.0.2:9090", PORT_MALFORMED, 40, AuthorityText.Other)).toBe(ServerVerdict.MalformedPort);
+    expect(check(c, "10.1.0.2:9090", 80, 0, AuthorityText.Other)).toBe(ServerVerdict.NoPeer);
+  });
+
+  it("compares the authority text byte for byte", () => {
+    const a = String.UTF8.encode("10.1.0.2:9090");
+    const b = String.UTF8.encode("10.1.0.2:09090");
+    const pa = changetype<usize>(a);
+    expect(sameBytes(pa, a.byteLength, pa, a.byteLength)).toBe(true);
+    expect(sameBytes(changetype<usize>(b), b.byteLength, pa, a.byteLength)).toBe(false);
+    expect(sameBytes(pa, a.byteLength - 1, pa, a.byteLength)).toBe(false);
   });
 
   it("refuses an authority naming another workload or no workload", () => {

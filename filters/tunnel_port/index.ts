@@ -36,13 +36,16 @@ import {
 } from "../../assembly/runtime";
 import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
 import { parseTunnelConfigFrom, TunnelConfig } from "./config";
-import { checkServer, parseCanonicalPort, PORT_ABSENT, ServerVerdict } from "./server";
+import { AuthorityText, checkServer, parseCanonicalPort, PORT_ABSENT, sameBytes, ServerVerdict } from "./server";
 import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
 /** Shared by the server's CONNECT termination (HTTP set_filter_state, shared with upstream). */
 export const SERVICE_PORT_STATE = "io.tunnel_port.service_port";
 export const PEER_STATE = "io.tunnel_port.peer_principal";
+/** The CONNECT's :authority text, to check it is the canonical spelling of the restored destination. */
+export const AUTHORITY_STATE = "io.tunnel_port.authority";
+const AUTHORITY_PATH = propertyPath(["filter_state", AUTHORITY_STATE]);
 const SERVICE_PORT_PATH = propertyPath(["filter_state", SERVICE_PORT_STATE]);
 /**
  * Client, behind an HTTP route (internal listener): the service port of the route's cluster,
@@ -78,6 +81,7 @@ class TunnelRoot extends RootContext {
   readonly refusedNoPeer: Counter = new Counter("tunnel_port.server.refused_no_peer");
   readonly refusedMissingPort: Counter = new Counter("tunnel_port.server.refused_missing_port");
   readonly refusedMalformedPort: Counter = new Counter("tunnel_port.server.refused_malformed_port");
+  readonly refusedMalformedAuthority: Counter = new Counter("tunnel_port.server.refused_malformed_authority");
   readonly refusedForeignAuthority: Counter = new Counter("tunnel_port.server.refused_foreign_authority");
   readonly refusedUnservedPort: Counter = new Counter("tunnel_port.server.refused_unserved_port");
   readonly refusedPortMismatch: Counter = new Counter("tunnel_port.server.refused_port_mismatch");
@@ -185,7 +189,10 @@ class TunnelConnection extends ConnectionContext {
     if (fetchProperty(PEER_PATH) == WasmResult.Ok) peerLength = peerIdentityLength(hostValuePtr(), <i32>hostValueSize());
     releaseHostValue();
     if (!found) dst.port = -1;
-    const verdict = checkServer(config, dst, servicePort, peerLength);
+    let authority = AuthorityText.Absent;
+    if (found && fetchProperty(AUTHORITY_PATH) == WasmResult.Ok) authority = authorityText(hostValuePtr(), <i32>hostValueSize(), writeAddress(dst, root.authority.clear()));
+    releaseHostValue();
+    const verdict = checkServer(config, dst, servicePort, peerLength, authority);
     if (verdict != ServerVerdict.Accept) return this.refuse(verdict, dst, servicePort);
     const ok =
       setPropertyText(SERVICE_PORT_PROPERTY, portText(root.servicePortText, servicePort)) == WasmResult.Ok &&
@@ -214,6 +221,10 @@ class TunnelConnection extends ConnectionContext {
       case ServerVerdict.MalformedPort:
         root.refusedMalformedPort.inc();
         reason = "the service port is not exactly one canonical decimal 1-65535";
+        break;
+      case ServerVerdict.MalformedAuthority:
+        root.refusedMalformedAuthority.inc();
+        reason = "the :authority is not the canonical spelling of that address";
         break;
       case ServerVerdict.ForeignAuthority:
         root.refusedForeignAuthority.inc();
@@ -282,6 +293,13 @@ function readPort(ptr: usize, len: i32): i32 {
   const start = stringPayload(ptr, len);
   if (start < 0 || payloadLength <= 0) return PORT_ABSENT;
   return parseCanonicalPort(<usize>start, payloadLength);
+}
+
+/** The shared :authority text against `canonical` (the restored destination, formatted). */
+function authorityText(ptr: usize, len: i32, canonical: ByteText): AuthorityText {
+  const start = stringPayload(ptr, len);
+  if (start < 0 || payloadLength <= 0) return AuthorityText.Absent;
+  return sameBytes(<usize>start, payloadLength, canonical.ptr, canonical.length) ? AuthorityText.Canonical : AuthorityText.Other;
 }
 
 /** Length of a SPIFFE peer identity ("spiffe://..."), 0 when absent or anything else ("-"). */

@@ -15,6 +15,12 @@ export enum ServerVerdict {
    * joined by ",", as RBAC's matcher input sees them).
    */
   MalformedPort,
+  /**
+   * The CONNECT's :authority text is not the canonical spelling of the destination Envoy parsed
+   * from it ("<ip>:09376", "[::ffff:<ip>]:9376", a non-RFC 5952 IPv6): a rule on the text and
+   * this filter's decision on the parsed address could disagree.
+   */
+  MalformedAuthority,
   /** The authority names an address that is not this workload. */
   ForeignAuthority,
   /** The target port is not one this workload serves. */
@@ -23,16 +29,36 @@ export enum ServerVerdict {
   PortMismatch,
 }
 
-/** `servicePort`: 1..65535, PORT_ABSENT or PORT_MALFORMED (what parseCanonicalPort returns). */
-export function checkServer(config: TunnelConfig, dst: Address, servicePort: i32, peerIdentityLength: i32): ServerVerdict {
+/** How the CONNECT's :authority text relates to the destination Envoy restored from it. */
+export enum AuthorityText {
+  /** Not shared by the termination. */
+  Absent,
+  /** Byte for byte the canonical spelling of the destination. */
+  Canonical,
+  /** Anything else. */
+  Other,
+}
+
+/**
+ * `servicePort`: 1..65535, PORT_ABSENT or PORT_MALFORMED (what parseCanonicalPort returns).
+ * Rules in order: peer, presence (destination, service port, authority), canonical service
+ * port, canonical authority, then what this workload serves.
+ */
+export function checkServer(config: TunnelConfig, dst: Address, servicePort: i32, peerIdentityLength: i32, authority: AuthorityText): ServerVerdict {
   if (peerIdentityLength <= 0) return ServerVerdict.NoPeer;
-  if (dst.port <= 0 || servicePort == PORT_ABSENT) return ServerVerdict.MissingPort;
+  if (dst.port <= 0 || servicePort == PORT_ABSENT || authority == AuthorityText.Absent) return ServerVerdict.MissingPort;
   if (servicePort <= 0 || servicePort > 65535) return ServerVerdict.MalformedPort;
+  if (authority != AuthorityText.Canonical) return ServerVerdict.MalformedAuthority;
   const mesh: Mesh = config.mesh;
   if (mesh.workloadByAddress(config.localNetwork, dst) != config.localWorkload) return ServerVerdict.ForeignAuthority;
   if (!config.servedTargets.has(dst.port)) return ServerVerdict.UnservedPort;
   if (!config.servedPairs.has((<u32>servicePort << 16) | <u32>dst.port)) return ServerVerdict.PortMismatch;
   return ServerVerdict.Accept;
+}
+
+/** Whether `len` bytes at `ptr` are exactly `text`'s bytes. */
+export function sameBytes(ptr: usize, len: i32, text: usize, textLength: i32): bool {
+  return len == textLength && memory.compare(ptr, text, <usize>len) == 0;
 }
 
 /** No value at all (absent filter state, or an empty one). */

@@ -146,6 +146,7 @@ const HBONE = "tunnel_port_hbone";
 const INBOUND = "tunnel_port_inbound";
 const SERVICE_PORT_STATE = "io.tunnel_port.service_port";
 const PEER_STATE = "io.tunnel_port.peer_principal";
+const AUTHORITY_STATE = "io.tunnel_port.authority";
 
 const COUNTERS = [
   "client.tunneled",
@@ -157,6 +158,7 @@ const COUNTERS = [
   "server.refused_no_peer",
   "server.refused_missing_port",
   "server.refused_malformed_port",
+  "server.refused_malformed_authority",
   "server.refused_foreign_authority",
   "server.refused_unserved_port",
   "server.refused_port_mismatch",
@@ -217,11 +219,21 @@ function stringValue(value: string): Uint8Array {
   return Uint8Array.from([0x0a, ...length, ...bytes]);
 }
 
-/** A tunnel arriving at the server: CONNECT authority restored as the destination + shared state. */
-function arriving(destination: string | undefined, servicePort?: string | Uint8Array, peer?: string | Uint8Array): ConnectOptions {
+/**
+ * A tunnel arriving at the server: CONNECT authority restored as the destination + shared state.
+ * The termination also shares the authority's text; by default it is the destination as given
+ * (`null`: not shared).
+ */
+function arriving(
+  destination: string | undefined,
+  servicePort?: string | Uint8Array,
+  peer?: string | Uint8Array,
+  authority: string | Uint8Array | null = destination ?? null,
+): ConnectOptions {
   const filterState: Record<string, string | Uint8Array> = {};
   if (servicePort !== undefined) filterState[SERVICE_PORT_STATE] = servicePort;
   if (peer !== undefined) filterState[PEER_STATE] = peer;
+  if (authority !== null) filterState[AUTHORITY_STATE] = authority;
   return { source: "127.0.0.6:40000", ...(destination !== undefined && { destination }), filterState };
 }
 
@@ -682,9 +694,25 @@ describe("tunnel_port server: accepting a tunnel", () => {
     assert.deepEqual(writes(conn), accepted(80, 8080));
   });
 
-  it("accepts an IPv4-mapped authority of the workload", async () => {
+  it("refuses an IPv4-mapped authority of the workload: one address, one spelling", async () => {
     const host = await start(SERVER);
     const conn = host.connect(arriving("[::ffff:10.1.0.2]:9090", "80", PEER));
+    assertClosed(host, conn);
+    assertCounters(host, { "server.refused_malformed_authority": 1 });
+  });
+
+  it("refuses an IPv6 authority not in RFC 5952 form (the parsed address is the workload's)", async () => {
+    const host = await start({ ...SERVER, localWorkload: "fd00:1::1" });
+    for (const spelling of ["[fd00:1:0::1]:8080", "[FD00:1::1]:8080", "[fd00:0001::1]:8080", "[fd00:1:0:0:0:0:0:1]:8080"]) {
+      assertClosed(host, host.connect(arriving("[fd00:1::1]:8080", "80", PEER, spelling)));
+    }
+    assertCounters(host, { "server.refused_malformed_authority": 4 });
+  });
+
+  it("accepts the authority text as a StringValue", async () => {
+    const host = await start(SERVER);
+    const conn = host.connect(arriving("10.1.0.2:9090", "80", PEER, stringValue("10.1.0.2:9090")));
+    assertContinues(host, conn);
     assert.deepEqual(writes(conn), accepted(80, 9090));
   });
 
@@ -741,6 +769,15 @@ describe("tunnel_port server: refusing spoofed or missing values", () => {
     ["a StringValue service port that is not decimal", arriving("10.1.0.2:9090", stringValue("8o"), PEER), "server.refused_malformed_port"],
     ["a StringValue service port with a leading zero", arriving("10.1.0.2:9090", stringValue("081"), PEER), "server.refused_malformed_port"],
     ["a malformed service port and a foreign authority (port checked first)", arriving("10.1.0.1:8080", "081", PEER), "server.refused_malformed_port"],
+    // the authority's text, against the destination Envoy parsed from it
+    ["no authority text", arriving("10.1.0.2:9090", "80", PEER, null), "server.refused_missing_port"],
+    ["an empty authority text", arriving("10.1.0.2:9090", "80", PEER, ""), "server.refused_missing_port"],
+    ["a target port with a leading zero (original_dst reads 09090 as 9090)", arriving("10.1.0.2:9090", "80", PEER, "10.1.0.2:09090"), "server.refused_malformed_authority"],
+    ["a signed target port", arriving("10.1.0.2:9090", "80", PEER, "10.1.0.2:+9090"), "server.refused_malformed_authority"],
+    ["an authority naming another port than the destination", arriving("10.1.0.2:9090", "80", PEER, "10.1.0.2:8443"), "server.refused_malformed_authority"],
+    ["an authority naming another address than the destination", arriving("10.1.0.2:9090", "80", PEER, "10.1.0.1:9090"), "server.refused_malformed_authority"],
+    ["a repeated authority", arriving("10.1.0.2:9090", "80", PEER, "10.1.0.2:9090,10.1.0.2:9090"), "server.refused_malformed_authority"],
+    ["a malformed authority and a malformed service port (port checked first)", arriving("10.1.0.2:9090", "081", PEER, "10.1.0.2:09090"), "server.refused_malformed_port"],
     ["no destination", arriving(undefined, "80", PEER), "server.refused_missing_port"],
     ["an unparsable destination", arriving("10.1.0.2", "80", PEER), "server.refused_missing_port"],
     ["no service port and a foreign authority (port checked first)", arriving("10.1.0.1:8080", undefined, PEER), "server.refused_missing_port"],

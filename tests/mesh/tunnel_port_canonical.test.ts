@@ -8,8 +8,9 @@
 //
 // Four server sidecars, one after the other, for the same pod: the shipped config (guard + a DENY
 // rule for service port 81), the same guard with an ALLOW-only rule (only 80), and both rules
-// without the guard, where the filter's own canonical check must still refuse what the rule let
-// through. What the rules match is Envoy 1.40's behaviour, written down in policyRefuses().
+// without the guard, where the filter's own checks (canonical service port, authority text equal
+// to the canonical spelling of the address Envoy parsed from it) must still refuse what the rule
+// let through. What the rules match is Envoy 1.40's behaviour, written down in policyRefuses().
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { parse } from "yaml";
@@ -26,6 +27,7 @@ const GUARD_DENIED = "http.tunnel_port_inbound.rbac.tunnel_port_guard_.denied";
 const POLICY_DENIED = "http.tunnel_port_inbound.rbac.denied";
 const MALFORMED = "wasmcustom.tunnel_port.server.refused_malformed_port";
 const MISSING = "wasmcustom.tunnel_port.server.refused_missing_port";
+const MALFORMED_AUTHORITY = "wasmcustom.tunnel_port.server.refused_malformed_authority";
 const ACCEPTED = "wasmcustom.tunnel_port.server.accepted";
 
 type Policy = "deny-81" | "allow-only-80";
@@ -43,6 +45,9 @@ const NON_CANONICAL_AUTHORITIES: readonly string[] = [
   `${POD}:09376`, `${POD}:+9376`, `${POD}:009376`, `[::ffff:${POD}]:9376`, `${POD}:65536`,
   `${POD}:0`, `${POD}:`, POD, `${POD}:9376,${POD}:7777`, `127.0.0.021:9376`,
 ];
+/** Of those, the ones Envoy's original_dst still parses into an address (measured: it reads
+ *  "09376" and "+9376" as 9376, and takes the IPv4-mapped form); the rest give no destination. */
+const PARSED_BY_ENVOY: ReadonlySet<string> = new Set([`${POD}:09376`, `${POD}:+9376`, `${POD}:009376`, `[::ffff:${POD}]:9376`]);
 /** Authorities Envoy's HTTP/2 codec itself refuses (measured: http2.invalid.header.field). */
 const CODEC_REFUSED_AUTHORITIES: readonly string[] = [`${POD}:9376 `, ` ${POD}:9376`];
 
@@ -103,7 +108,7 @@ for (const guard of [true, false]) {
         const before = await envoy.stats();
         const accepted = app.accepted;
         const result = await hboneConnect(`${POD}:15008`, authority, headers, CERT_DIR, "sidecar", "payload", 2000);
-        const stats = await envoy.waitForStats((s) => [GUARD_DENIED, POLICY_DENIED, MALFORMED, MISSING, ACCEPTED].some((k) => (s.get(k) ?? 0) !== (before.get(k) ?? 0)), 3000);
+        const stats = await envoy.waitForStats((s) => [GUARD_DENIED, POLICY_DENIED, MALFORMED, MISSING, MALFORMED_AUTHORITY, ACCEPTED].some((k) => (s.get(k) ?? 0) !== (before.get(k) ?? 0)), 3000);
         const delta = (name: string) => (stats.get(name) ?? 0) - (before.get(name) ?? 0);
         return {
           status: result.status,
@@ -112,6 +117,7 @@ for (const guard of [true, false]) {
           policy: delta(POLICY_DENIED),
           malformed: delta(MALFORMED),
           missing: delta(MISSING),
+          malformedAuthority: delta(MALFORMED_AUTHORITY),
           accepted: delta(ACCEPTED),
         };
       }
@@ -178,13 +184,16 @@ for (const guard of [true, false]) {
         it("a host header beside :authority changes nothing: the target stays the authority's, the unserved port is never reached", async () => {
           const outcome = await tunnel(AUTHORITY, { [HEADER]: "80", host: `${POD}:7777` });
           assert.equal(sentinel.accepted, 0, "port 7777 was reached through a host header");
-          assert.equal(outcome.guard + outcome.policy + outcome.malformed + outcome.missing + outcome.accepted, 1, "decided once, by one component");
+          assert.equal(outcome.guard + outcome.policy + outcome.malformed + outcome.missing + outcome.malformedAuthority + outcome.accepted, 1, "decided once, by one component");
         });
-      } else if (policy === "deny-81") {
-        it("without the guard, Envoy's original_dst reads 09376 and +9376 as 9376: why the guard checks the authority", async () => {
-          for (const authority of [`${POD}:09376`, `${POD}:+9376`]) {
+      } else {
+        it("without the guard, the filter refuses a non-canonical authority itself: it compares the text with the address Envoy parsed", async () => {
+          for (const authority of NON_CANONICAL_AUTHORITIES) {
             const outcome = await tunnel(authority, { [HEADER]: "80" });
-            assert.equal(outcome.accepted, 1, `${authority} reaches the app as target port 9376 when nothing checks its spelling`);
+            assert.equal(outcome.reachedApp, false, `authority ${authority}: the application was connected`);
+            assert.notEqual(outcome.status, 200, `authority ${authority}`);
+            const expected = PARSED_BY_ENVOY.has(authority) ? [1, 0] : [0, 1];
+            assert.deepEqual([outcome.malformedAuthority, outcome.missing], expected, `authority ${authority}: ${PARSED_BY_ENVOY.has(authority) ? "refused_malformed_authority" : "refused_missing_port (no destination)"}`);
           }
         });
       }

@@ -255,6 +255,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
           const keyOf = (format: string) => entries.find((e: Json) => e.format_string.text_format_source.inline_string === format).object_key;
           const portKey = keyOf("%CEL(request.headers['x-tunnel-service-port'])%");
           const peerKey = keyOf("%DOWNSTREAM_PEER_URI_SAN%");
+          const authorityKey = entries.find((e: Json) => e.factory_key === "envoy.string" && e.format_string.text_format_source.inline_string === "%REQ(:AUTHORITY)%").object_key;
           const appCluster = snapshot.appCluster ?? "tunnel_port_inbound";
           assert.ok(addedClusters(serverEf()).some((c) => c.name === appCluster), "the filter must pick a cluster the manifest adds");
           const peer = "spiffe://cluster.local/ns/default/sa/sleep";
@@ -262,6 +263,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
             const filterState: Record<string, string> = {};
             if (servicePort !== undefined) filterState[portKey] = servicePort;
             if (principal !== undefined) filterState[peerKey] = principal;
+            filterState[authorityKey] = authority;
             return host.connect({ source: "10.244.3.3:50000", destination: authority, filterState });
           };
           const accepted = tunnel(`${snapshot.localWorkload}:9376`, "80", peer);
@@ -276,6 +278,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
           assert.equal(tunnel(`${snapshot.localWorkload}:9376`, "82", peer).closed, true, "a service port that does not map here");
           assert.equal(tunnel(`${snapshot.localWorkload}:9376`, "081", peer).closed, true, "a non-canonical service port");
           assert.equal(tunnel(`${snapshot.localWorkload}:9376`, "81,80", peer).closed, true, "a repeated header, as the CEL formatter joins it");
+          assert.equal(tunnel(`${snapshot.localWorkload}:09376`, "80", peer).closed, true, "a non-canonical target port in the authority");
           assert.equal(tunnel("10.244.2.22:9377", "80", peer).closed, true, "another pod's authority");
         });
       }
@@ -425,6 +428,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
         "envoy.filters.listener.original_dst.local_ip",
         "envoy.filters.listener.original_dst.remote_ip",
         "io.tunnel_port.service_port",
+        "io.tunnel_port.authority",
         "io.tunnel_port.peer_principal",
       ]);
     });
