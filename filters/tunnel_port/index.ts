@@ -216,7 +216,7 @@ class TunnelConnection extends ConnectionContext {
         break;
       case ServerVerdict.MissingPort:
         root.refusedMissingPort.inc();
-        reason = "no service port or no destination";
+        reason = "no service port, no authority text or no destination";
         break;
       case ServerVerdict.MalformedPort:
         root.refusedMalformedPort.inc();
