@@ -29,6 +29,8 @@ const MALFORMED = "wasmcustom.tunnel_port.server.refused_malformed_port";
 const MISSING = "wasmcustom.tunnel_port.server.refused_missing_port";
 const MALFORMED_AUTHORITY = "wasmcustom.tunnel_port.server.refused_malformed_authority";
 const ACCEPTED = "wasmcustom.tunnel_port.server.accepted";
+/** Envoy's HTTP/2 codec refused the request itself (a malformed header field). */
+const CODEC_ERROR = "http2.rx_messaging_error";
 
 type Policy = "deny-81" | "allow-only-80";
 
@@ -108,7 +110,7 @@ for (const guard of [true, false]) {
         const before = await envoy.stats();
         const accepted = app.accepted;
         const result = await hboneConnect(`${POD}:15008`, authority, headers, CERT_DIR, "sidecar", "payload", 2000);
-        const stats = await envoy.waitForStats((s) => [GUARD_DENIED, POLICY_DENIED, MALFORMED, MISSING, MALFORMED_AUTHORITY, ACCEPTED].some((k) => (s.get(k) ?? 0) !== (before.get(k) ?? 0)), 3000);
+        const stats = await envoy.waitForStats((s) => [GUARD_DENIED, POLICY_DENIED, MALFORMED, MISSING, MALFORMED_AUTHORITY, ACCEPTED, CODEC_ERROR].some((k) => (s.get(k) ?? 0) !== (before.get(k) ?? 0)), 3000);
         const delta = (name: string) => (stats.get(name) ?? 0) - (before.get(name) ?? 0);
         return {
           status: result.status,
@@ -172,11 +174,11 @@ for (const guard of [true, false]) {
             assert.equal(outcome.guard, 1, `authority ${authority}: counted by the guard`);
           }
           for (const authority of CODEC_REFUSED_AUTHORITIES) {
-            const before = (await envoy.stats()).get("http2.rx_messaging_error") ?? 0;
+            const before = (await envoy.stats()).get(CODEC_ERROR) ?? 0;
             const outcome = await tunnel(authority, { [HEADER]: "80" });
             assert.equal(outcome.reachedApp, false, `authority ${JSON.stringify(authority)}: the application was connected`);
             assert.notEqual(outcome.status, 200);
-            const after = (await envoy.stats()).get("http2.rx_messaging_error") ?? 0;
+            const after = (await envoy.stats()).get(CODEC_ERROR) ?? 0;
             assert.equal(after - before, 1, `authority ${JSON.stringify(authority)}: refused by the HTTP/2 codec, counted`);
           }
         });
