@@ -4,7 +4,7 @@
 // tests/host/tunnel_port.test.ts.
 import { ClientDecision, ClientOutcome, Cursors, decideClient } from "../../filters/tunnel_port/client";
 import { parseTunnelConfig, TunnelConfig } from "../../filters/tunnel_port/config";
-import { checkServer, parsePortBytes, ServerVerdict } from "../../filters/tunnel_port/server";
+import { AuthorityText, checkServer, parseCanonicalPort, PORT_ABSENT, PORT_MALFORMED, sameBytes, ServerVerdict } from "../../filters/tunnel_port/server";
 import { Address, IpParse, parseIpString, parseSocketAddressString } from "../mesh";
 
 // ---------------------------------------------------------------- the mesh under test
@@ -127,13 +127,13 @@ function sa(name: string): string {
   return "spiffe://cluster.local/ns/default/sa/" + name;
 }
 
-function check(c: TunnelConfig, destination: string, servicePort: i32, peerLength: i32 = 40): ServerVerdict {
-  return checkServer(c, address(destination), servicePort, peerLength);
+function check(c: TunnelConfig, destination: string, servicePort: i32, peerLength: i32 = 40, authority: AuthorityText = AuthorityText.Canonical): ServerVerdict {
+  return checkServer(c, address(destination), servicePort, peerLength, authority);
 }
 
 function port(text: string): i32 {
   const bytes = String.UTF8.encode(text);
-  return parsePortBytes(changetype<usize>(bytes), bytes.byteLength);
+  return parseCanonicalPort(changetype<usize>(bytes), bytes.byteLength);
 }
 
 // ---------------------------------------------------------------- configuration
@@ -522,7 +522,7 @@ describe("tunnel_port checkServer", () => {
     expect(check(c, "10.1.0.2:9090", 80)).toBe(ServerVerdict.Accept);
     expect(check(c, "10.1.0.2:8443", 443)).toBe(ServerVerdict.Accept);
     expect(check(c, "10.1.0.2:8443", 9000)).toBe(ServerVerdict.Accept);
-    expect(check(c, "[::ffff:10.1.0.2]:9090", 80)).toBe(ServerVerdict.Accept);
+    expect(check(c, "[::ffff:10.1.0.2]:9090", 80)).toBe(ServerVerdict.Accept); // the caller checks the spelling
   });
 
   it("refuses a missing peer first", () => {
@@ -532,15 +532,41 @@ describe("tunnel_port checkServer", () => {
     expect(check(c, "10.1.0.1:1", -1, 0)).toBe(ServerVerdict.NoPeer);
   });
 
-  it("refuses a missing or invalid service port or destination", () => {
+  it("refuses a missing service port or destination", () => {
     const c = config(SERVER);
-    expect(check(c, "10.1.0.2:9090", -1)).toBe(ServerVerdict.MissingPort);
-    expect(check(c, "10.1.0.2:9090", 0)).toBe(ServerVerdict.MissingPort);
-    expect(check(c, "10.1.0.2:9090", 65536)).toBe(ServerVerdict.MissingPort);
+    expect(check(c, "10.1.0.2:9090", PORT_ABSENT)).toBe(ServerVerdict.MissingPort);
     const noPort = address("10.1.0.2:9090");
     noPort.port = -1;
-    expect(checkServer(c, noPort, 80, 40)).toBe(ServerVerdict.MissingPort);
-    expect(check(c, "10.1.0.1:8080", -1)).toBe(ServerVerdict.MissingPort);
+    expect(checkServer(c, noPort, 80, 40, AuthorityText.Canonical)).toBe(ServerVerdict.MissingPort);
+    expect(checkServer(c, noPort, PORT_MALFORMED, 40, AuthorityText.Canonical)).toBe(ServerVerdict.MissingPort);
+    expect(check(c, "10.1.0.2:9090", 80, 40, AuthorityText.Absent)).toBe(ServerVerdict.MissingPort);
+  });
+
+  it("refuses a service port that is present but not one canonical port", () => {
+    const c = config(SERVER);
+    expect(check(c, "10.1.0.2:9090", PORT_MALFORMED)).toBe(ServerVerdict.MalformedPort);
+    expect(check(c, "10.1.0.2:9090", port("081"))).toBe(ServerVerdict.MalformedPort);
+    expect(check(c, "10.1.0.2:9090", port("80,81"))).toBe(ServerVerdict.MalformedPort);
+    expect(check(c, "10.1.0.2:9090", 65536)).toBe(ServerVerdict.MalformedPort);
+    expect(check(c, "10.1.0.1:8080", PORT_MALFORMED)).toBe(ServerVerdict.MalformedPort); // before the authority
+    expect(check(c, "10.1.0.2:9090", port("80"))).toBe(ServerVerdict.Accept);
+  });
+
+  it("refuses an authority text that is not the destination's canonical spelling, after the service port", () => {
+    const c = config(SERVER);
+    expect(check(c, "10.1.0.2:9090", 80, 40, AuthorityText.Other)).toBe(ServerVerdict.MalformedAuthority);
+    expect(check(c, "10.1.0.1:8080", 80, 40, AuthorityText.Other)).toBe(ServerVerdict.MalformedAuthority); // before the workload
+    expect(check(c, "10.1.0.2:9090", PORT_MALFORMED, 40, AuthorityText.Other)).toBe(ServerVerdict.MalformedPort);
+    expect(check(c, "10.1.0.2:9090", 80, 0, AuthorityText.Other)).toBe(ServerVerdict.NoPeer);
+  });
+
+  it("compares the authority text byte for byte", () => {
+    const a = String.UTF8.encode("10.1.0.2:9090");
+    const b = String.UTF8.encode("10.1.0.2:09090");
+    const pa = changetype<usize>(a);
+    expect(sameBytes(pa, a.byteLength, pa, a.byteLength)).toBe(true);
+    expect(sameBytes(changetype<usize>(b), b.byteLength, pa, a.byteLength)).toBe(false);
+    expect(sameBytes(pa, a.byteLength - 1, pa, a.byteLength)).toBe(false);
   });
 
   it("refuses an authority naming another workload or no workload", () => {
@@ -574,39 +600,66 @@ describe("tunnel_port checkServer", () => {
   });
 });
 
-describe("tunnel_port parsePortBytes", () => {
-  it("reads decimal ports 1..65535", () => {
+describe("tunnel_port parseCanonicalPort", () => {
+  it("reads canonical decimal ports 1..65535", () => {
     expect(port("1")).toBe(1);
+    expect(port("9")).toBe(9);
+    expect(port("10")).toBe(10);
     expect(port("80")).toBe(80);
     expect(port("8080")).toBe(8080);
     expect(port("65535")).toBe(65535);
   });
 
-  it("refuses 0, values above 65535 and more than five digits", () => {
-    expect(port("0")).toBe(-1);
-    expect(port("00000")).toBe(-1);
-    expect(port("65536")).toBe(-1);
-    expect(port("99999")).toBe(-1);
-    expect(port("123456")).toBe(-1);
+  it("an empty value is absent, not malformed", () => {
+    expect(port("")).toBe(PORT_ABSENT);
   });
 
-  it("refuses anything but digits", () => {
-    expect(port("")).toBe(-1);
-    expect(port("-1")).toBe(-1);
-    expect(port("+80")).toBe(-1);
-    expect(port(" 80")).toBe(-1);
-    expect(port("80 ")).toBe(-1);
-    expect(port("8o")).toBe(-1);
-    expect(port("80\0")).toBe(-1);
-    expect(port("\n\x0280")).toBe(-1); // a StringValue is unwrapped by the caller, not here
+  it("refuses a leading zero: 081 is not 81 to an exact-match RBAC rule", () => {
+    expect(port("081")).toBe(PORT_MALFORMED);
+    expect(port("080")).toBe(PORT_MALFORMED);
+    expect(port("0081")).toBe(PORT_MALFORMED);
+    expect(port("00080")).toBe(PORT_MALFORMED);
+    expect(port("01")).toBe(PORT_MALFORMED);
+  });
+
+  it("refuses 0, values above 65535 and more than five digits", () => {
+    expect(port("0")).toBe(PORT_MALFORMED);
+    expect(port("00")).toBe(PORT_MALFORMED);
+    expect(port("00000")).toBe(PORT_MALFORMED);
+    expect(port("65536")).toBe(PORT_MALFORMED);
+    expect(port("99999")).toBe(PORT_MALFORMED);
+    expect(port("123456")).toBe(PORT_MALFORMED);
+    expect(port("8".repeat(4000))).toBe(PORT_MALFORMED);
+  });
+
+  it("refuses signs, spaces, hex, letters and any other byte", () => {
+    expect(port("-1")).toBe(PORT_MALFORMED);
+    expect(port("+80")).toBe(PORT_MALFORMED);
+    expect(port(" 80")).toBe(PORT_MALFORMED);
+    expect(port("80 ")).toBe(PORT_MALFORMED);
+    expect(port("8 0")).toBe(PORT_MALFORMED);
+    expect(port("\t80")).toBe(PORT_MALFORMED);
+    expect(port("0x50")).toBe(PORT_MALFORMED);
+    expect(port("80a")).toBe(PORT_MALFORMED);
+    expect(port("8o")).toBe(PORT_MALFORMED);
+    expect(port("80\0")).toBe(PORT_MALFORMED);
+    expect(port("８０")).toBe(PORT_MALFORMED); // full-width digits
+    expect(port("\n\x0280")).toBe(PORT_MALFORMED); // a StringValue is unwrapped by the caller, not here
+  });
+
+  it("refuses a repeated header as the termination shares it: every value joined by ','", () => {
+    expect(port("81,80")).toBe(PORT_MALFORMED);
+    expect(port("80,81")).toBe(PORT_MALFORMED);
+    expect(port("80,80")).toBe(PORT_MALFORMED);
+    expect(port("80, 80")).toBe(PORT_MALFORMED);
   });
 
   it("reads exactly len bytes", () => {
     const bytes = String.UTF8.encode("8080x");
-    expect(parsePortBytes(changetype<usize>(bytes), 2)).toBe(80);
-    expect(parsePortBytes(changetype<usize>(bytes), 4)).toBe(8080);
-    expect(parsePortBytes(changetype<usize>(bytes), 5)).toBe(-1);
-    expect(parsePortBytes(changetype<usize>(bytes), 0)).toBe(-1);
-    expect(parsePortBytes(changetype<usize>(bytes), -1)).toBe(-1);
+    expect(parseCanonicalPort(changetype<usize>(bytes), 2)).toBe(80);
+    expect(parseCanonicalPort(changetype<usize>(bytes), 4)).toBe(8080);
+    expect(parseCanonicalPort(changetype<usize>(bytes), 5)).toBe(PORT_MALFORMED);
+    expect(parseCanonicalPort(changetype<usize>(bytes), 0)).toBe(PORT_ABSENT);
+    expect(parseCanonicalPort(changetype<usize>(bytes), -1)).toBe(PORT_ABSENT);
   });
 });

@@ -114,6 +114,7 @@ const tunnelArrival = (port: number, random: () => number): ConnectOptions => ({
   destination: `${localIp(SERVER_POD)}:${port}`,
   filterState: {
     "io.tunnel_port.service_port": "80",
+    "io.tunnel_port.authority": `${localIp(SERVER_POD)}:${port}`,
     "io.tunnel_port.peer_principal": identity(1 + pick(random, 999)),
   },
 });

@@ -37,13 +37,16 @@ import {
 } from "../../assembly/runtime";
 import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
 import { parseTunnelConfigFrom, TunnelConfig } from "./config";
-import { checkServer, parsePortBytes, ServerVerdict } from "./server";
+import { AuthorityText, checkServer, parseCanonicalPort, PORT_ABSENT, sameBytes, ServerVerdict } from "./server";
 import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
 /** Shared by the server's CONNECT termination (HTTP set_filter_state, shared with upstream). */
 export const SERVICE_PORT_STATE = "io.tunnel_port.service_port";
 export const PEER_STATE = "io.tunnel_port.peer_principal";
+/** The CONNECT's :authority text, to check it is the canonical spelling of the restored destination. */
+export const AUTHORITY_STATE = "io.tunnel_port.authority";
+const AUTHORITY_PATH = propertyPath(["filter_state", AUTHORITY_STATE]);
 const SERVICE_PORT_PATH = propertyPath(["filter_state", SERVICE_PORT_STATE]);
 /**
  * Client, behind an HTTP route (internal listener): the service port of the route's cluster,
@@ -78,6 +81,8 @@ class TunnelRoot extends RootContext {
   readonly accepted: Counter = new Counter("tunnel_port.server.accepted");
   readonly refusedNoPeer: Counter = new Counter("tunnel_port.server.refused_no_peer");
   readonly refusedMissingPort: Counter = new Counter("tunnel_port.server.refused_missing_port");
+  readonly refusedMalformedPort: Counter = new Counter("tunnel_port.server.refused_malformed_port");
+  readonly refusedMalformedAuthority: Counter = new Counter("tunnel_port.server.refused_malformed_authority");
   readonly refusedForeignAuthority: Counter = new Counter("tunnel_port.server.refused_foreign_authority");
   readonly refusedUnservedPort: Counter = new Counter("tunnel_port.server.refused_unserved_port");
   readonly refusedPortMismatch: Counter = new Counter("tunnel_port.server.refused_port_mismatch");
@@ -179,14 +184,17 @@ class TunnelConnection extends ConnectionContext {
 
   private server(config: TunnelConfig, found: bool, dst: Address): FilterStatus {
     const root = this.root;
-    let servicePort = -1;
+    let servicePort = PORT_ABSENT;
     if (fetchProperty(SERVICE_PORT_PATH) == WasmResult.Ok) servicePort = readPort(hostValuePtr(), <i32>hostValueSize());
     releaseHostValue();
     let peerLength = 0;
     if (fetchProperty(PEER_PATH) == WasmResult.Ok) peerLength = peerIdentityLength(hostValuePtr(), <i32>hostValueSize());
     releaseHostValue();
     if (!found) dst.port = -1;
-    const verdict = checkServer(config, dst, servicePort, peerLength);
+    let authority = AuthorityText.Absent;
+    if (found && fetchProperty(AUTHORITY_PATH) == WasmResult.Ok) authority = authorityText(hostValuePtr(), <i32>hostValueSize(), writeAddress(dst, root.authority.clear()));
+    releaseHostValue();
+    const verdict = checkServer(config, dst, servicePort, peerLength, authority);
     if (verdict != ServerVerdict.Accept) return this.refuse(verdict, dst, servicePort);
     const ok =
       setPropertyText(SERVICE_PORT_PROPERTY, portText(root.servicePortText, servicePort)) == WasmResult.Ok &&
@@ -210,7 +218,15 @@ class TunnelConnection extends ConnectionContext {
         break;
       case ServerVerdict.MissingPort:
         root.refusedMissingPort.inc();
-        reason = "missing or invalid service port / destination";
+        reason = "no service port, no authority text or no destination";
+        break;
+      case ServerVerdict.MalformedPort:
+        root.refusedMalformedPort.inc();
+        reason = "the service port is not exactly one canonical decimal 1-65535";
+        break;
+      case ServerVerdict.MalformedAuthority:
+        root.refusedMalformedAuthority.inc();
+        reason = "the :authority is not the canonical spelling of that address";
         break;
       case ServerVerdict.ForeignAuthority:
         root.refusedForeignAuthority.inc();
@@ -274,10 +290,18 @@ function stringPayload(ptr: usize, len: i32): i64 {
   return <i64>ptr;
 }
 
+/** parseCanonicalPort over a string filter-state / metadata value (raw or StringValue). */
 function readPort(ptr: usize, len: i32): i32 {
   const start = stringPayload(ptr, len);
-  if (start < 0 || payloadLength <= 0) return -1;
-  return parsePortBytes(<usize>start, payloadLength);
+  if (start < 0 || payloadLength <= 0) return PORT_ABSENT;
+  return parseCanonicalPort(<usize>start, payloadLength);
+}
+
+/** The shared :authority text against `canonical` (the restored destination, formatted). */
+function authorityText(ptr: usize, len: i32, canonical: ByteText): AuthorityText {
+  const start = stringPayload(ptr, len);
+  if (start < 0 || payloadLength <= 0) return AuthorityText.Absent;
+  return sameBytes(<usize>start, payloadLength, canonical.ptr, canonical.length) ? AuthorityText.Canonical : AuthorityText.Other;
 }
 
 /** Length of a SPIFFE peer identity ("spiffe://..."), 0 when absent or anything else ("-"). */

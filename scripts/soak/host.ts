@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { ProxyWasmHost, type Connection, type ConnectOptions } from "../../host/index.js";
 import { destinationValue, peerValue, portValue } from "../../tests/fuzz/properties.js";
 import { Rng } from "../../tests/fuzz/rng.js";
-import { PEER_STATE, SERVICE_PORT_STATE } from "../../tests/fuzz/session.js";
+import { AUTHORITY_STATE, PEER_STATE, SERVICE_PORT_STATE } from "../../tests/fuzz/session.js";
 import { meshSnapshot } from "../../tests/fuzz/snapshot.js";
 import { FUZZ_PORTS, TARGETS, targetByName, type Target } from "../../tests/fuzz/targets.js";
 
@@ -62,6 +62,7 @@ function connectionPool(target: Target, known: readonly string[], rng: Rng, loca
       const port = portValue(rng, FUZZ_PORTS).bytes;
       if (peer) filterState[PEER_STATE] = peer;
       if (port) filterState[SERVICE_PORT_STATE] = port;
+      if (destination) filterState[AUTHORITY_STATE] = destination; // the CONNECT's :authority text
     }
     pool.push({ properties: destination ? { destination: { address: destination } } : {}, filterState, mtls: true });
   }

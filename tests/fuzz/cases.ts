@@ -13,6 +13,8 @@ export interface ConnectionInput {
   readonly peer?: GeneratedValue;
   /** tunnel_port server: `io.tunnel_port.service_port` */
   readonly servicePort?: GeneratedValue & { readonly port?: number };
+  /** tunnel_port server: `io.tunnel_port.authority` (the CONNECT's :authority text) */
+  readonly authority?: GeneratedValue;
   /** tunnel_port client: `metadata.filter_metadata.tunnel_port.service_port` */
   readonly routePort?: GeneratedValue;
   /** Run at debug level (the decision lines are built): the debug-only code paths run too. */
@@ -37,7 +39,7 @@ export function connectionInput(target: Target, rng: Rng): ConnectionInput {
           return { bytes: new TextEncoder().encode(text), validity: "valid", canonical: text, label: "local workload" };
         })()
       : destinationValue(rng, known, FUZZ_PORTS);
-    return { destination, peer: peerValue(rng), servicePort: portValue(rng, FUZZ_PORTS), debug };
+    return { destination, peer: peerValue(rng), servicePort: portValue(rng, FUZZ_PORTS), authority: authorityValue(rng, destination), debug };
   }
   const destination = destinationValue(rng, known, FUZZ_PORTS);
   if (target.client && rng.chance(0.5)) return { destination, routePort: portValue(rng, FUZZ_PORTS), debug };
@@ -73,4 +75,22 @@ export function caseFromJson(value: unknown): unknown {
     return Object.fromEntries(keys.map((k) => [k, caseFromJson(obj[k])]));
   }
   return value;
+}
+
+/**
+ * The :authority text beside a destination: mostly the destination's canonical spelling (what a
+ * client sidecar sends and original_dst then parses), sometimes absent or another spelling of the
+ * same address, which the filter must refuse.
+ */
+function authorityValue(rng: Rng, destination: GeneratedValue): GeneratedValue {
+  const utf8 = new TextEncoder();
+  const roll = rng.int(100);
+  if (roll < 5) return { bytes: undefined, validity: "invalid", label: "missing" };
+  const canonical = destination.validity === "valid" ? destination.canonical : undefined;
+  if (canonical !== undefined && roll < 15) {
+    const respelled = rng.chance(0.5) ? canonical.replace(/:(\d+)$/, ":0$1") : `${canonical},${canonical}`;
+    return { bytes: utf8.encode(respelled), validity: "invalid", label: "non-canonical authority" };
+  }
+  if (canonical !== undefined) return { bytes: utf8.encode(canonical), validity: "valid", canonical, label: "canonical authority" };
+  return { bytes: destination.bytes, validity: "unsure", label: "authority as the destination bytes" };
 }

@@ -179,7 +179,11 @@ export function portValue(rng: Rng, ports: readonly number[]): GeneratedValue & 
     );
   if (roll < 82) return invalid(int64le(BigInt(rng.pick(ports))), "int64 port");
   if (roll < 84) return invalid(text("9".repeat(rng.range(6, 100000))), "huge port");
-  if (roll < 88) return unsure(text(rng.pick(["+80", "080", " 80", "80 ", "00080"])), "odd spelling");
+  // Not canonical (README: ASCII decimal 1-65535 only): an RBAC rule on the exact text and the
+  // filter would read these differently, so the filter refuses them.
+  if (roll < 86) return invalid(text(rng.pick(["+80", "080", " 80", "80 ", "00080", "081", "0x50", "80a"])), "odd spelling");
+  // A repeated header, as the termination shares it: every value joined by ",".
+  if (roll < 88) return invalid(text(`${rng.pick(ports)},${rng.pick(ports)}`), "repeated header");
   if (roll < 92) return unsure(protoString(text(String(rng.pick(ports))), rng.range(-3, 3)), "StringValue, wrong length");
   return unsure(rng.bytes(rng.range(1, 16)), "random bytes");
 }

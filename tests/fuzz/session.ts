@@ -13,6 +13,7 @@ import { CONFIG_SNAPSHOT, FUZZ_SNAPSHOT, SERVED_PAIRS, type Target } from "./tar
 
 export const SERVICE_PORT_STATE = "io.tunnel_port.service_port";
 export const PEER_STATE = "io.tunnel_port.peer_principal";
+export const AUTHORITY_STATE = "io.tunnel_port.authority";
 
 export interface CaseResult {
   readonly problem?: string;
@@ -151,6 +152,7 @@ export class FuzzSession {
     const filterState: Record<string, Uint8Array> = {};
     if (input.peer?.bytes !== undefined) filterState[PEER_STATE] = input.peer.bytes;
     if (input.servicePort?.bytes !== undefined) filterState[SERVICE_PORT_STATE] = input.servicePort.bytes;
+    if (input.authority?.bytes !== undefined) filterState[AUTHORITY_STATE] = input.authority.bytes;
     return { properties: properties as ConnectOptions["properties"], filterState, mtls: true };
   }
 
@@ -208,14 +210,31 @@ export class FuzzSession {
     const peer = input.peer!;
     const port = input.servicePort!;
     const dst = input.destination;
-    const describe = () => `peer ${peer.label} ${show(peer.bytes)}, service port ${port.label} ${show(port.bytes)}, destination ${dst.label} ${show(dst.bytes)}`;
+    const authority = input.authority!;
+    const authorityAbsent = authority.bytes === undefined || authority.bytes.length === 0;
+    const describe = () =>
+      `peer ${peer.label} ${show(peer.bytes)}, service port ${port.label} ${show(port.bytes)}, destination ${dst.label} ${show(dst.bytes)}, authority ${authority.label} ${show(authority.bytes)}`;
     if (peer.validity === "invalid") {
       return outcome === "server.refused_no_peer" ? undefined : `${describe()}: expected refused_no_peer, got ${outcome}`;
     }
     if (peer.validity === "valid" && (port.validity === "invalid" || dst.validity === "invalid")) {
-      return outcome === "server.refused_missing_port" ? undefined : `${describe()}: expected refused_missing_port, got ${outcome}`;
+      // No destination or no value at all: missing; a value that is not one canonical port: malformed.
+      // The destination is checked first, so an unsure one (random bytes) may be either.
+      const absent = port.bytes === undefined || port.bytes.length === 0;
+      const expected =
+        dst.validity === "invalid" || (port.validity === "invalid" && absent) || authorityAbsent
+          ? ["server.refused_missing_port"]
+          : dst.validity === "valid"
+            ? ["server.refused_malformed_port"]
+            : ["server.refused_missing_port", "server.refused_malformed_port"];
+      return expected.includes(outcome) ? undefined : `${describe()}: expected ${expected.map((e) => e.slice("server.".length)).join(" or ")}, got ${outcome}`;
     }
-    if (outcome === "server.accepted" && (port.validity === "invalid" || dst.validity === "invalid")) {
+    if (peer.validity === "valid" && port.validity === "valid" && dst.validity === "valid" && authority.validity === "invalid") {
+      // Presence first, then the spelling: absent → missing, another spelling → malformed_authority.
+      const expected = authorityAbsent ? "server.refused_missing_port" : "server.refused_malformed_authority";
+      return outcome === expected ? undefined : `${describe()}: expected ${expected.slice("server.".length)}, got ${outcome}`;
+    }
+    if (outcome === "server.accepted" && (port.validity === "invalid" || dst.validity === "invalid" || authority.validity === "invalid")) {
       return `${describe()}: accepted`;
     }
     if (outcome === "server.accepted" && port.port !== undefined && dst.canonical !== undefined) {
@@ -226,7 +245,7 @@ export class FuzzSession {
         return `${describe()}: accepted with service_port=${text("service_port")} target_port=${text("target_port")}`;
       }
     }
-    if (peer.validity === "valid" && port.validity === "valid" && dst.validity === "valid" && port.port !== undefined) {
+    if (peer.validity === "valid" && port.validity === "valid" && dst.validity === "valid" && authority.validity === "valid" && port.port !== undefined) {
       const address = splitAddress(dst.canonical ?? "");
       if (address === undefined) return undefined;
       const local = address.ip === FUZZ_SNAPSHOT.localWorkload;

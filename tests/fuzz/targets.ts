@@ -66,6 +66,8 @@ export const TARGETS: readonly Target[] = [
       "server.accepted",
       "server.refused_no_peer",
       "server.refused_missing_port",
+      "server.refused_malformed_port",
+      "server.refused_malformed_authority",
       "server.refused_foreign_authority",
       "server.refused_unserved_port",
       "server.refused_port_mismatch",
@@ -75,6 +77,8 @@ export const TARGETS: readonly Target[] = [
     closing: [
       "server.refused_no_peer",
       "server.refused_missing_port",
+      "server.refused_malformed_port",
+      "server.refused_malformed_authority",
       "server.refused_foreign_authority",
       "server.refused_unserved_port",
       "server.refused_port_mismatch",

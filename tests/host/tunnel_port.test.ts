@@ -146,6 +146,7 @@ const HBONE = "tunnel_port_hbone";
 const INBOUND = "tunnel_port_inbound";
 const SERVICE_PORT_STATE = "io.tunnel_port.service_port";
 const PEER_STATE = "io.tunnel_port.peer_principal";
+const AUTHORITY_STATE = "io.tunnel_port.authority";
 
 const COUNTERS = [
   "client.tunneled",
@@ -156,6 +157,8 @@ const COUNTERS = [
   "server.accepted",
   "server.refused_no_peer",
   "server.refused_missing_port",
+  "server.refused_malformed_port",
+  "server.refused_malformed_authority",
   "server.refused_foreign_authority",
   "server.refused_unserved_port",
   "server.refused_port_mismatch",
@@ -216,11 +219,21 @@ function stringValue(value: string): Uint8Array {
   return Uint8Array.from([0x0a, ...length, ...bytes]);
 }
 
-/** A tunnel arriving at the server: CONNECT authority restored as the destination + shared state. */
-function arriving(destination: string | undefined, servicePort?: string | Uint8Array, peer?: string | Uint8Array): ConnectOptions {
+/**
+ * A tunnel arriving at the server: CONNECT authority restored as the destination + shared state.
+ * The termination also shares the authority's text; by default it is the destination as given
+ * (`null`: not shared).
+ */
+function arriving(
+  destination: string | undefined,
+  servicePort?: string | Uint8Array,
+  peer?: string | Uint8Array,
+  authority: string | Uint8Array | null = destination ?? null,
+): ConnectOptions {
   const filterState: Record<string, string | Uint8Array> = {};
   if (servicePort !== undefined) filterState[SERVICE_PORT_STATE] = servicePort;
   if (peer !== undefined) filterState[PEER_STATE] = peer;
+  if (authority !== null) filterState[AUTHORITY_STATE] = authority;
   return { source: "127.0.0.6:40000", ...(destination !== undefined && { destination }), filterState };
 }
 
@@ -412,6 +425,18 @@ describe("tunnel_port client: a pod IP", () => {
     const host = await start(CLIENT);
     const conn = host.connect({ destination: "10.1.0.2:8443" });
     assert.deepEqual(writes(conn), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 443));
+  });
+
+  it("takes the HTTP route's service port only in canonical form (09000 is not 9000)", async () => {
+    // web-1:8443 is web's 443 and admin's 9000; the route's cluster metadata may name either.
+    const host = await start(CLIENT);
+    const viaRoute = (servicePort: string) =>
+      host.connect({ destination: "10.1.0.2:8443", properties: { metadata: { filter_metadata: { tunnel_port: { service_port: new TextEncoder().encode(servicePort) } } } } });
+    assert.deepEqual(writes(viaRoute("9000")), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 9000));
+    for (const spelling of ["09000", "+9000", " 9000", "9000 ", "9000,443", "0x2328"]) {
+      assert.deepEqual(writes(viaRoute(spelling)), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 443), `route service port ${JSON.stringify(spelling)}`);
+    }
+    assertCounters(host, { "client.tunneled": 7 });
   });
 
   it("applies the pod's override: its overridden target maps back, the service default does not", async () => {
@@ -669,9 +694,25 @@ describe("tunnel_port server: accepting a tunnel", () => {
     assert.deepEqual(writes(conn), accepted(80, 8080));
   });
 
-  it("accepts an IPv4-mapped authority of the workload", async () => {
+  it("refuses an IPv4-mapped authority of the workload: one address, one spelling", async () => {
     const host = await start(SERVER);
     const conn = host.connect(arriving("[::ffff:10.1.0.2]:9090", "80", PEER));
+    assertClosed(host, conn);
+    assertCounters(host, { "server.refused_malformed_authority": 1 });
+  });
+
+  it("refuses an IPv6 authority not in RFC 5952 form (the parsed address is the workload's)", async () => {
+    const host = await start({ ...SERVER, localWorkload: "fd00:1::1" });
+    for (const spelling of ["[fd00:1:0::1]:8080", "[FD00:1::1]:8080", "[fd00:0001::1]:8080", "[fd00:1:0:0:0:0:0:1]:8080"]) {
+      assertClosed(host, host.connect(arriving("[fd00:1::1]:8080", "80", PEER, spelling)));
+    }
+    assertCounters(host, { "server.refused_malformed_authority": 4 });
+  });
+
+  it("accepts the authority text as a StringValue", async () => {
+    const host = await start(SERVER);
+    const conn = host.connect(arriving("10.1.0.2:9090", "80", PEER, stringValue("10.1.0.2:9090")));
+    assertContinues(host, conn);
     assert.deepEqual(writes(conn), accepted(80, 9090));
   });
 
@@ -705,13 +746,38 @@ describe("tunnel_port server: refusing spoofed or missing values", () => {
     // service port / destination
     ["no service port", arriving("10.1.0.2:9090", undefined, PEER), "server.refused_missing_port"],
     ["an empty service port", arriving("10.1.0.2:9090", "", PEER), "server.refused_missing_port"],
-    ["a service port that is not decimal", arriving("10.1.0.2:9090", "http", PEER), "server.refused_missing_port"],
-    ["a service port 0", arriving("10.1.0.2:9090", "0", PEER), "server.refused_missing_port"],
-    ["a service port above 65535", arriving("10.1.0.2:9090", "65616", PEER), "server.refused_missing_port"],
-    ["a signed service port", arriving("10.1.0.2:9090", "+80", PEER), "server.refused_missing_port"],
-    ["a service port with a space", arriving("10.1.0.2:9090", "80 ", PEER), "server.refused_missing_port"],
-    ["a service port as an int64", arriving("10.1.0.2:9090", Uint8Array.from([80, 0, 0, 0, 0, 0, 0, 0]), PEER), "server.refused_missing_port"],
-    ["a StringValue service port that is not decimal", arriving("10.1.0.2:9090", stringValue("8o"), PEER), "server.refused_missing_port"],
+    ["an empty StringValue service port", arriving("10.1.0.2:9090", stringValue(""), PEER), "server.refused_missing_port"],
+    // service port present but not one canonical port (ASCII decimal 1-65535, nothing else)
+    ["a service port that is not decimal", arriving("10.1.0.2:9090", "http", PEER), "server.refused_malformed_port"],
+    ["a service port 0", arriving("10.1.0.2:9090", "0", PEER), "server.refused_malformed_port"],
+    ["a service port above 65535", arriving("10.1.0.2:9090", "65616", PEER), "server.refused_malformed_port"],
+    ["a service port 65536", arriving("10.1.0.2:9090", "65536", PEER), "server.refused_malformed_port"],
+    ["a service port with a leading zero (081 is not 81 to RBAC)", arriving("10.1.0.2:9090", "081", PEER), "server.refused_malformed_port"],
+    ["a service port 080", arriving("10.1.0.2:9090", "080", PEER), "server.refused_malformed_port"],
+    ["a service port 00080", arriving("10.1.0.2:9090", "00080", PEER), "server.refused_malformed_port"],
+    ["a signed service port", arriving("10.1.0.2:9090", "+80", PEER), "server.refused_malformed_port"],
+    ["a service port with a trailing space", arriving("10.1.0.2:9090", "80 ", PEER), "server.refused_malformed_port"],
+    ["a service port with a leading space", arriving("10.1.0.2:9090", " 80", PEER), "server.refused_malformed_port"],
+    ["a hex service port", arriving("10.1.0.2:9090", "0x50", PEER), "server.refused_malformed_port"],
+    ["a service port with a trailing letter", arriving("10.1.0.2:9090", "80a", PEER), "server.refused_malformed_port"],
+    ["a very long service port", arriving("10.1.0.2:9090", "8".repeat(10_000), PEER), "server.refused_malformed_port"],
+    ["a repeated header as the termination shares it (81,80)", arriving("10.1.0.2:9090", "81,80", PEER), "server.refused_malformed_port"],
+    ["a repeated header in the other order (80,81)", arriving("10.1.0.2:9090", "80,81", PEER), "server.refused_malformed_port"],
+    ["the same value twice (80,80)", arriving("10.1.0.2:9090", "80,80", PEER), "server.refused_malformed_port"],
+    ["a repeated header as a StringValue", arriving("10.1.0.2:9090", stringValue("80,443"), PEER), "server.refused_malformed_port"],
+    ["a service port as an int64", arriving("10.1.0.2:9090", Uint8Array.from([80, 0, 0, 0, 0, 0, 0, 0]), PEER), "server.refused_malformed_port"],
+    ["a StringValue service port that is not decimal", arriving("10.1.0.2:9090", stringValue("8o"), PEER), "server.refused_malformed_port"],
+    ["a StringValue service port with a leading zero", arriving("10.1.0.2:9090", stringValue("081"), PEER), "server.refused_malformed_port"],
+    ["a malformed service port and a foreign authority (port checked first)", arriving("10.1.0.1:8080", "081", PEER), "server.refused_malformed_port"],
+    // the authority's text, against the destination Envoy parsed from it
+    ["no authority text", arriving("10.1.0.2:9090", "80", PEER, null), "server.refused_missing_port"],
+    ["an empty authority text", arriving("10.1.0.2:9090", "80", PEER, ""), "server.refused_missing_port"],
+    ["a target port with a leading zero (original_dst reads 09090 as 9090)", arriving("10.1.0.2:9090", "80", PEER, "10.1.0.2:09090"), "server.refused_malformed_authority"],
+    ["a signed target port", arriving("10.1.0.2:9090", "80", PEER, "10.1.0.2:+9090"), "server.refused_malformed_authority"],
+    ["an authority naming another port than the destination", arriving("10.1.0.2:9090", "80", PEER, "10.1.0.2:8443"), "server.refused_malformed_authority"],
+    ["an authority naming another address than the destination", arriving("10.1.0.2:9090", "80", PEER, "10.1.0.1:9090"), "server.refused_malformed_authority"],
+    ["a repeated authority", arriving("10.1.0.2:9090", "80", PEER, "10.1.0.2:9090,10.1.0.2:9090"), "server.refused_malformed_authority"],
+    ["a malformed authority and a malformed service port (port checked first)", arriving("10.1.0.2:9090", "081", PEER, "10.1.0.2:09090"), "server.refused_malformed_port"],
     ["no destination", arriving(undefined, "80", PEER), "server.refused_missing_port"],
     ["an unparsable destination", arriving("10.1.0.2", "80", PEER), "server.refused_missing_port"],
     ["no service port and a foreign authority (port checked first)", arriving("10.1.0.1:8080", undefined, PEER), "server.refused_missing_port"],
@@ -1013,7 +1079,8 @@ describe("tunnel_port: 10,000 connections", () => {
       arriving("10.1.0.2:9090", "80", PEER),
       arriving("10.1.0.2:8443", stringValue("9000"), stringValue(PEER)),
       arriving("10.1.0.2:9090", "80", "-"),
-      arriving("10.1.0.2:9090", "x", PEER),
+      arriving("10.1.0.2:9090", undefined, PEER),
+      arriving("10.1.0.2:9090", "081", PEER),
       arriving("10.1.0.1:8080", "80", PEER),
       arriving("10.1.0.2:22", "80", PEER),
       arriving("10.1.0.2:9090", "443", PEER),
@@ -1026,7 +1093,7 @@ describe("tunnel_port: 10,000 connections", () => {
         return seen;
       });
     const first = round();
-    const ROUNDS = 1_430; // 7 x 1,430 = 10,010
+    const ROUNDS = 1_250; // 8 x 1,250 = 10,000
     for (let r = 0; r < ROUNDS; r++) {
       for (const options of kinds) host.connect(options).end();
     }
@@ -1037,6 +1104,7 @@ describe("tunnel_port: 10,000 connections", () => {
       "server.accepted": 2 * perKind,
       "server.refused_no_peer": perKind,
       "server.refused_missing_port": perKind,
+      "server.refused_malformed_port": perKind,
       "server.refused_foreign_authority": perKind,
       "server.refused_unserved_port": perKind,
       "server.refused_port_mismatch": perKind,

@@ -131,12 +131,15 @@ describe("tunnel_port: client and server sidecars in the real Envoy", () => {
     const foreign = await hboneConnect("127.0.0.21:15008", "127.0.0.22:9377", { "x-tunnel-service-port": "80" }, CERT_DIR, "sidecar");
     assert.equal(foreign.received.includes("app-p2"), false);
     assert.equal(appP2.accepted, before);
+    // No service port at all: the termination's guard refuses it on the CONNECT (403), before
+    // the filter (tests/mesh/tunnel_port_canonical.test.ts has every other shape).
     const missing = await hboneConnect("127.0.0.21:15008", "127.0.0.21:9376", {}, CERT_DIR, "sidecar");
     assert.equal(missing.received.includes("app-p1"), false);
+    assert.equal(missing.status, 403);
     const stats = await serverStats("p1");
     assert.equal(counter(stats, "server.refused_port_mismatch"), 1);
     assert.equal(counter(stats, "server.refused_foreign_authority"), 1);
-    assert.equal(counter(stats, "server.refused_missing_port"), 1);
+    assert.equal(stats.get("http.tunnel_port_inbound.rbac.tunnel_port_guard_.denied"), 1);
   });
 
   it("refuses a plain-TCP client and a TLS client without a certificate on 15008", async () => {

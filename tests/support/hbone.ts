@@ -10,10 +10,13 @@ export interface ConnectResult {
   received: Buffer;
 }
 
+/** A header given as an array is sent as that many separate header fields, in order. */
+export type ConnectHeaders = Record<string, string | string[]>;
+
 export function hboneConnect(
   server: string,
   authority: string,
-  headers: Record<string, string>,
+  headers: ConnectHeaders,
   certDir: string,
   certName: string,
   payload = "forged",

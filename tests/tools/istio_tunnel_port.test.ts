@@ -253,8 +253,9 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
           // The keys come from the manifest's set_filter_state, so a renamed key fails here.
           const entries = httpFilter(hcmOf(connect), "envoy.filters.http.set_filter_state").on_request_headers;
           const keyOf = (format: string) => entries.find((e: Json) => e.format_string.text_format_source.inline_string === format).object_key;
-          const portKey = keyOf("%REQ(X-TUNNEL-SERVICE-PORT)%");
+          const portKey = keyOf("%CEL(request.headers['x-tunnel-service-port'])%");
           const peerKey = keyOf("%DOWNSTREAM_PEER_URI_SAN%");
+          const authorityKey = entries.find((e: Json) => e.factory_key === "envoy.string" && e.format_string.text_format_source.inline_string === "%REQ(:AUTHORITY)%").object_key;
           const appCluster = snapshot.appCluster ?? "tunnel_port_inbound";
           assert.ok(addedClusters(serverEf()).some((c) => c.name === appCluster), "the filter must pick a cluster the manifest adds");
           const peer = "spiffe://cluster.local/ns/default/sa/sleep";
@@ -262,6 +263,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
             const filterState: Record<string, string> = {};
             if (servicePort !== undefined) filterState[portKey] = servicePort;
             if (principal !== undefined) filterState[peerKey] = principal;
+            filterState[authorityKey] = authority;
             return host.connect({ source: "10.244.3.3:50000", destination: authority, filterState });
           };
           const accepted = tunnel(`${snapshot.localWorkload}:9376`, "80", peer);
@@ -274,6 +276,9 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
           assert.equal(tunnel(`${snapshot.localWorkload}:9376`, undefined, peer).closed, true, "no service port");
           assert.equal(tunnel(`${snapshot.localWorkload}:7777`, "80", peer).closed, true, "a port this pod does not serve");
           assert.equal(tunnel(`${snapshot.localWorkload}:9376`, "82", peer).closed, true, "a service port that does not map here");
+          assert.equal(tunnel(`${snapshot.localWorkload}:9376`, "081", peer).closed, true, "a non-canonical service port");
+          assert.equal(tunnel(`${snapshot.localWorkload}:9376`, "81,80", peer).closed, true, "a repeated header, as the CEL formatter joins it");
+          assert.equal(tunnel(`${snapshot.localWorkload}:09376`, "80", peer).closed, true, "a non-canonical target port in the authority");
           assert.equal(tunnel("10.244.2.22:9377", "80", peer).closed, true, "another pod's authority");
         });
       }
@@ -405,13 +410,13 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
       assert.deepEqual(hcm.upgrade_configs, [{ upgrade_type: "CONNECT" }]);
     });
 
-    it("keeps the proven plain config's CONNECT route, RBAC example and set_filter_state sharing, in that filter order", () => {
+    it("keeps the proven plain config's CONNECT route, canonical-port guard, RBAC example and set_filter_state sharing, in that filter order", () => {
       const hcm = hcmOf(serverListeners(serverEf()).connect);
       const plainHcm = hcmOf(plainConfig("tunnel_port_server.yaml").static_resources.listeners[0]);
-      assert.deepEqual(hcm.http_filters.map((f: Json) => f.name), ["envoy.filters.http.rbac", "envoy.filters.http.set_filter_state", "envoy.filters.http.router"]);
+      assert.deepEqual(hcm.http_filters.map((f: Json) => f.name), ["tunnel_port.guard", "envoy.filters.http.rbac", "envoy.filters.http.set_filter_state", "envoy.filters.http.router"]);
       assert.deepEqual(hcm.http_filters.map((f: Json) => f.name), plainHcm.http_filters.map((f: Json) => f.name));
       assert.deepEqual(hcm.route_config, plainHcm.route_config);
-      for (const name of ["envoy.filters.http.rbac", "envoy.filters.http.set_filter_state"]) {
+      for (const name of ["tunnel_port.guard", "envoy.filters.http.rbac", "envoy.filters.http.set_filter_state"]) {
         assert.deepEqual(httpFilter(hcm, name), httpFilter(plainHcm, name), name);
       }
       const rbac = httpFilter(hcm, "envoy.filters.http.rbac").rules;
@@ -423,6 +428,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
         "envoy.filters.listener.original_dst.local_ip",
         "envoy.filters.listener.original_dst.remote_ip",
         "io.tunnel_port.service_port",
+        "io.tunnel_port.authority",
         "io.tunnel_port.peer_principal",
       ]);
     });
