@@ -76,7 +76,7 @@ export const SCENARIOS: Record<string, Scenario> = {
     waitFor: [],
     targets: [
       { address: "127.10.0.2", port: 80, what: "admin.default:80 -> p1:9376 over HBONE (allowed)", expect: "app-p1-9376" },
-      { address: "127.10.0.2", port: 81, what: "admin.default:81 -> p1:9376 (port 81 denied)", expect: "" },
+      { address: "127.10.0.2", port: 81, what: "admin.default:81 -> p1:9376 (81 denied by RBAC)", expect: "" },
       { address: "127.0.0.30", port: 9000, what: "not in the mesh (plain passthrough)", expect: "outside" },
     ],
     liveUpdates: false,

@@ -87,28 +87,29 @@ describe("docker-compose.yml topologies on a real engine", { concurrency: false 
     const first = await up("passthrough-mtls");
     passthroughDecisions(first);
     const counted = counters(first);
-    // 127.0.0.11, .13 (the handshake then fails) and .14 are upgraded; .14 is a headless member;
-    // .12 (tlsMode disabled) and .30 (not a pod) pass through plain.
-    assert.equal(counted.get(`${sidecar}.mtls`), 3, first.join("\n"));
+    // 127.0.0.11 and .13 (whose handshake then fails) are upgraded to mTLS; .14 goes through its
+    // headless service's cluster; .12 (tlsMode disabled) and .30 (not a pod) pass through plain.
+    assert.equal(counted.get(`${sidecar}.mtls`), 2, first.join("\n"));
     assert.equal(counted.get(`${sidecar}.headless`), 1);
     assert.equal(counted.get(`${sidecar}.passthrough`), 2);
     assert.equal(counted.get(`${sidecar}.plaintext_pod`), 1);
     // Right after: the sidecar is still up, the finished application starts afresh.
     const again = await up("passthrough-mtls");
     passthroughDecisions(again);
-    assert.equal(counters(again).get(`${sidecar}.mtls`), 6, again.join("\n"));
+    assert.equal(counters(again).get(`${sidecar}.mtls`), 4, again.join("\n"));
   });
 
   it("passthrough-mtls-subset: the same decisions, while the direct-mode sidecar still runs", async () => {
     assert.ok(projectContainers().includes("passthrough-mtls-sidecar running"), projectContainers().join("\n"));
     const lines = await up("passthrough-mtls-subset");
     passthroughDecisions(lines);
-    assert.equal(counters(lines).get(`${sidecar}.mtls`), 3, lines.join("\n"));
+    assert.equal(counters(lines).get(`${sidecar}.mtls`), 2, lines.join("\n"));
+    assert.equal(counters(lines).get(`${sidecar}.headless`), 1);
   });
 
   it("counters on demand: the command the header gives prints them", () => {
     const printed = docker(["compose", "run", "--rm", "passthrough-mtls", "node", "scripts/compose/admin.mjs"]);
-    assert.match(printed, /counter wasmcustom\.passthrough_mtls\.mtls = 6$/m);
+    assert.match(printed, /counter wasmcustom\.passthrough_mtls\.mtls = 4$/m);
   });
 
   it("tunnel-port: port 80 tunnelled to p1 and accepted, port 81 refused by the server", async () => {
