@@ -62,7 +62,7 @@ export const SCENARIOS: Record<string, Scenario> = {
     targets: [
       { address: "127.0.0.2", port: 10000, what: "route 127.0.0.2 -> backend_a", expect: "backend_a" },
       { address: "127.0.0.3", port: 10000, what: "route 127.0.0.3 -> backend_b", expect: "backend_b" },
-      { address: "127.0.0.4", port: 10000, what: "no route: default_cluster", expect: "backend_default" },
+      { address: "127.0.0.4", port: 10000, what: "no route: tcp_proxy's own cluster", expect: "backend_default" },
     ],
     liveUpdates: false,
   },

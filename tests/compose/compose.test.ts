@@ -52,12 +52,20 @@ function processesIn(netns: string): number[] {
   return found;
 }
 
-/** One run of the topologies in a fresh private namespace; resolves with its exit code and namespace. */
-function runInner(): Promise<{ code: number | null; netns: string }> {
+/** One run of the topologies in a fresh private namespace; resolves with its exit code, report and namespace. */
+function runInner(): Promise<{ code: number | null; report: string; netns: string }> {
   return new Promise((done) => {
+    // Without NODE_TEST_CONTEXT: node --test inside a test would otherwise skip its files.
+    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
     const child = spawn("bash", ["scripts/docker-netns.sh", "node", "--import", "tsx", "--test", "--test-reporter=spec", "tests/compose/topologies.inner.ts"], {
       cwd: REPO_ROOT,
-      stdio: ["ignore", "inherit", "inherit"],
+      env,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let report = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      report += chunk.toString();
+      process.stderr.write(chunk);
     });
     const own = readlinkSync("/proc/self/ns/net");
     let netns = "";
@@ -73,7 +81,7 @@ function runInner(): Promise<{ code: number | null; netns: string }> {
     }, 20);
     child.on("close", (code) => {
       clearInterval(watch);
-      done({ code, netns });
+      done({ code, report, netns });
     });
   });
 }
@@ -90,9 +98,12 @@ describe("docker compose (npm run test:compose)", { concurrency: false }, () => 
   for (const round of ["first run", "second run, right after"]) {
     it(`${round}: every topology in the header shows what the README says`, async () => {
       const started = Date.now();
-      const { code, netns } = await runInner();
+      const { code, report, netns } = await runInner();
       console.log(`# ${round}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
       assert.equal(code, 0, "tests/compose/topologies.inner.ts failed (its report is above)");
+      // Every test of the inner file ran and passed: none skipped, none missing.
+      assert.match(report, /ℹ pass 9\b/, "the inner run did not pass all 9 of its tests");
+      assert.match(report, /ℹ skipped 0\b/);
       assert.ok(netns, "the run never entered a private network namespace");
       // Container shims, dockerd, containerd: none may outlive the run.
       assert.deepEqual(processesIn(netns), [], `processes left in ${netns}`);

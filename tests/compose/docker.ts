@@ -116,7 +116,8 @@ export function counters(lines: string[]): Map<string, number> {
 export function decisions(lines: string[]): Map<string, string> {
   const seen = new Map<string, string>();
   for (const line of lines) {
-    const match = /^(\d+\.\d+\.\d+\.\d+:\d+)\s.*?-> (.*)$/.exec(line);
+    // The answer follows the last " -> " (the description may contain arrows too).
+    const match = /^(\d+\.\d+\.\d+\.\d+:\d+)\s.* -> (.*)$/.exec(line);
     if (match) seen.set(match[1]!, match[2]!.trim());
   }
   return seen;

@@ -9,7 +9,7 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { REPO_ROOT } from "../support/paths.js";
-import { appLines, counters, decisions, docker, run, Session } from "./docker.js";
+import { appLines, counters, decisions, docker, engineEnv, run, Session } from "./docker.js";
 import { headerCommands, type HeaderCommand } from "./header.js";
 
 const PEER = "peer=URI:spiffe://cluster.local/ns/default/sa/sleep";
@@ -38,6 +38,8 @@ describe("docker-compose.yml topologies on a real engine", { concurrency: false 
   before(() => {
     // Fails (never skips) when the engine cannot start: its log is on stderr.
     script("scripts/docker-engine.sh", "start");
+    // What `eval "$(scripts/docker-engine.sh env)"` gives a shell.
+    Object.assign(process.env, engineEnv());
     script("scripts/docker-images.sh", "build");
     // A run that was killed may have left containers in the engine's data root.
     docker(["compose", "down", "--remove-orphans", "--timeout", "2"]);
@@ -70,7 +72,8 @@ describe("docker-compose.yml topologies on a real engine", { concurrency: false 
     assert.equal(seen.get("127.0.0.4:10000"), "backend_default");
     const counted = counters(lines);
     assert.equal(counted.get("127.0.0.1:9901 wasmcustom.probe.routed"), 2, lines.join("\n"));
-    assert.equal(counted.get("127.0.0.1:9901 wasmcustom.probe.defaulted"), 1);
+    // 127.0.0.4 has no route and the config no default_cluster: tcp_proxy's own cluster.
+    assert.equal(counted.get("127.0.0.1:9901 wasmcustom.probe.unmatched"), 1);
   });
 
   const passthroughDecisions = (lines: string[]) => {
