@@ -10,6 +10,7 @@
 #   scripts/docker-engine.sh start     start dockerd (inside scripts/docker-netns.sh only)
 #   scripts/docker-engine.sh stop      stop it and every container process it left
 #   scripts/docker-engine.sh env       print the DOCKER_HOST/DOCKER_CONFIG exports for a shell
+#                                      (and PATH with the package's docker CLI if the machine has none)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cache="$root/.cache/docker"
@@ -24,6 +25,7 @@ packages=(
 # Short, per-checkout runtime paths (unix socket paths are limited to 108 bytes).
 run="/tmp/mdf-docker-$(printf %s "$root" | sha256sum | cut -c1-8)"
 data="$cache/data"
+machine_path="$PATH"
 export PATH="$engine/usr/bin:$engine/usr/sbin:$PATH"
 
 die() { echo "docker-engine: $*" >&2; exit 1; }
@@ -49,10 +51,15 @@ install() {
 
 alive() { [[ -f "$run/dockerd.pid" ]] && kill -0 "$(cat "$run/dockerd.pid")" 2>/dev/null; }
 
-client() {
-  # The machine's docker CLI if it has one, else the one in the docker.io package.
-  local cli; cli="$(PATH="${PATH#"$engine/usr/bin:$engine/usr/sbin:"}" command -v docker || echo "$engine/usr/bin/docker")"
-  DOCKER_HOST="unix://$run/docker.sock" "$cli" "$@"
+# The machine's docker CLI if it has one, else the one in the docker.io package.
+cli() { PATH="$machine_path" command -v docker || echo "$engine/usr/bin/docker"; }
+
+client() { DOCKER_HOST="unix://$run/docker.sock" "$(cli)" "$@"; }
+
+print_env() {
+  local path=""
+  [[ "$(cli)" == "$engine/"* ]] && path=" PATH=$engine/usr/bin:$machine_path"
+  echo "export DOCKER_HOST=unix://$run/docker.sock DOCKER_CONFIG=$cache/cli DOCKER_BUILDKIT=0$path"
 }
 
 start() {
@@ -97,6 +104,6 @@ case "${1:-}" in
   install) install ;;
   start) start ;;
   stop) stop ;;
-  env) echo "export DOCKER_HOST=unix://$run/docker.sock DOCKER_CONFIG=$cache/cli DOCKER_BUILDKIT=0" ;;
+  env) print_env ;;
   *) die "usage: scripts/docker-engine.sh install|start|stop|env" ;;
 esac
