@@ -101,6 +101,7 @@ build_all() {
   ln "$(readlink -f "$envoy_bin")" "$ctx/envoy" 2>/dev/null || cp "$(readlink -f "$envoy_bin")" "$ctx/envoy"
   build "envoyproxy/envoy:v$envoy_version" "$ctx" "$standin/envoy.Dockerfile" \
     "$( (cat "$standin"/envoy*; stat -c %a "$standin"/envoy*) | sha256sum | cut -c1-16)-$envoy_version-$base"
+  rm -rf "$ctx"
 
   node_bin="$(command -v node)"
   node_version="$("$node_bin" --version)"
@@ -117,6 +118,7 @@ build_all() {
     echo " $(sha256sum "$ctx/apt-repo/Packages" | cut -d' ' -f1) $(stat -c %s "$ctx/apt-repo/Packages") Packages"; } > "$ctx/apt-repo/Release"
   hash="$(cat "$standin/node.Dockerfile" "$ctx/apt-repo/Packages" | sha256sum | cut -c1-16)-$node_version-$base"
   build node:20-bookworm-slim "$ctx" "$standin/node.Dockerfile" "$hash"
+  rm -rf "$ctx"
   # node:20-alpine: no Alpine packages are reachable here, so the same Debian image stands in.
   docker tag node:20-bookworm-slim node:20-alpine
 }
