@@ -36,9 +36,11 @@ install() {
   if [[ -x "$engine/usr/sbin/dockerd" && "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then return; fi
   command -v apt-get >/dev/null || die "'apt-get' not found (the engine comes from Debian's docker.io package)"
   mkdir -p "$cache/debs"
-  (cd "$cache/debs" && apt-get download -q "${packages[@]}" >"$cache/debs/download.log" 2>&1) || {
+  # A machine whose package lists are missing or stale gets one `apt-get update`, then a retry.
+  (cd "$cache/debs" && { apt-get download -q "${packages[@]}" || { apt-get update -qq && apt-get download -q "${packages[@]}"; }; } \
+    >"$cache/debs/download.log" 2>&1) || {
     cat "$cache/debs/download.log" >&2
-    die "apt-get download ${packages[*]} failed (run 'apt-get update'? is the pinned version still on the mirror?)"
+    die "apt-get download ${packages[*]} failed (is the pinned version still on the mirror?)"
   }
   rm -rf "$engine.tmp" && mkdir -p "$engine.tmp"
   for spec in "${packages[@]}"; do

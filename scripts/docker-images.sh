@@ -35,7 +35,9 @@ fetch_debs() {
     compgen -G "$cache/debs/${name}_${version//:/%3a}_*.deb" >/dev/null || missing+=("$spec")
   done
   [[ ${#missing[@]} -eq 0 ]] && return
-  (cd "$cache/debs" && apt-get download -q "${missing[@]}" >"$cache/debs/download.log" 2>&1) ||
+  # A machine whose package lists are missing or stale gets one `apt-get update`, then a retry.
+  (cd "$cache/debs" && { apt-get download -q "${missing[@]}" || { apt-get update -qq && apt-get download -q "${missing[@]}"; }; } \
+    >"$cache/debs/download.log" 2>&1) ||
     { cat "$cache/debs/download.log" >&2; die "apt-get download ${missing[*]} failed"; }
 }
 deb_path() { local name="${1%%=*}" version="${1#*=}"; ls "$cache/debs/${name}_${version//:/%3a}_"*.deb; }
