@@ -97,7 +97,10 @@ build_all() {
   envoy_version="$(node -p 'require(process.argv[1]).config.envoyVersion' "$root/package.json")"
   envoy_bin="$root/.venv/envoy"
   [[ -x "$envoy_bin" ]] || die "$envoy_bin missing (npm run setup installs the pinned Envoy)"
-  "$envoy_bin" --version | grep -q "/$envoy_version/" || die "$envoy_bin is not Envoy $envoy_version"
+  # Into a variable first: `envoy --version | grep -q` under pipefail fails when grep exits early
+  # and Envoy gets SIGPIPE.
+  local found; found="$("$envoy_bin" --version)"
+  [[ "$found" == *"/$envoy_version/"* ]] || die "$envoy_bin is not Envoy $envoy_version ($found)"
   ctx="$cache/contexts/envoy" && rm -rf "$ctx" && mkdir -p "$ctx"
   cp "$standin/envoy-entrypoint.sh" "$standin/envoy-default.yaml" "$ctx/"
   ln "$(readlink -f "$envoy_bin")" "$ctx/envoy" 2>/dev/null || cp "$(readlink -f "$envoy_bin")" "$ctx/envoy"
