@@ -1,48 +1,106 @@
-// docker-compose's `mesh-pod`: plays a Kubernetes pod's network namespace for the
-// passthrough_mtls services. It starts the demo pods on loopback addresses, installs the
-// sidecar-style capture (iptables REDIRECT of the application's address to 15001), waits for
-// the sidecar Envoy that shares this namespace, then dials every demo destination once and
-// prints where each went. It stays up so you can dial more (`docker compose exec mesh-pod ...`).
-import { CLIENT_ADDRESS, captureOutbound } from "../../tests/support/capture.js";
+// The application of each docker-compose topology (services probe, passthrough-mtls,
+// passthrough-mtls-subset, tunnel-port, waypoint-route; MESH_POD_SCENARIO picks the entry in
+// scenarios.ts). It runs in its pod's network namespace (a `*-pod` service owns it, like a
+// Kubernetes pause container) next to the Envoy sidecars: it starts the pods it serves itself,
+// installs the sidecar-style capture (iptables REDIRECT of 127.0.0.100 to 15001), waits for
+// every Envoy to be LIVE, dials each destination once, prints where it went and the filter's
+// counters, and exits (0 when every answer is the one the README promises), so the next
+// `docker compose up <topology>` runs it afresh. With live updates (waypoint_route) it stays
+// and dials again each time the sidecar applies a new ECDS config, until Ctrl-C.
+import { connect } from "node:net";
+import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../../tests/support/capture.js";
 import { sleep } from "../../tests/support/envoy.js";
-import { startTlsPod } from "../../tests/support/pods.js";
-import { exchange, startBackend } from "../../tests/support/tcp.js";
+import { exchange } from "../../tests/support/tcp.js";
 import { CERT_DIR } from "../demo-certs.js";
+import { counterLines, live, stats } from "./admin.mjs";
+import { SCENARIOS, type Scenario } from "./scenarios.js";
 
-async function waitForSidecar(): Promise<void> {
-  for (;;) {
-    try {
-      const response = await fetch("http://127.0.0.1:15000/ready");
-      if ((await response.text()).trim() === "LIVE") return;
-    } catch {
-      // not up yet
-    }
-    await sleep(500);
+const name = process.env.MESH_POD_SCENARIO ?? "";
+const scenario = SCENARIOS[name];
+if (!scenario) {
+  console.error(`mesh-pod: MESH_POD_SCENARIO=${JSON.stringify(name)} is not one of ${Object.keys(SCENARIOS).join(", ")}`);
+  process.exit(2);
+}
+
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = connect({ host, port });
+    socket.once("connect", () => (socket.destroy(), done(true)));
+    socket.once("error", () => done(false));
+  });
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (let waited = 0; !(await check()); waited += 250) {
+    if (waited === 10_000) console.log(`still waiting for ${what}`);
+    await sleep(250);
   }
 }
 
-await startTlsPod("httpbin-0", "127.0.0.11", 8443, CERT_DIR, "pod-a");
-await startBackend("legacy-0", "127.0.0.12", 8080);
-await startTlsPod("reviews-0", "127.0.0.13", 8443, CERT_DIR, "pod-c");
-await startTlsPod("db-0", "127.0.0.14", 5432, CERT_DIR, "pod-h");
-await startBackend("outside", "127.0.0.30", 9000);
-// tunnel_port's application on pod p1 (its sidecar: the tunnel-port-server service).
-await startBackend("app-p1-9376", "127.0.0.21", 9376);
-// waypoint_route's backends behind the local (net1) and remote (net2) waypoints.
-await startBackend("backend-net1", "127.0.0.42", 9080);
-await startBackend("backend-net2", "127.0.0.62", 9080);
-captureOutbound(15001);
-console.log("mesh-pod: pods up, capture installed; waiting for the sidecar on 127.0.0.1:15000");
-await waitForSidecar();
-const SCENARIOS: Record<string, ReadonlyArray<readonly [string, number]>> = {
-  passthrough_mtls: [["127.0.0.11", 8443], ["127.0.0.13", 8443], ["127.0.0.12", 8080], ["127.0.0.14", 5432], ["127.0.0.30", 9000]],
-  tunnel_port: [["127.10.0.2", 80], ["127.10.0.2", 81], ["127.0.0.30", 9000]],
-  waypoint_route: [["127.10.1.1", 80], ["127.10.1.3", 80]],
-};
-const destinations = SCENARIOS[process.env.MESH_POD_SCENARIO ?? "passthrough_mtls"] ?? SCENARIOS.passthrough_mtls!;
-for (const [address, port] of destinations) {
-  const reply = await exchange(address, port, "hello", 10_000, CLIENT_ADDRESS);
-  const first = reply.received.toString().split("\n")[0] || "(refused, nothing sent)";
-  console.log(`mesh-pod: ${address}:${port} -> ${first}`);
+/** Dials every target; returns how many answered as expected (`judge`: print the verdict). */
+async function dialAll(targets: Scenario["targets"], judge: boolean): Promise<number> {
+  let asExpected = 0;
+  for (const target of targets) {
+    const reply = await exchange(target.address, target.port, "hello", 10_000, scenario!.capture ? CLIENT_ADDRESS : undefined);
+    const text = reply.received.toString();
+    const first = text.split("\n")[0] ?? "";
+    const pass = target.expect === "" ? text === "" : first === target.expect && text.endsWith("hello");
+    if (pass) asExpected++;
+    const seen = text === "" ? "refused, nothing received" : first;
+    const verdict = judge ? (pass ? "" : `   <-- WRONG, expected ${target.expect || "a refusal"}`) : "";
+    console.log(`${`${target.address}:${target.port}`.padEnd(17)} ${target.what.padEnd(50)} -> ${seen}${verdict}`);
+  }
+  return asExpected;
 }
-console.log("mesh-pod: done; counters: curl -s 127.0.0.1:15000/stats | grep wasmcustom");
+
+/** The filter's counters that moved (the rest are 0), per Envoy. */
+async function printCounters(): Promise<void> {
+  for (const admin of scenario!.admins) {
+    const lines = await counterLines(admin, scenario!.counters);
+    for (const line of lines) if (!line.endsWith(" = 0")) console.log(`${admin.padEnd(17)} ${line}`);
+  }
+}
+
+/** The sidecar's ECDS counters: `config_reload` moves when it applies a new extension config, `update_rejected` when it refuses one. */
+async function ecds(): Promise<{ applied: number; refused: number }> {
+  const counts = { applied: 0, refused: 0 };
+  for (const [stat, value] of await stats(scenario!.admins[0]!)) {
+    if (!stat.startsWith("extension_config_discovery.")) continue;
+    if (stat.endsWith(".config_reload")) counts.applied += value;
+    if (stat.endsWith(".update_rejected")) counts.refused += value;
+  }
+  return counts;
+}
+
+const pods = await scenario.startPods(CERT_DIR);
+if (scenario.capture) {
+  // The pod's namespace outlives this container: a rerun replaces the rules it left.
+  releaseCapture();
+  captureOutbound(15001);
+}
+for (const [host, port] of scenario.waitFor) await waitUntil(`${host}:${port}`, () => accepts(host, port));
+for (const admin of scenario.admins) await waitUntil(`the Envoy at ${admin}`, () => live(admin));
+console.log(`${name}: every Envoy is LIVE; dialling from ${scenario.capture ? `${CLIENT_ADDRESS} (captured to 127.0.0.1:15001)` : "the host network"}`);
+const asExpected = await dialAll(scenario.targets, true);
+await printCounters();
+console.log(`${name}: ${asExpected} of ${scenario.targets.length} destinations answered as expected`);
+
+if (!scenario.liveUpdates) {
+  for (const pod of pods) await pod.close();
+  process.exit(asExpected === scenario.targets.length ? 0 : 1);
+}
+console.log(`${name}: watching for live updates (replace envoy-configs/waypoint_route_plugin/waypoint_route.yaml); Ctrl-C to stop`);
+let seen = await ecds();
+for (;;) {
+  await sleep(250);
+  const now = await ecds().catch(() => seen);
+  if (now.refused !== seen.refused) {
+    console.log(`${name}: the sidecar refused the new plugin config (its log names the field); the previous one stays in force`);
+  }
+  if (now.applied !== seen.applied) {
+    console.log(`${name}: the sidecar applied a new plugin config (ECDS reloads: ${now.applied}); dialling again`);
+    await dialAll(scenario.targets, false);
+    await printCounters();
+  }
+  seen = now;
+}
