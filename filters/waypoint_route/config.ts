@@ -3,7 +3,7 @@
 import { ByteSource, ConfigReader } from "../../assembly/json";
 import { Address, IpParse, Mesh, MeshDocument, parseIpString, parseMeshDocument, parseMeshSource } from "../../assembly/mesh";
 
-const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "unknownDestination"];
+const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "plainCluster", "unknownDestination"];
 
 export class WaypointConfig {
   constructor(
@@ -14,6 +14,8 @@ export class WaypointConfig {
     readonly hboneCluster: ArrayBuffer,
     readonly doubleHboneCluster: ArrayBuffer,
     readonly refuseUnknown: bool,
+    /** ORIGINAL_DST plain-TCP cluster for local service endpoints without HBONE (rule 7). */
+    readonly plainCluster: ArrayBuffer = String.UTF8.encode("waypoint_route_plain"),
   ) {
     // Per-service texts the decision writes to the host, built once here so that no
     // connection builds a string: the comma-joined SAN list and the hostname, as UTF-8.
@@ -75,9 +77,11 @@ function configOf(doc: MeshDocument): WaypointConfigResult {
   const local = reader.requireString(root, "localWorkload", "");
   const hbone = reader.optionalString(root, "hboneCluster", "", "waypoint_route_hbone");
   const double = reader.optionalString(root, "doubleHboneCluster", "", "waypoint_route_double_hbone");
+  const plain = reader.optionalString(root, "plainCluster", "", "waypoint_route_plain");
   const unknown = reader.optionalEnum(root, "unknownDestination", "", ["passthrough", "refuse"], "passthrough");
   if (!reader.failed() && hbone.length == 0) reader.fail("hboneCluster", "must not be empty");
   if (!reader.failed() && double.length == 0) reader.fail("doubleHboneCluster", "must not be empty");
+  if (!reader.failed() && plain.length == 0) reader.fail("plainCluster", "must not be empty");
   if (reader.failed()) return refuse(reader.error());
   const mesh = doc.mesh;
   if (mesh === null) return refuse(doc.error);
@@ -94,7 +98,7 @@ function configOf(doc: MeshDocument): WaypointConfigResult {
     return refuse(reader.error());
   }
   return new WaypointConfigResult(
-    new WaypointConfig(mesh, source, mesh.workloadNetwork(source), String.UTF8.encode(hbone), String.UTF8.encode(double), unknown == "refuse"),
+    new WaypointConfig(mesh, source, mesh.workloadNetwork(source), String.UTF8.encode(hbone), String.UTF8.encode(double), unknown == "refuse", String.UTF8.encode(plain)),
     "",
   );
 }
