@@ -8,11 +8,13 @@ import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { CLIENT_ADDRESS } from "../support/capture.js";
 import { sleep } from "../support/envoy.js";
-import { exchange } from "../support/tcp.js";
+import { exchange, startBackend } from "../support/tcp.js";
 import { gatewayWithCert, WaypointTopology } from "../../scripts/demo/waypoint_route_topology.js";
 
 const VIP = "127.10.1.1"; // my-svc.default: waypoint local (net1) and remote (net2, behind the gateway)
 const ISOLATED_VIP = "127.10.1.3"; // its only waypoint instance is on net3, which has no gateway
+const APP_POD = "127.0.0.43"; // default/app-0: its workload's own waypoint is the waypoint service; nothing listens on it
+const LEGACY_VIP = "127.10.1.4"; // legacy.default: 80 -> 9081, its only endpoint default/legacy-0 (127.0.0.44) has no sidecar
 const HOSTNAME_AUTHORITY = "my-svc.default.svc.cluster.local:80";
 const SLEEP = "spiffe://cluster.local/ns/default/sa/sleep";
 
@@ -48,6 +50,33 @@ describe("waypoint_route: single and double HBONE in the real Envoy", () => {
     const line = new RegExp(`waypoint authority=${VIP.replaceAll(".", "\\.")}:80 peer=${SLEEP.replaceAll("/", "\\/")} `);
     assert.match(await mesh.localWaypoint.waitForAccessLog(line), line);
     assert.equal(counter(await mesh.client.stats(), "hbone_waypoint"), 1);
+  });
+
+  it("sends a pod IP whose workload has its own waypoint through that waypoint with :authority podIP:port (rule 5)", async () => {
+    // Nothing listens on the pod's address: the reply can only come through the waypoint.
+    const payload = randomBytes(64 * 1024);
+    const reply = await exchange(APP_POD, 80, payload, 10_000, CLIENT_ADDRESS);
+    assert.deepEqual(reply.received, Buffer.concat([Buffer.from("backend-net1\n"), payload]));
+    const line = new RegExp(`waypoint authority=${APP_POD.replaceAll(".", "\\.")}:80 peer=${SLEEP.replaceAll("/", "\\/")} `);
+    assert.match(await mesh.localWaypoint.waitForAccessLog(line), line);
+    assert.equal(counter(await mesh.client.stats(), "hbone_pod_waypoint"), 1);
+  });
+
+  it("reaches a service endpoint without a sidecar by plain TCP to podIP:targetPort over the plain cluster (rule 7)", async () => {
+    const legacy = await startBackend("legacy-plain", "127.0.0.44", 9081);
+    try {
+      const payload = randomBytes(64 * 1024);
+      const reply = await exchange(LEGACY_VIP, 80, payload, 10_000, CLIENT_ADDRESS);
+      assert.deepEqual(reply.received, Buffer.concat([Buffer.from("legacy-plain\n"), payload]));
+      assert.equal(legacy.accepted, 1);
+      const line = /client dst=127\.10\.1\.4:80 cluster=waypoint_route_plain upstream=127\.0\.0\.44:9081 authority=- upstream_peer=- /;
+      assert.match(await mesh.client.waitForAccessLog(line), line);
+      const stats = await mesh.client.stats();
+      assert.equal(counter(stats, "plaintext_endpoint"), 1);
+      assert.equal(stats.get("cluster.waypoint_route_plain.upstream_cx_total"), 1);
+    } finally {
+      await legacy.close();
+    }
   });
 
   it("fails over through the gateway to the remote waypoint when the local one is marked unhealthy, without a restart", async () => {
