@@ -867,14 +867,14 @@ describe("waypoint_route decision: rule 7, endpoints without HBONE", () => {
 });
 
 describe("waypoint_route decision: rule 8, HBONE port maps of gateway and waypoint services", () => {
-  it("refuses as unknown gateway a gateway service that does not expose the gateway's HBONE port", () => {
+  it("refuses as unknown gateway (its own counter) a gateway service that does not expose the gateway's HBONE port", () => {
     const c = config(farWaypoint(
       `{"hostname": "` + GW_SVC + `"}`,
       gatewayPod("gw-a", "172.16.2.11", "net2"),
       `{"hostname": "` + GW_SVC + `", "ports": {"15443": 15443}, "endpoints": [{"workload": "gw-a"}]}`,
     ));
     const d = decideFor(c, "10.2.0.60:80");
-    expect(d.outcome).toBe(Outcome.ErrorUnknownGateway);
+    expect(d.outcome).toBe(Outcome.ErrorUnknownGatewayPort);
     expect(d.rule).toBe(8);
     // A gateway with hboneMtlsPort 15443 that the service lists is fine.
     const listed = config(farWaypoint(
@@ -899,7 +899,7 @@ describe("waypoint_route decision: rule 8, HBONE port maps of gateway and waypoi
     expect(nextHop(decideFor(c, "10.2.3.2:80"))).toBe("10.1.0.52:15099");
   });
 
-  it("refuses as unknown waypoint a waypoint service that does not list the waypoint's HBONE port", () => {
+  it("refuses as unknown waypoint (its own counter) a waypoint service that does not list the waypoint's HBONE port, for a pod's waypoint too", () => {
     const c = config(withSource(
       istio("wp-a", "10.1.0.51", "net1", "r1/z1"),
       `{"hostname": "s.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.3.1"}], "ports": {"80": 8080},
@@ -907,9 +907,14 @@ describe("waypoint_route decision: rule 8, HBONE port maps of gateway and waypoi
        {"hostname": "w.default.svc.cluster.local", "ports": {"15021": 15021}, "endpoints": [{"workload": "wp-a"}]}`,
     ));
     const d = decideFor(c, "10.2.3.1:80");
-    expect(d.outcome).toBe(Outcome.ErrorUnknownWaypoint);
+    expect(d.outcome).toBe(Outcome.ErrorUnknownWaypointPort);
     expect(d.rule).toBe(8);
     expect(nextHop(d)).toBe("");
+    const pods = config(withSource(
+      istio("wp-a", "10.1.0.51", "net1", "r1/z1") + ", " + istio("app", "10.1.6.1", "net1", "r1/z1", `, "waypoint": {"hostname": "w.default.svc.cluster.local"}`),
+      `{"hostname": "w.default.svc.cluster.local", "ports": {"15021": 15021}, "endpoints": [{"workload": "wp-a"}]}`,
+    ));
+    expect(decideFor(pods, "10.1.6.1:8080").outcome).toBe(Outcome.ErrorUnknownWaypointPort);
   });
 });
 

@@ -22,7 +22,7 @@ import { Decision, HBONE_PORT, Outcome } from "./decision";
 import { resolveGateway } from "./gateway";
 import { addressLike, bestOf, candidatesOf, innerSansOf, sansOf, Scratch } from "./select";
 
-export { Decision, HBONE_PORT, isError, Outcome, OUTCOME_NAMES } from "./decision";
+export { Decision, HBONE_PORT, Outcome, OUTCOME_NAMES } from "./decision";
 export { Scratch } from "./select";
 
 /** A waypoint reference's own address (a scratch: one connection at a time per VM). */
@@ -77,7 +77,7 @@ function chooseWaypoint(config: WaypointConfig, r: i32, dst: Address, scratch: S
   if (target == RefTarget.Service) {
     const ws = mesh.refIndex(r);
     // Rule 8: the waypoint service's port map translates the HBONE port; it must list it.
-    if (!mesh.exposesPort(ws, port)) return out.fail(error, 8, "the waypoint service does not list the waypoint's HBONE port");
+    if (!mesh.exposesPort(ws, port)) return out.fail(Outcome.ErrorUnknownWaypointPort, 8, "unknown waypoint: the waypoint service does not list the waypoint's HBONE port");
     const count = candidatesOf(config, ws, true, scratch);
     // Ranked by the waypoint service's own load-balancing preference, as ztunnel does.
     const best = bestOf(mesh, ws, config.source, scratch, count);

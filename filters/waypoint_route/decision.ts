@@ -33,6 +33,10 @@ export enum Outcome {
   ErrorUnlistedPort,
   /** Rule 5: the pod's own waypoint has no usable instance on this network. */
   ErrorUnknownPodWaypoint,
+  /** Rule 8: a gateway service that does not expose the gateway's HBONE port (an unknown gateway). */
+  ErrorUnknownGatewayPort,
+  /** Rule 8: a waypoint service that does not list the waypoint's HBONE port (an unknown waypoint). */
+  ErrorUnknownWaypointPort,
 }
 
 export const OUTCOME_NAMES: string[] = [
@@ -51,18 +55,9 @@ export const OUTCOME_NAMES: string[] = [
   "hbone_pod_waypoint",
   "error_unlisted_port",
   "error_unknown_pod_waypoint",
+  "error_unknown_gateway_port",
+  "error_unknown_waypoint_port",
 ];
-
-export function isError(outcome: Outcome): bool {
-  return (
-    outcome == Outcome.ErrorUnknownWaypoint ||
-    outcome == Outcome.ErrorNoValidDestination ||
-    outcome == Outcome.ErrorUnknownGateway ||
-    outcome == Outcome.ErrorNoEndpoint ||
-    outcome == Outcome.ErrorUnlistedPort ||
-    outcome == Outcome.ErrorUnknownPodWaypoint
-  );
-}
 
 export class Decision {
   outcome: Outcome = Outcome.Unknown;

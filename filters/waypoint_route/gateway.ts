@@ -39,7 +39,7 @@ export function resolveGateway(config: WaypointConfig, instance: i32, dst: Addre
   } else if (target == RefTarget.Service) {
     const gs = mesh.refIndex(g);
     // Rule 8: the gateway service must expose the HBONE port; its port map translates it.
-    if (!mesh.exposesPort(gs, port)) return out.fail(Outcome.ErrorUnknownGateway, 8, "the gateway service does not expose the gateway's HBONE port");
+    if (!mesh.exposesPort(gs, port)) return out.fail(Outcome.ErrorUnknownGatewayPort, 8, "unknown gateway: the gateway service does not expose the gateway's HBONE port");
     // Its first usable instance on the remote network (gateways need no sidecar of their own,
     // so tlsMode does not matter here).
     let chosen = -1;

@@ -110,6 +110,8 @@ export const TARGETS: readonly Target[] = [
       "hbone_pod_waypoint",
       "error_unlisted_port",
       "error_unknown_pod_waypoint",
+      "error_unknown_gateway_port",
+      "error_unknown_waypoint_port",
     ],
     extras: ["unknown_refused", "rejected"],
     closing: [
@@ -119,6 +121,8 @@ export const TARGETS: readonly Target[] = [
       "error_no_endpoint",
       "error_unlisted_port",
       "error_unknown_pod_waypoint",
+      "error_unknown_gateway_port",
+      "error_unknown_waypoint_port",
       "unknown_refused",
       "rejected",
     ],

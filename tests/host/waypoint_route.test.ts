@@ -129,6 +129,8 @@ const OUTCOMES = [
   "hbone_pod_waypoint",
   "error_unlisted_port",
   "error_unknown_pod_waypoint",
+  "error_unknown_gateway_port",
+  "error_unknown_waypoint_port",
 ] as const;
 const COUNTERS = [...OUTCOMES, "unknown_refused", "rejected"] as const;
 type OutcomeName = (typeof OUTCOMES)[number];
@@ -1214,9 +1216,9 @@ describe("waypoint_route rule 8: HBONE port maps of gateway and waypoint service
   it("refuses (unknown gateway) a gateway service that does not expose the gateway's HBONE port", async () => {
     const services = (WORLD.services as Json[]).map((s) => (s.hostname === EW2 ? { ...s, ports: { "15443": 15443 } } : s));
     const { host: h, conn } = await one(withHealth({ ...WORLD, services }, { "wp-local": false, "wp-net3": false }), "10.2.0.10:9080");
-    assertError(h, conn, "error_unknown_gateway", "10.2.0.10:9080");
-    assert.match(linesOf(h, conn, "warn")[0]!, /rule 8/);
-    assertCounters(h, { error_unknown_gateway: 1 });
+    assertError(h, conn, "error_unknown_gateway_port", "10.2.0.10:9080");
+    assert.match(linesOf(h, conn, "warn")[0]!, /rule 8: unknown gateway/);
+    assertCounters(h, { error_unknown_gateway_port: 1 });
   });
 
   it("translates the waypoint's HBONE port by the waypoint service's port map", async () => {
@@ -1228,8 +1230,9 @@ describe("waypoint_route rule 8: HBONE port maps of gateway and waypoint service
   it("refuses (unknown waypoint) a waypoint service that does not list the waypoint's HBONE port", async () => {
     const services = (WORLD.services as Json[]).map((s) => (s.hostname === WP ? { ...s, ports: { "15021": 15021 } } : s));
     const { host: h, conn } = await one({ ...WORLD, services }, "10.2.0.10:9080");
-    assertError(h, conn, "error_unknown_waypoint", "10.2.0.10:9080");
-    assert.match(linesOf(h, conn, "warn")[0]!, /rule 8/);
+    assertError(h, conn, "error_unknown_waypoint_port", "10.2.0.10:9080");
+    assert.match(linesOf(h, conn, "warn")[0]!, /rule 8: unknown waypoint/);
+    assertCounters(h, { error_unknown_waypoint_port: 1 });
   });
 });
 
