@@ -79,6 +79,46 @@ describe("waypoint_route: single and double HBONE in the real Envoy", () => {
     }
   });
 
+  it("accepts at the waypoint hop the waypoint service's SANs or the instance's own identity, and nothing else", async () => {
+    const original = mesh.snapshot();
+    const variant = (sans: string[], identity: string) => {
+      const next = structuredClone(original);
+      for (const service of next.services) if (service.hostname === "waypoint.default.svc.cluster.local") service.subjectAltNames = sans;
+      for (const workload of next.workloads) if (workload.uid === "default/waypoint-0") workload.identity = identity;
+      return JSON.stringify(next, null, 2);
+    };
+    const WAYPOINT = "spiffe://cluster.local/ns/default/sa/waypoint";
+    const OTHER = "spiffe://cluster.local/ns/default/sa/waypoint-canary";
+    const NOT_IT = "spiffe://cluster.local/ns/default/sa/not-the-waypoint";
+    const sanFailures = async () => (await mesh.client.stats()).get("cluster.waypoint_route_hbone.ssl.fail_verify_san") ?? 0;
+    /** Pushes a snapshot in which nothing matches what the waypoint presents, and waits until TLS refuses it. */
+    const refusedState = async () => {
+      const before = await sanFailures();
+      mesh.push(variant([OTHER], NOT_IT));
+      let failed = before;
+      for (let attempt = 0; attempt < 50 && failed === before; attempt++) {
+        await dial(VIP, "probe"); // the update takes a few milliseconds to arrive
+        failed = await sanFailures();
+      }
+      assert.ok(failed > before, "the waypoint's certificate must fail SAN verification");
+      assert.equal((await dial(VIP, "must not pass")).received.length, 0);
+    };
+    try {
+      // Each acceptance below follows a refused state, so it can only come from the new snapshot.
+      await refusedState();
+      // The service lists another identity only: the instance's own (what it presents) passes.
+      mesh.push(variant([OTHER], WAYPOINT));
+      assert.equal((await dialUntil("backend-net1", Buffer.from("instance identity"))).toString(), "backend-net1\ninstance identity");
+      await refusedState();
+      // The instance's identity is another one: the waypoint service's SANs pass.
+      mesh.push(variant([WAYPOINT], NOT_IT));
+      assert.equal((await dialUntil("backend-net1", Buffer.from("service SANs"))).toString(), "backend-net1\nservice SANs");
+    } finally {
+      mesh.push(JSON.stringify(original, null, 2));
+    }
+    assert.equal((await dialUntil("backend-net1", Buffer.from("restored"))).toString(), "backend-net1\nrestored");
+  });
+
   it("fails over through the gateway to the remote waypoint when the local one is marked unhealthy, without a restart", async () => {
     // A connection opened before the update keeps working after it.
     const open = connect({ host: VIP, port: 80, localAddress: CLIENT_ADDRESS });
