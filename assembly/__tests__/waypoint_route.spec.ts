@@ -4,7 +4,7 @@
 // hostname, pod IPs, IPv6, locality. Expected values come from the rules, not the implementation.
 // The compiled filter is tested through the proxy-wasm host in tests/host/waypoint_route.test.ts.
 import { parseWaypointConfig, WaypointConfig } from "../../filters/waypoint_route/config";
-import { Decision, decide, Outcome, Scratch } from "../../filters/waypoint_route/decide";
+import { Decision, decide, Outcome, OUTCOME_NAMES, outcomeName, Scratch } from "../../filters/waypoint_route/decide";
 import { Address, formatAddress, parseSocketAddressString } from "../mesh";
 
 // ---------------------------------------------------------------- helpers
@@ -1017,5 +1017,15 @@ describe("waypoint_route decision: identities at the waypoint hop", () => {
     const d = decideFor(c, "10.2.3.1:80");
     expect(d.outcome).toBe(Outcome.ErrorUnknownWaypoint);
     expect(nextHop(d)).not.toBe(""); // decided up to the identity check, then refused
+  });
+});
+
+describe("waypoint_route outcomes", () => {
+  it("names every outcome (one counter each), the last one included, and never reads past the names", () => {
+    expect(OUTCOME_NAMES.length).toBe(<i32>Outcome.ErrorUnknownWaypointPort + 1);
+    expect(outcomeName(Outcome.HboneWaypoint)).toBe("hbone_waypoint");
+    expect(outcomeName(Outcome.ErrorUnknownWaypointPort)).toBe("error_unknown_waypoint_port");
+    expect(outcomeName(<Outcome>99)).toBe("unnamed_outcome");
+    expect(outcomeName(<Outcome>-1)).toBe("unnamed_outcome");
   });
 });

@@ -22,7 +22,7 @@ import { Decision, HBONE_PORT, Outcome } from "./decision";
 import { resolveGateway } from "./gateway";
 import { addressLike, bestOf, candidatesOf, innerSansOf, sansOf, Scratch } from "./select";
 
-export { Decision, HBONE_PORT, Outcome, OUTCOME_NAMES } from "./decision";
+export { Decision, HBONE_PORT, Outcome, OUTCOME_NAMES, outcomeName } from "./decision";
 export { Scratch } from "./select";
 
 /** A waypoint reference's own address (a scratch: one connection at a time per VM). */

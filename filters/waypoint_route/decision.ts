@@ -59,6 +59,12 @@ export const OUTCOME_NAMES: string[] = [
   "error_unknown_waypoint_port",
 ];
 
+/** The counter name of an outcome (bounds-checked: a log line can never trap the VM). */
+export function outcomeName(outcome: Outcome): string {
+  const i = <i32>outcome;
+  return i >= 0 && i < OUTCOME_NAMES.length ? unchecked(OUTCOME_NAMES[i]) : "unnamed_outcome";
+}
+
 export class Decision {
   outcome: Outcome = Outcome.Unknown;
   /** The rule of problem 3 (docs/problems.md) that decided, 0 for none (unknown destination). */

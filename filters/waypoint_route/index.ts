@@ -29,7 +29,7 @@ import {
   WasmResult,
 } from "../../assembly/runtime";
 import { parseWaypointConfigFrom, WaypointConfig } from "./config";
-import { Decision, decide, Outcome, OUTCOME_NAMES, Scratch } from "./decide";
+import { Decision, decide, Outcome, OUTCOME_NAMES, outcomeName, Scratch } from "./decide";
 import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
@@ -179,18 +179,17 @@ class WaypointConnection extends ConnectionContext {
     if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
     if (logEnabled(LogLevel.Debug)) {
       const rule = d.rule > 0 ? "rule " + d.rule.toString() + ", " : "";
-      logDebug(destinationText(found, dst) + " -> " + unchecked(OUTCOME_NAMES[<i32>d.outcome]) + " (" + rule + (found ? d.reason : "no original destination") + "): plain TCP as dialled");
+      logDebug(destinationText(found, dst) + " -> " + outcomeName(d.outcome) + " (" + rule + (found ? d.reason : "no original destination") + "): plain TCP as dialled");
     }
     return FilterStatus.Continue;
   }
 
   private error(dst: Address, d: Decision): FilterStatus {
-    const rule = unchecked(OUTCOME_NAMES[<i32>d.outcome]);
     const config = this.root.config;
     if (logEnabled(LogLevel.Warn)) {
       let detail = "";
       if (config !== null && d.service >= 0) detail = " (service " + config.mesh.serviceHostname(d.service) + ")";
-      logWarn("closing connection to " + formatAddress(dst) + detail + ": " + rule + " (rule " + d.rule.toString() + ": " + d.reason + ")");
+      logWarn("closing connection to " + formatAddress(dst) + detail + ": " + outcomeName(d.outcome) + " (rule " + d.rule.toString() + ": " + d.reason + ")");
     }
     closeDownstream();
     return FilterStatus.StopIteration;
@@ -205,7 +204,7 @@ class WaypointConnection extends ConnectionContext {
 
   private trace(config: WaypointConfig, dst: Address, d: Decision, protocol: string): void {
     const mesh = config.mesh;
-    let line = formatAddress(dst) + " -> " + unchecked(OUTCOME_NAMES[<i32>d.outcome]) + " (rule " + d.rule.toString() + ", " + d.reason + "): " +
+    let line = formatAddress(dst) + " -> " + outcomeName(d.outcome) + " (rule " + d.rule.toString() + ", " + d.reason + "): " +
       protocol + " next hop " + formatAddress(d.nextHop);
     const sans = d.sans.toString();
     if (protocol == "double_hbone") line += ", :authority " + d.authority.toString() + " (outer and inner), gateway identity " + d.gatewaySans.toString() + ", inner identity " + sans;
