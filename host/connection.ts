@@ -9,7 +9,7 @@ import { FilterStateStore, type FilterStateWrite } from "./filter_state.js";
 import {
   buildPropertyTree,
   bool,
-  findProperty,
+  lookupProperty,
   int64,
   mergePropertyTrees,
   string,
@@ -240,10 +240,8 @@ export class Connection implements HostContext {
       ? [this.properties, this.upstreamProperties, this.host.pluginProperties]
       : [this.properties, this.host.pluginProperties];
     for (const layer of layers) {
-      const node = findProperty(layer, segments);
-      if (node === undefined) continue;
-      if (node instanceof Map) return { status: WasmResult.SerializationFailure };
-      return { status: WasmResult.Ok, bytes: node };
+      const found = lookupProperty(layer, segments);
+      if (found !== undefined) return found;
     }
     if (layers.some((layer) => layer.has(top))) return { status: WasmResult.NotFound };
     // Envoy falls back to filter state `wasm.<name>` for an unknown top-level name.

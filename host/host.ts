@@ -9,6 +9,7 @@ import { buildImports, type HostServices } from "./imports.js";
 import { LogSink, type HostLogLevel, type LogEntry } from "./logs.js";
 import { MetricIds, MetricStore } from "./metrics.js";
 import { checkModule } from "./module_check.js";
+import { encodeNode, type NodeInput } from "./node.js";
 import { buildPropertyTree, mergePropertyTrees, string, type PropertyInputTree, type PropertyMap } from "./properties.js";
 import { PluginRoot } from "./root.js";
 import { SharedData } from "./shared_data.js";
@@ -35,6 +36,11 @@ export interface HostOptions {
   readonly properties?: PropertyInputTree;
   /** xds.node as serialized protobuf bytes (absent when not given). */
   readonly node?: Uint8Array;
+  /**
+   * xds.node built from fields (e.g. `{ metadata: { NETWORK: "west" } }`, what Istio sets);
+   * sub-paths such as `xds.node.metadata.NETWORK` resolve as in Envoy. Ignored when `node` is given.
+   */
+  readonly nodeFields?: NodeInput;
   /** Run Envoy's throw-away configuration canary VM first. Default true. */
   readonly canary?: boolean;
   /** Wall clock in nanoseconds. Default: Date.now(). */
@@ -117,7 +123,8 @@ export class ProxyWasmHost {
       ]),
       buildPropertyTree(options.properties),
     );
-    if (options.node) mergePropertyTrees(this.pluginProperties, new Map([["xds", new Map([["node", options.node]])]]));
+    const node = options.node ?? (options.nodeFields && encodeNode(options.nodeFields));
+    if (node) mergePropertyTrees(this.pluginProperties, new Map([["xds", new Map([["node", node]])]]));
     const host = this;
     this.connectionHost = {
       get vm() {

@@ -25,4 +25,5 @@ export {
   type PropertyInput,
   type PropertyInputTree,
 } from "./properties.js";
+export { encodeNode, nodeSubProperty, type MetadataValue, type NodeInput } from "./node.js";
 export { BufferType, LOG_LEVELS, MetricType, PeerType, StreamType, WasmResult } from "./abi.js";

@@ -4,6 +4,9 @@
 // step down the tree, so the dotted form "destination.address" is a single (unknown) segment and
 // NOT_FOUND, as in Envoy. Encodings (Envoy's serializeValue): strings raw UTF-8, integers 8-byte
 // little-endian, bools 1 byte, durations/timestamps int64 nanoseconds, bytes/messages raw.
+import { WasmResult } from "./abi.js";
+import type { PropertyResult } from "./context.js";
+import { nodeSubProperty } from "./node.js";
 
 /** A property value in its Envoy encoding. */
 export type PropertyBytes = Uint8Array;
@@ -114,6 +117,22 @@ export function splitPropertyPath(path: string): string[] {
     start = end + 1;
   }
   return segments;
+}
+
+/**
+ * What the host answers for `segments` from `tree`, or undefined when the tree has nothing there
+ * (the caller tries its next layer). A sub-tree is SERIALIZATION_FAILURE; a path below
+ * `xds.node` descends into the Node message, as Envoy does (see node.ts).
+ */
+export function lookupProperty(tree: PropertyMap, segments: readonly string[]): PropertyResult | undefined {
+  if (segments.length > 2 && segments[0] === "xds" && segments[1] === "node") {
+    const node = findProperty(tree, ["xds", "node"]);
+    if (node instanceof Uint8Array) return nodeSubProperty(node, segments.slice(2));
+  }
+  const node = findProperty(tree, segments);
+  if (node === undefined) return undefined;
+  if (node instanceof Map) return { status: WasmResult.SerializationFailure };
+  return { status: WasmResult.Ok, bytes: node };
 }
 
 /** The node at `segments` below `tree`, or undefined. */

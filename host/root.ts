@@ -4,7 +4,7 @@
 import { BufferType, StreamType, WasmResult } from "./abi.js";
 import { ConstBuffer, type HostBuffer } from "./buffers.js";
 import type { HostContext, PropertyResult } from "./context.js";
-import { findProperty, type PropertyMap } from "./properties.js";
+import { lookupProperty, type PropertyMap } from "./properties.js";
 import type { WasmVm } from "./vm.js";
 
 export class PluginRoot implements HostContext {
@@ -31,10 +31,7 @@ export class PluginRoot implements HostContext {
   ) {}
 
   getProperty(segments: readonly string[]): PropertyResult {
-    const node = segments.length === 0 ? undefined : findProperty(this.pluginProperties, segments);
-    if (node === undefined) return { status: WasmResult.NotFound };
-    if (node instanceof Map) return { status: WasmResult.SerializationFailure };
-    return { status: WasmResult.Ok, bytes: node };
+    return (segments.length === 0 ? undefined : lookupProperty(this.pluginProperties, segments)) ?? { status: WasmResult.NotFound };
   }
 
   setProperty(): number {

@@ -36,3 +36,13 @@ export {
   parseMeshSource,
 } from "./parse";
 export { destinationText, readDestination } from "./destination";
+export {
+  LOCAL_NETWORK_FIELD,
+  LocalNetwork,
+  NetworkSource,
+  NODE_NETWORK_PATH,
+  NodeNetwork,
+  nodeNetworkFromHost,
+  readNodeNetwork,
+  resolveLocalNetwork,
+} from "./local_network";

@@ -2,7 +2,7 @@
 // parsed once per root context. See README.md for every field.
 import { ByteSource, ConfigReader } from "../../assembly/json";
 
-import { Mesh, MeshDocument, parseMeshDocument, parseMeshSource } from "../../assembly/mesh";
+import { LocalNetwork, Mesh, MeshDocument, NodeNetwork, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
 export const MODE_DIRECT = "direct";
 export const MODE_SUBSET = "subset";
@@ -17,6 +17,8 @@ export class PassthroughConfig {
     /** Interned id of this proxy's network ("" is always 0; another unknown name is -1). */
     readonly localNetwork: i32,
     readonly localNetworkName: string,
+    /** The name and where it came from (localNetwork, node metadata NETWORK or the default). */
+    readonly network: LocalNetwork,
     readonly subsetMode: bool,
     /** UTF-8 cluster names, encoded once: they go to the host as they are. */
     readonly mtlsCluster: ArrayBuffer,
@@ -37,20 +39,20 @@ function refuse(error: string): PassthroughConfigResult {
  * from the small object parseMeshDocument hands back. Own-field problems are reported before
  * mesh problems, as the fields are checked first.
  */
-export function parsePassthroughConfig(bytes: ArrayBuffer): PassthroughConfigResult {
-  return configOf(parseMeshDocument(bytes, OWN_FIELDS));
+export function parsePassthroughConfig(bytes: ArrayBuffer, node: NodeNetwork = NodeNetwork.absent()): PassthroughConfigResult {
+  return configOf(parseMeshDocument(bytes, OWN_FIELDS), node);
 }
 
 /** parsePassthroughConfig over the host's configuration, read in windows (never whole in memory). */
-export function parsePassthroughConfigFrom(source: ByteSource): PassthroughConfigResult {
-  return configOf(parseMeshSource(source, OWN_FIELDS));
+export function parsePassthroughConfigFrom(source: ByteSource, node: NodeNetwork): PassthroughConfigResult {
+  return configOf(parseMeshSource(source, OWN_FIELDS), node);
 }
 
-function configOf(doc: MeshDocument): PassthroughConfigResult {
+function configOf(doc: MeshDocument, node: NodeNetwork): PassthroughConfigResult {
   const root = doc.own;
   if (root === null) return refuse(doc.error); // JSON, root type or unknown field
   const reader = new ConfigReader();
-  const localNetwork = reader.optionalString(root, "localNetwork", "", "");
+  const network = resolveLocalNetwork(reader, root, node);
   const mode = reader.optionalEnum(root, "mode", "", [MODE_DIRECT, MODE_SUBSET], MODE_DIRECT);
   const mtlsCluster = reader.optionalString(root, "mtlsCluster", "", DEFAULT_MTLS_CLUSTER);
   const subsetCluster = reader.optionalString(root, "subsetCluster", "", DEFAULT_SUBSET_CLUSTER);
@@ -62,8 +64,9 @@ function configOf(doc: MeshDocument): PassthroughConfigResult {
   return new PassthroughConfigResult(
     new PassthroughConfig(
       mesh,
-      mesh.networkId(localNetwork),
-      localNetwork,
+      mesh.networkId(network.name),
+      network.name,
+      network,
       mode == MODE_SUBSET,
       String.UTF8.encode(mtlsCluster),
       String.UTF8.encode(subsetCluster),

@@ -2,7 +2,7 @@
 // passthrough as the fallback, headless services without per-pod listeners, and the endpoint
 // selection value envoy.lb.address. Everything is decided in on_new_connection, because
 // tcp_proxy picks its upstream right after it. See README.md.
-import { Address, formatAddress, readDestination, writeAddress } from "../../assembly/mesh";
+import { Address, formatAddress, readDestination, readNodeNetwork, writeAddress } from "../../assembly/mesh";
 import {
   ByteText,
   closeDownstream,
@@ -68,18 +68,19 @@ class PassthroughRoot extends RootContext {
 
   /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
   onConfigureSource(configuration: ByteSource): bool {
-    const result = parsePassthroughConfigFrom(configuration);
+    const result = parsePassthroughConfigFrom(configuration, readNodeNetwork());
     const config = result.config;
     if (config === null) {
       logError("invalid plugin configuration: " + result.error);
       return false;
     }
     if (config.mesh.workloadCount() > 0 && !hasWorkloadOn(config)) {
-      logWarn("localNetwork \"" + config.localNetworkName + "\" has no workloads: every connection will pass through");
+      logWarn("localNetwork " + config.network.describe() + " has no workloads: every connection will pass through");
     }
     logInfo(
       "configured: " + config.mesh.workloadCount().toString() + " workloads, " +
-      config.mesh.serviceCount().toString() + " services, mode " + (config.subsetMode ? "subset" : "direct"),
+      config.mesh.serviceCount().toString() + " services, mode " + (config.subsetMode ? "subset" : "direct") +
+      ", local network " + config.network.describe(),
     );
     this.config = config;
     return true;

@@ -2,7 +2,7 @@
 // server sidecar's inbound), the shared mesh model, and a few fields per role. See README.md.
 import { ByteSource, ConfigReader, JsonValue } from "../../assembly/json";
 import { PodMemberships } from "./memberships";
-import { Address, IpParse, Mesh, MESH_FIELDS, MeshLimits, MeshDocument, parseIpString, parseMeshDocument, parseMeshSource } from "../../assembly/mesh";
+import { Address, IpParse, LocalNetwork, Mesh, MESH_FIELDS, MeshLimits, MeshDocument, NetworkSource, NodeNetwork, parseIpString, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
 export const ROLE_CLIENT = "client";
 export const ROLE_SERVER = "server";
@@ -16,6 +16,8 @@ const SERVER_FIELDS = ["localWorkload", "appCluster"];
 export class TunnelConfig {
   mesh: Mesh;
   localNetwork: i32 = 0;
+  /** The network's name and where it came from (localNetwork, node metadata NETWORK, default). */
+  network: LocalNetwork = new LocalNetwork("", NetworkSource.Default);
   client: bool = true;
   // client
   tunnelCluster: ArrayBuffer = new ArrayBuffer(0);
@@ -52,13 +54,13 @@ function refuse(error: string): TunnelConfigResult {
  * Streams the configuration (no JSON tree: large meshes fit). The role comes first, then the
  * fields of that role (another role's fields are unknown here), then the mesh.
  */
-export function parseTunnelConfig(bytes: ArrayBuffer): TunnelConfigResult {
-  return tunnelConfigOf(parseMeshDocument(bytes, ALL_OWN_FIELDS));
+export function parseTunnelConfig(bytes: ArrayBuffer, node: NodeNetwork = NodeNetwork.absent()): TunnelConfigResult {
+  return tunnelConfigOf(parseMeshDocument(bytes, ALL_OWN_FIELDS), node);
 }
 
 /** parseTunnelConfig over the host's configuration, read in windows (never whole in memory). */
-export function parseTunnelConfigFrom(source: ByteSource): TunnelConfigResult {
-  return tunnelConfigOf(parseMeshSource(source, ALL_OWN_FIELDS, WITH_MEMBERSHIPS));
+export function parseTunnelConfigFrom(source: ByteSource, node: NodeNetwork): TunnelConfigResult {
+  return tunnelConfigOf(parseMeshSource(source, ALL_OWN_FIELDS, WITH_MEMBERSHIPS), node);
 }
 
 /** The client's PodMemberships index in the build's reservation (the role is read in the same
@@ -74,7 +76,7 @@ function withMemberships(): MeshLimits {
 
 const ALL_OWN_FIELDS = COMMON_FIELDS.concat(CLIENT_FIELDS).concat(SERVER_FIELDS);
 
-function tunnelConfigOf(doc: MeshDocument): TunnelConfigResult {
+function tunnelConfigOf(doc: MeshDocument, node: NodeNetwork): TunnelConfigResult {
   const root = doc.own;
   if (root === null) return refuse(doc.error); // JSON, root type or a field no role knows
   const reader = new ConfigReader();
@@ -82,13 +84,14 @@ function tunnelConfigOf(doc: MeshDocument): TunnelConfigResult {
   if (reader.failed()) return refuse(reader.error());
   const client = role == ROLE_CLIENT;
   reader.onlyKnownFields(root, "", COMMON_FIELDS.concat(client ? CLIENT_FIELDS : SERVER_FIELDS).concat(MESH_FIELDS));
-  const localNetwork = reader.optionalString(root, "localNetwork", "", "");
+  const network = resolveLocalNetwork(reader, root, node);
   if (reader.failed()) return refuse(reader.error());
   const mesh = doc.mesh;
   if (mesh === null) return refuse(doc.error);
   const config = new TunnelConfig(mesh);
   config.client = client;
-  config.localNetwork = mesh.networkId(localNetwork);
+  config.localNetwork = mesh.networkId(network.name);
+  config.network = network;
   if (client) readClient(reader, root, config);
   else readServer(reader, root, config);
   if (reader.failed()) return refuse(reader.error());
@@ -124,7 +127,7 @@ function readServer(reader: ConfigReader, root: JsonValue, config: TunnelConfig)
   const mesh = config.mesh;
   const w = mesh.workloadByAddress(config.localNetwork, address);
   if (w < 0) {
-    reader.fail("localWorkload", "no workload has address " + text + " on this network");
+    reader.fail("localWorkload", "no workload has address " + text + " on this network" + config.network.origin());
     return;
   }
   config.localWorkload = w;

@@ -5,7 +5,7 @@
 //   server - behind the server sidecar's CONNECT termination: checks both ports and the peer
 //            against what this workload serves, and refuses anything else.
 // Everything is decided in on_new_connection; nothing waits for client bytes. See README.md.
-import { Address, destinationText, formatAddress, readDestination, writeAddress } from "../../assembly/mesh";
+import { Address, destinationText, formatAddress, NetworkSource, readDestination, readNodeNetwork, writeAddress } from "../../assembly/mesh";
 import {
   ByteText,
   closeDownstream,
@@ -19,6 +19,7 @@ import {
   logDebug,
   logEnabled,
   logError,
+  logInfo,
   LogLevel,
   logWarn,
   ORIGINAL_DST_ADDRESS,
@@ -85,12 +86,13 @@ class TunnelRoot extends RootContext {
 
   /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
   onConfigureSource(configuration: ByteSource): bool {
-    const result = parseTunnelConfigFrom(configuration);
+    const result = parseTunnelConfigFrom(configuration, readNodeNetwork());
     const config = result.config;
     if (config === null) {
       logError("invalid plugin configuration: " + result.error);
       return false;
     }
+    if (config.network.source == NetworkSource.NodeMetadata) logInfo("local network " + config.network.describe());
     this.config = config;
     this.cursors = new Cursors(config.mesh.serviceCount());
     return true;

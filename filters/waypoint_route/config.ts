@@ -1,9 +1,9 @@
 // waypoint_route plugin configuration: the shared mesh model, this sidecar's own workload (its
 // network and locality drive every choice), and the two clusters. See README.md.
 import { ByteSource, ConfigReader } from "../../assembly/json";
-import { Address, IpParse, Mesh, MeshDocument, parseIpString, parseMeshDocument, parseMeshSource } from "../../assembly/mesh";
+import { Address, IpParse, LOCAL_NETWORK_FIELD, LocalNetwork, Mesh, MeshDocument, NetworkSource, NodeNetwork, parseIpString, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
-const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "plainCluster", "unknownDestination"];
+const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "plainCluster", "unknownDestination", LOCAL_NETWORK_FIELD];
 
 export class WaypointConfig {
   constructor(
@@ -14,6 +14,8 @@ export class WaypointConfig {
     readonly hboneCluster: ArrayBuffer,
     readonly doubleHboneCluster: ArrayBuffer,
     readonly refuseUnknown: bool,
+    /** Where the network came from: localNetwork, node metadata NETWORK, or the workload itself. */
+    readonly localNetwork: LocalNetwork = new LocalNetwork("", NetworkSource.Default),
     /** ORIGINAL_DST plain-TCP cluster for local service endpoints without HBONE (rule 7). */
     readonly plainCluster: ArrayBuffer = String.UTF8.encode("waypoint_route_plain"),
   ) {
@@ -61,16 +63,16 @@ function refuse(error: string): WaypointConfigResult {
 }
 
 /** Streams the configuration (no JSON tree: large meshes fit); own fields are checked first. */
-export function parseWaypointConfig(bytes: ArrayBuffer): WaypointConfigResult {
-  return configOf(parseMeshDocument(bytes, OWN_FIELDS));
+export function parseWaypointConfig(bytes: ArrayBuffer, node: NodeNetwork = NodeNetwork.absent()): WaypointConfigResult {
+  return configOf(parseMeshDocument(bytes, OWN_FIELDS), node);
 }
 
 /** parseWaypointConfig over the host's configuration, read in windows (never whole in memory). */
-export function parseWaypointConfigFrom(source: ByteSource): WaypointConfigResult {
-  return configOf(parseMeshSource(source, OWN_FIELDS));
+export function parseWaypointConfigFrom(source: ByteSource, node: NodeNetwork): WaypointConfigResult {
+  return configOf(parseMeshSource(source, OWN_FIELDS), node);
 }
 
-function configOf(doc: MeshDocument): WaypointConfigResult {
+function configOf(doc: MeshDocument, node: NodeNetwork): WaypointConfigResult {
   const root = doc.own;
   if (root === null) return refuse(doc.error); // JSON, root type or unknown field
   const reader = new ConfigReader();
@@ -79,6 +81,7 @@ function configOf(doc: MeshDocument): WaypointConfigResult {
   const double = reader.optionalString(root, "doubleHboneCluster", "", "waypoint_route_double_hbone");
   const plain = reader.optionalString(root, "plainCluster", "", "waypoint_route_plain");
   const unknown = reader.optionalEnum(root, "unknownDestination", "", ["passthrough", "refuse"], "passthrough");
+  const network = resolveLocalNetwork(reader, root, node);
   if (!reader.failed() && hbone.length == 0) reader.fail("hboneCluster", "must not be empty");
   if (!reader.failed() && double.length == 0) reader.fail("doubleHboneCluster", "must not be empty");
   if (!reader.failed() && plain.length == 0) reader.fail("plainCluster", "must not be empty");
@@ -90,15 +93,30 @@ function configOf(doc: MeshDocument): WaypointConfigResult {
     reader.fail("localWorkload", "not an IP address: \"" + local + "\"");
     return refuse(reader.error());
   }
-  // This sidecar's workload may sit on any network: look for it on each.
+  // With a known network (pinned, or the node metadata's), the workload is looked up there (the
+  // same pod IP may exist on two networks); otherwise on each network in turn.
   let source = -1;
-  for (let n = 0, networks = mesh.networkCount(); n < networks && source < 0; n++) source = mesh.workloadByAddress(n, address);
+  if (network.source != NetworkSource.Default) {
+    source = mesh.workloadByAddress(mesh.networkId(network.name), address);
+  } else {
+    for (let n = 0, networks = mesh.networkCount(); n < networks && source < 0; n++) source = mesh.workloadByAddress(n, address);
+  }
   if (source < 0) {
-    reader.fail("localWorkload", "no workload has address " + local);
+    const where = network.source == NetworkSource.Default ? "" : " on network " + network.describe();
+    reader.fail("localWorkload", "no workload has address " + local + where);
     return refuse(reader.error());
   }
   return new WaypointConfigResult(
-    new WaypointConfig(mesh, source, mesh.workloadNetwork(source), String.UTF8.encode(hbone), String.UTF8.encode(double), unknown == "refuse", String.UTF8.encode(plain)),
+    new WaypointConfig(
+      mesh,
+      source,
+      mesh.workloadNetwork(source),
+      String.UTF8.encode(hbone),
+      String.UTF8.encode(double),
+      unknown == "refuse",
+      network,
+      String.UTF8.encode(plain),
+    ),
     "",
   );
 }

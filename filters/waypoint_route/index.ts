@@ -3,7 +3,7 @@
 // original service port; without a waypoint, to an endpoint the same way. Decided in
 // on_new_connection; every error closes the connection with a counter and a log line naming the
 // rule. See README.md.
-import { Address, destinationText, formatAddress, readDestination, writeAddress } from "../../assembly/mesh";
+import { Address, destinationText, formatAddress, NetworkSource, readDestination, readNodeNetwork, writeAddress } from "../../assembly/mesh";
 import {
   ByteText,
   closeDownstream,
@@ -14,6 +14,7 @@ import {
   logDebug,
   logEnabled,
   logError,
+  logInfo,
   LogLevel,
   logWarn,
   ORIGINAL_DST_ADDRESS,
@@ -66,12 +67,13 @@ class WaypointRoot extends RootContext {
 
   /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
   onConfigureSource(configuration: ByteSource): bool {
-    const result = parseWaypointConfigFrom(configuration);
+    const result = parseWaypointConfigFrom(configuration, readNodeNetwork());
     const config = result.config;
     if (config === null) {
       logError("invalid plugin configuration: " + result.error);
       return false;
     }
+    if (config.localNetwork.source == NetworkSource.NodeMetadata) logInfo("local network " + config.localNetwork.describe());
     this.config = config;
     // Size the candidate buffer for the largest service now, so no connection grows it.
     let most = 1;

@@ -20,10 +20,13 @@ function iptables(args: string[]): void {
   execFileSync("iptables", ["-w", ...args], { stdio: ["ignore", "ignore", "pipe"] });
 }
 
-/** Redirects every TCP connection from CLIENT_ADDRESS to 127.0.0.1:`port`. */
-export function captureOutbound(port: number): void {
+/**
+ * Redirects every TCP connection from `source` (default CLIENT_ADDRESS) to 127.0.0.1:`port`.
+ * Several sidecars in one namespace each capture their own client address.
+ */
+export function captureOutbound(port: number, source: string = CLIENT_ADDRESS): void {
   requireTestNamespace();
-  iptables(["-t", "nat", "-A", "OUTPUT", "-p", "tcp", "-s", CLIENT_ADDRESS, "-j", "REDIRECT", "--to-ports", String(port)]);
+  iptables(["-t", "nat", "-A", "OUTPUT", "-p", "tcp", "-s", source, "-j", "REDIRECT", "--to-ports", String(port)]);
 }
 
 /** Removes every capture rule. */
