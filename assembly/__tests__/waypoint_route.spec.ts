@@ -4,7 +4,7 @@
 // hostname, pod IPs, IPv6, locality. Expected values come from the rules, not the implementation.
 // The compiled filter is tested through the proxy-wasm host in tests/host/waypoint_route.test.ts.
 import { parseWaypointConfig, WaypointConfig } from "../../filters/waypoint_route/config";
-import { Decision, decide, Outcome, Scratch } from "../../filters/waypoint_route/decide";
+import { Decision, decide, Outcome, OUTCOME_NAMES, outcomeName, Scratch } from "../../filters/waypoint_route/decide";
 import { Address, formatAddress, parseSocketAddressString } from "../mesh";
 
 // ---------------------------------------------------------------- helpers
@@ -68,7 +68,7 @@ function health(up: bool): string {
   return up ? "true" : "false";
 }
 
-const OWN_AND_MESH_FIELDS = "localWorkload, hboneCluster, doubleHboneCluster, unknownDestination, localNetwork, workloads, services";
+const OWN_AND_MESH_FIELDS = "localWorkload, hboneCluster, doubleHboneCluster, plainCluster, unknownDestination, localNetwork, workloads, services";
 
 const SOURCE = `{"uid": "sleep", "addresses": ["10.1.0.100"], "network": "net1", "locality": "r1/z1/s1",
   "tlsMode": "istio", "identity": "spiffe://cluster.local/ns/default/sa/sleep"}`;
@@ -173,6 +173,7 @@ describe("waypoint_route configuration: accepted", () => {
     const c = config(withSource("", ""));
     expect(utf8(c.hboneCluster)).toBe("waypoint_route_hbone");
     expect(utf8(c.doubleHboneCluster)).toBe("waypoint_route_double_hbone");
+    expect(utf8(c.plainCluster)).toBe("waypoint_route_plain");
     expect(c.refuseUnknown).toBe(false);
   });
 
@@ -184,7 +185,8 @@ describe("waypoint_route configuration: accepted", () => {
   });
 
   it("reads the own fields", () => {
-    const c = config(withSource("", "", `"hboneCluster": "h", "doubleHboneCluster": "d", "unknownDestination": "refuse"`));
+    const c = config(withSource("", "", `"hboneCluster": "h", "doubleHboneCluster": "d", "plainCluster": "p", "unknownDestination": "refuse"`));
+    expect(utf8(c.plainCluster)).toBe("p");
     expect(utf8(c.hboneCluster)).toBe("h");
     expect(utf8(c.doubleHboneCluster)).toBe("d");
     expect(c.refuseUnknown).toBe(true);
@@ -247,6 +249,8 @@ describe("waypoint_route configuration: refusals", () => {
   it("refuses empty cluster names", () => {
     expect(refused(withSource("", "", `"hboneCluster": ""`))).toBe("hboneCluster: must not be empty");
     expect(refused(withSource("", "", `"doubleHboneCluster": ""`))).toBe("doubleHboneCluster: must not be empty");
+    expect(refused(withSource("", "", `"plainCluster": ""`))).toBe("plainCluster: must not be empty");
+    expect(refused(withSource("", "", `"plainCluster": 7`))).toBe("plainCluster: expected a string");
   });
 
   it("refuses cluster names that are not strings", () => {
@@ -293,8 +297,9 @@ describe("waypoint_route decision: a waypoint on this network", () => {
     expect(d.outcome).toBe(Outcome.HboneWaypoint);
     expect(nextHop(d)).toBe("10.1.0.41:15008");
     expect(d.authority.toString()).toBe("10.2.0.10:9080");
-    expect(String.UTF8.decode(d.sans)).toBe(WP_SANS);
-    expect(String.UTF8.decode(d.gatewaySans)).toBe("");
+    // The waypoint service's SANs or the chosen instance's own identity (ztunnel's workload_and_services_san).
+    expect(d.sans.toString()).toBe(WP_SANS + "," + id("wp-local"));
+    expect(d.gatewaySans.toString()).toBe("");
     expect(d.gateway).toBe(-1);
     expect(instanceId(c, d)).toBe(id("wp-local"));
     expect(serviceName(c, d)).toBe(REVIEWS);
@@ -312,7 +317,7 @@ describe("waypoint_route decision: a waypoint on this network", () => {
     const d = decideFor(c, "10.2.0.40:9080");
     expect(d.outcome).toBe(Outcome.HboneWaypoint);
     expect(nextHop(d)).toBe("10.1.0.42:15088");
-    expect(String.UTF8.decode(d.sans)).toBe(id("wp-solo"));
+    expect(d.sans.toString()).toBe(id("wp-solo"));
     expect(d.authority.toString()).toBe("10.2.0.40:9080");
     expect(nextHop(decideFor(c, "10.2.0.41:9080"))).toBe("10.1.0.42:15008");
   });
@@ -326,7 +331,7 @@ describe("waypoint_route decision: a waypoint on this network", () => {
     ));
     const d = decideFor(c, "10.2.0.42:80");
     expect(d.outcome).toBe(Outcome.HboneWaypoint);
-    expect(String.UTF8.decode(d.sans)).toBe(id("wp-0"));
+    expect(d.sans.toString()).toBe(id("wp-0"));
   });
 });
 
@@ -338,8 +343,8 @@ describe("waypoint_route decision: a waypoint on another network", () => {
     expect(instanceId(c, d)).toBe(id("wp-net2")); // same region/zone/subzone beats wp-net3 (other region, listed first)
     expect(nextHop(d)).toBe("172.16.2.1:15443");
     expect(d.authority.toString()).toBe(REVIEWS + ":9080");
-    expect(String.UTF8.decode(d.sans)).toBe(WP_SANS);
-    expect(String.UTF8.decode(d.gatewaySans)).toBe(EW2_SANS);
+    expect(d.sans.toString()).toBe(WP_SANS);
+    expect(d.gatewaySans.toString()).toBe(EW2_SANS + "," + gwId("ew2"));
     expect(gatewayId(c, d)).toBe(gwId("ew2"));
   });
 
@@ -350,8 +355,8 @@ describe("waypoint_route decision: a waypoint on another network", () => {
     expect(instanceId(c, d)).toBe(id("wp-net3"));
     expect(nextHop(d)).toBe("172.16.3.1:15009");
     expect(d.authority.toString()).toBe(REVIEWS + ":9080");
-    expect(String.UTF8.decode(d.sans)).toBe(WP_SANS);
-    expect(String.UTF8.decode(d.gatewaySans)).toBe(gwId("ew3"));
+    expect(d.sans.toString()).toBe(WP_SANS);
+    expect(d.gatewaySans.toString()).toBe(gwId("ew3"));
   });
 
   it("refuses with unknown waypoint when no instance is healthy, never choosing the service's endpoint", () => {
@@ -393,8 +398,8 @@ describe("waypoint_route decision: gateways", () => {
     const d = decideFor(c, "10.2.0.60:80");
     expect(d.outcome).toBe(Outcome.DoubleHboneWaypoint);
     expect(nextHop(d)).toBe("172.16.2.11:15444");
-    expect(String.UTF8.decode(d.gatewaySans)).toBe(gwId("gw-a"));
-    expect(String.UTF8.decode(d.sans)).toBe(id("wp-far"));
+    expect(d.gatewaySans.toString()).toBe(gwId("gw-a"));
+    expect(d.sans.toString()).toBe(id("wp-far"));
     expect(d.authority.toString()).toBe("far.default.svc.cluster.local:80");
   });
 
@@ -450,10 +455,10 @@ describe("waypoint_route decision: gateways", () => {
     const svc = `{"hostname": "` + GW_SVC + `", "ports": {"15008": 15008}, "endpoints": [{"workload": "gw-plain"}]}`;
     const byAddress = decideFor(config(farWaypoint(`{"address": "172.16.2.21"}`, gw, svc)), "10.2.0.60:80");
     expect(byAddress.outcome).toBe(Outcome.DoubleHboneWaypoint);
-    expect(String.UTF8.decode(byAddress.gatewaySans)).toBe(gwId("gw-plain"));
+    expect(byAddress.gatewaySans.toString()).toBe(gwId("gw-plain"));
     const byHostname = decideFor(config(farWaypoint(`{"hostname": "` + GW_SVC + `"}`, gw, svc)), "10.2.0.60:80");
     expect(byHostname.outcome).toBe(Outcome.DoubleHboneWaypoint);
-    expect(String.UTF8.decode(byHostname.gatewaySans)).toBe(gwId("gw-plain"));
+    expect(byHostname.gatewaySans.toString()).toBe(gwId("gw-plain"));
     expect(nextHop(byHostname)).toBe("172.16.2.21:15008");
   });
 });
@@ -468,7 +473,7 @@ describe("waypoint_route decision: endpoints without a waypoint", () => {
     expect(instanceId(c, d)).toBe(id("pp-r1"));
     expect(nextHop(d)).toBe("10.1.2.2:15008");
     expect(d.authority.toString()).toBe("10.1.2.2:9090");
-    expect(String.UTF8.decode(d.sans)).toBe(id("pp-r1"));
+    expect(d.sans.toString()).toBe(id("productpage") + "," + id("pp-r1"));
     expect(d.gateway).toBe(-1);
   });
 
@@ -479,8 +484,8 @@ describe("waypoint_route decision: endpoints without a waypoint", () => {
     expect(instanceId(c, d)).toBe(id("pp-net2"));
     expect(nextHop(d)).toBe("172.16.2.1:15443");
     expect(d.authority.toString()).toBe(PRODUCT + ":80");
-    expect(String.UTF8.decode(d.sans)).toBe(id("productpage"));
-    expect(String.UTF8.decode(d.gatewaySans)).toBe(EW2_SANS);
+    expect(d.sans.toString()).toBe(id("productpage"));
+    expect(d.gatewaySans.toString()).toBe(EW2_SANS + "," + gwId("ew2"));
   });
 
   it("refuses with no endpoint when no endpoint is healthy", () => {
@@ -549,7 +554,7 @@ describe("waypoint_route decision: pod IPs and unknown destinations", () => {
     expect(d.outcome).toBe(Outcome.HbonePod);
     expect(nextHop(d)).toBe("10.1.1.1:15008");
     expect(d.authority.toString()).toBe("10.1.1.1:8080");
-    expect(String.UTF8.decode(d.sans)).toBe(id("backend"));
+    expect(d.sans.toString()).toBe(id("backend"));
     expect(d.service).toBe(-1);
   });
 
@@ -585,8 +590,8 @@ describe("waypoint_route decision: pod IPs and unknown destinations", () => {
     expect(d.gateway).toBe(-1);
     expect(nextHop(d)).toBe("");
     expect(d.authority.toString()).toBe("");
-    expect(String.UTF8.decode(d.sans)).toBe("");
-    expect(String.UTF8.decode(d.gatewaySans)).toBe("");
+    expect(d.sans.toString()).toBe("");
+    expect(d.gatewaySans.toString()).toBe("");
   });
 });
 
@@ -635,8 +640,8 @@ describe("waypoint_route decision: IPv6", () => {
     expect(d.outcome).toBe(Outcome.DoubleHboneWaypoint);
     expect(nextHop(d)).toBe("[fd00:3::1]:15009");
     expect(d.authority.toString()).toBe("v6.default.svc.cluster.local:80");
-    expect(String.UTF8.decode(d.gatewaySans)).toBe(gwId("ew6"));
-    expect(String.UTF8.decode(d.sans)).toBe(id("wp6-net2"));
+    expect(d.gatewaySans.toString()).toBe(gwId("ew6"));
+    expect(d.sans.toString()).toBe(id("wp6-net2"));
   });
 });
 
@@ -665,5 +670,362 @@ describe("waypoint_route decision: many candidates", () => {
     expect(d.outcome).toBe(Outcome.HboneWaypoint);
     expect(instanceId(c, d)).toBe(id("wp-299"));
     expect(nextHop(d)).toBe("10.1.11.43:15008");
+  });
+});
+
+// ---------------------------------------------------------------- rules 5-9 (ztunnel's build_request)
+
+/** A workload without a sidecar (tlsMode disabled), with an identity only when `identified`. */
+function plainPod(uid: string, addresses: string, network: string, locality: string, extra: string = ""): string {
+  return `{"uid": "` + uid + `", "addresses": [` + addresses + `], "network": "` + network + `", "locality": "` + locality + `"` + extra + "}";
+}
+
+const WAYPOINT_SVC = `{"hostname": "waypoint.default.svc.cluster.local", "ports": {"15008": 15008},
+  "subjectAltNames": ["spiffe://cluster.local/ns/default/sa/waypoint"], "endpoints": [{"workload": "wp-local"}]}`;
+const BY_HOSTNAME = `, "waypoint": {"hostname": "waypoint.default.svc.cluster.local"}`;
+
+/**
+ * Rule 5 world: pods with their own waypoint (by hostname: the waypoint service, instance wp-local
+ * 10.1.0.41; by address: wp-solo 10.1.0.42), a plain pod with a waypoint, and a service whose
+ * endpoint has a waypoint. `local` is the localWorkload.
+ */
+function podWaypoints(local: string = "10.1.0.100", wpLocalUp: bool = true): string {
+  return withSource(
+    istio("wp-local", "10.1.0.41", "net1", "r1/z1", `, "healthy": ` + health(wpLocalUp)) + ", " +
+      istio("wp-solo", "10.1.0.42", "net1", "r1/z1") + ", " +
+      istio("app", "10.1.6.1", "net1", "r1/z1", BY_HOSTNAME) + ", " +
+      istio("app-by-address", "10.1.6.2", "net1", "r1/z1", `, "waypoint": {"address": "10.1.0.42"}`) + ", " +
+      plainPod("app-plain", `"10.1.6.3"`, "net1", "r1/z1", BY_HOSTNAME) + ", " +
+      istio("app-lost", "10.1.6.4", "net1", "r1/z1", `, "waypoint": {"hostname": "nope.default.svc.cluster.local"}`) + ", " +
+      istio("app-far", "10.1.6.5", "net1", "r1/z1", `, "waypoint": {"hostname": "far-waypoint.default.svc.cluster.local"}`) + ", " +
+      istio("wp-far", "", "net2", "r1/z1", `, "networkGateway": {"address": "172.16.3.1"}`) + ", " +
+      `{"uid": "ew3", "addresses": ["172.16.3.1"], "network": "net2", "tlsMode": "istio", "identity": "` + gwId("ew3") + `"}`,
+    WAYPOINT_SVC + `,
+     {"hostname": "far-waypoint.default.svc.cluster.local", "ports": {"15008": 15008}, "endpoints": [{"workload": "wp-far"}]},
+     {"hostname": "app.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.1.1"}], "ports": {"80": 8080},
+      "endpoints": [{"workload": "app"}]}`,
+  ).replace(`"localWorkload": "10.1.0.100"`, `"localWorkload": "` + local + `"`);
+}
+
+describe("waypoint_route decision: rule 5, a pod's own waypoint", () => {
+  it("sends a pod IP through its workload's waypoint: HBONE to the waypoint, :authority podIP:port", () => {
+    const c = config(podWaypoints());
+    const d = decideFor(c, "10.1.6.1:8080");
+    expect(d.outcome).toBe(Outcome.HbonePodWaypoint);
+    expect(d.rule).toBe(5);
+    expect(nextHop(d)).toBe("10.1.0.41:15008");
+    expect(d.authority.toString()).toBe("10.1.6.1:8080");
+    expect(d.sans.toString()).toBe(id("waypoint") + "," + id("wp-local"));
+    expect(instanceId(c, d)).toBe(id("wp-local"));
+    expect(d.service).toBe(-1);
+  });
+
+  it("uses a waypoint given by address at that address and its identity", () => {
+    const d = decideFor(config(podWaypoints()), "10.1.6.2:9000");
+    expect(d.outcome).toBe(Outcome.HbonePodWaypoint);
+    expect(nextHop(d)).toBe("10.1.0.42:15008");
+    expect(d.authority.toString()).toBe("10.1.6.2:9000");
+    expect(d.sans.toString()).toBe(id("wp-solo"));
+  });
+
+  it("sends a pod without a sidecar through its waypoint too (the waypoint's policy applies)", () => {
+    const d = decideFor(config(podWaypoints()), "10.1.6.3:8080");
+    expect(d.outcome).toBe(Outcome.HbonePodWaypoint);
+    expect(nextHop(d)).toBe("10.1.0.41:15008");
+    expect(d.authority.toString()).toBe("10.1.6.3:8080");
+  });
+
+  it("goes straight to the pod when this proxy is that waypoint (by service instance or by address)", () => {
+    const asWaypoint = config(podWaypoints("10.1.0.41"));
+    const d = decideFor(asWaypoint, "10.1.6.1:8080");
+    expect(d.outcome).toBe(Outcome.HbonePod);
+    expect(d.rule).toBe(5);
+    expect(nextHop(d)).toBe("10.1.6.1:15008");
+    expect(d.sans.toString()).toBe(id("app"));
+    expect(decideFor(asWaypoint, "10.1.6.3:8080").outcome).toBe(Outcome.PlaintextPod);
+    // The other waypoint's pod still goes through its own waypoint.
+    expect(decideFor(asWaypoint, "10.1.6.2:9000").outcome).toBe(Outcome.HbonePodWaypoint);
+    const asSolo = config(podWaypoints("10.1.0.42"));
+    expect(decideFor(asSolo, "10.1.6.2:9000").outcome).toBe(Outcome.HbonePod);
+    expect(decideFor(asSolo, "10.1.6.1:8080").outcome).toBe(Outcome.HbonePodWaypoint);
+  });
+
+  it("refuses with unknown pod waypoint when the waypoint is unhealthy or names nothing", () => {
+    const down = decideFor(config(podWaypoints("10.1.0.100", false)), "10.1.6.1:8080");
+    expect(down.outcome).toBe(Outcome.ErrorUnknownPodWaypoint);
+    expect(down.rule).toBe(5);
+    expect(nextHop(down)).toBe("");
+    expect(down.authority.toString()).toBe("");
+    expect(decideFor(config(podWaypoints()), "10.1.6.4:8080").outcome).toBe(Outcome.ErrorUnknownPodWaypoint);
+  });
+
+  it("refuses a pod whose waypoint is only on another network: a pod IP never crosses networks", () => {
+    const d = decideFor(config(podWaypoints()), "10.1.6.5:8080");
+    expect(d.outcome).toBe(Outcome.ErrorUnknownPodWaypoint);
+    expect(d.rule).toBe(4);
+    expect(nextHop(d)).toBe("");
+    expect(d.sans.toString()).toBe("");
+    expect(d.gateway).toBe(-1);
+  });
+
+  it("does not apply an endpoint's own waypoint to service-addressed traffic (ztunnel: handled by the service)", () => {
+    const d = decideFor(config(podWaypoints()), "10.2.1.1:80");
+    expect(d.outcome).toBe(Outcome.HboneEndpoint);
+    expect(nextHop(d)).toBe("10.1.6.1:15008");
+    expect(d.authority.toString()).toBe("10.1.6.1:8080");
+  });
+});
+
+describe("waypoint_route decision: rule 6, a VIP on a port the service does not list", () => {
+  it("goes through the local waypoint with :authority VIP:port as dialled", () => {
+    const c = config(world(true, true, true));
+    const d = decideFor(c, "10.2.0.10:9999");
+    expect(d.outcome).toBe(Outcome.HboneWaypoint);
+    expect(d.rule).toBe(6);
+    expect(nextHop(d)).toBe("10.1.0.41:15008");
+    expect(d.authority.toString()).toBe("10.2.0.10:9999");
+    expect(serviceName(c, d)).toBe(REVIEWS);
+    expect(d.servicePort).toBe(9999);
+    expect(decideFor(c, "10.2.0.10:9080").rule).toBe(1);
+  });
+
+  it("goes double HBONE to a remote waypoint with :authority <hostname>:port as dialled", () => {
+    const d = decideFor(config(world(false, true, true)), "10.2.0.10:9999");
+    expect(d.outcome).toBe(Outcome.DoubleHboneWaypoint);
+    expect(d.rule).toBe(6);
+    expect(d.authority.toString()).toBe(REVIEWS + ":9999");
+    expect(nextHop(d)).toBe("172.16.2.1:15443");
+  });
+
+  it("refuses without a waypoint, as ztunnel does (no upstream: the port is unknown), never passing it through", () => {
+    const c = config(world(true, true, true));
+    const d = decideFor(c, "10.2.0.20:81");
+    expect(d.outcome).toBe(Outcome.ErrorUnlistedPort);
+    expect(d.rule).toBe(6);
+    expect(serviceName(c, d)).toBe(PRODUCT);
+    expect(nextHop(d)).toBe("");
+    expect(d.instance).toBe(-1);
+  });
+});
+
+/** Rule 7 world: services whose endpoints lack HBONE, locally and remotely. */
+function plainEndpoints(): string {
+  const gw2 = `, "networkGateway": {"address": "172.16.2.1"}`;
+  return withSource(
+    plainPod("legacy", `"10.1.3.1"`, "net1", "r1/z1") + ", " +
+      istio("meshy", "10.1.3.2", "net1", "r2/z1") + ", " +
+      plainPod("legacy-remote", `"10.3.3.1"`, "net2", "r1/z1", gw2) + ", " +
+      plainPod("legacy-nogw", `"10.3.3.2"`, "net2", "r1/z1") + ", " +
+      plainPod("proxy-here", "", "net1", "r1/z1", gw2) + ", " +
+      `{"uid": "ew2", "addresses": ["172.16.2.1"], "network": "net2", "tlsMode": "istio", "identity": "` + gwId("ew2") + `"}`,
+    `{"hostname": "legacy.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.2.1"}], "ports": {"80": 8080},
+      "endpoints": [{"workload": "meshy"}, {"workload": "legacy", "ports": {"80": 8081}}]},
+     {"hostname": "legacy-remote.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.2.2"}], "ports": {"80": 8080},
+      "subjectAltNames": ["spiffe://cluster.local/ns/default/sa/legacy"], "endpoints": [{"workload": "legacy-remote"}]},
+     {"hostname": "legacy-anon.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.2.3"}], "ports": {"80": 8080},
+      "endpoints": [{"workload": "legacy-remote"}]},
+     {"hostname": "legacy-nogw.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.2.4"}], "ports": {"80": 8080},
+      "subjectAltNames": ["spiffe://cluster.local/ns/default/sa/legacy"], "endpoints": [{"workload": "legacy-nogw"}]},
+     {"hostname": "here.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.2.5"}], "ports": {"80": 8080},
+      "endpoints": [{"workload": "proxy-here"}]}`,
+  );
+}
+
+describe("waypoint_route decision: rule 7, endpoints without HBONE", () => {
+  it("sends a local endpoint without a sidecar plain TCP to podIP:T (its own override), no identity", () => {
+    const c = config(plainEndpoints());
+    const d = decideFor(c, "10.2.2.1:80");
+    // legacy shares the source's region; meshy (with HBONE) is in another: locality decides, not tunnel support.
+    expect(d.outcome).toBe(Outcome.PlaintextEndpoint);
+    expect(d.rule).toBe(7);
+    expect(nextHop(d)).toBe("10.1.3.1:8081");
+    expect(d.authority.toString()).toBe("");
+    expect(d.sans.toString()).toBe("");
+    expect(c.mesh.workloadIstio(d.instance)).toBe(false);
+  });
+
+  it("reaches a remote endpoint without HBONE by double HBONE through its gateway, verifying the service's SANs", () => {
+    const d = decideFor(config(plainEndpoints()), "10.2.2.2:80");
+    expect(d.outcome).toBe(Outcome.DoubleHboneEndpoint);
+    expect(d.rule).toBe(7);
+    expect(nextHop(d)).toBe("172.16.2.1:15008");
+    expect(d.authority.toString()).toBe("legacy-remote.default.svc.cluster.local:80");
+    expect(d.sans.toString()).toBe(id("legacy"));
+    expect(d.gatewaySans.toString()).toBe(gwId("ew2"));
+  });
+
+  it("refuses a remote endpoint with no identity to verify at the inner hop, or without a gateway", () => {
+    const anon = decideFor(config(plainEndpoints()), "10.2.2.3:80");
+    expect(anon.outcome).toBe(Outcome.ErrorNoValidDestination);
+    expect(anon.rule).toBe(7);
+    expect(decideFor(config(plainEndpoints()), "10.2.2.4:80").outcome).toBe(Outcome.ErrorNoValidDestination);
+  });
+
+  it("never uses an unaddressed workload on this network, even with a gateway (ztunnel's load_balance)", () => {
+    expect(decideFor(config(plainEndpoints()), "10.2.2.5:80").outcome).toBe(Outcome.ErrorNoEndpoint);
+  });
+});
+
+describe("waypoint_route decision: rule 8, HBONE port maps of gateway and waypoint services", () => {
+  it("refuses as unknown gateway (its own counter) a gateway service that does not expose the gateway's HBONE port", () => {
+    const c = config(farWaypoint(
+      `{"hostname": "` + GW_SVC + `"}`,
+      gatewayPod("gw-a", "172.16.2.11", "net2"),
+      `{"hostname": "` + GW_SVC + `", "ports": {"15443": 15443}, "endpoints": [{"workload": "gw-a"}]}`,
+    ));
+    const d = decideFor(c, "10.2.0.60:80");
+    expect(d.outcome).toBe(Outcome.ErrorUnknownGatewayPort);
+    expect(d.rule).toBe(8);
+    // A gateway with hboneMtlsPort 15443 that the service lists is fine.
+    const listed = config(farWaypoint(
+      `{"hostname": "` + GW_SVC + `", "hboneMtlsPort": 15443}`,
+      gatewayPod("gw-a", "172.16.2.11", "net2"),
+      `{"hostname": "` + GW_SVC + `", "ports": {"15443": 15443}, "endpoints": [{"workload": "gw-a"}]}`,
+    ));
+    expect(nextHop(decideFor(listed, "10.2.0.60:80"))).toBe("172.16.2.11:15443");
+  });
+
+  it("translates the waypoint's HBONE port by the waypoint service's port map and its endpoint override", () => {
+    const c = config(withSource(
+      istio("wp-a", "10.1.0.51", "net1", "r1/z1") + ", " + istio("wp-b", "10.1.0.52", "net1", "r1/z1"),
+      `{"hostname": "s.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.3.1"}], "ports": {"80": 8080},
+        "waypoint": {"hostname": "w.default.svc.cluster.local"}},
+       {"hostname": "t.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.3.2"}], "ports": {"80": 8080},
+        "waypoint": {"hostname": "v.default.svc.cluster.local"}},
+       {"hostname": "w.default.svc.cluster.local", "ports": {"15008": 15088}, "endpoints": [{"workload": "wp-a"}]},
+       {"hostname": "v.default.svc.cluster.local", "ports": {"15008": 15088}, "endpoints": [{"workload": "wp-b", "ports": {"15008": 15099}}]}`,
+    ));
+    expect(nextHop(decideFor(c, "10.2.3.1:80"))).toBe("10.1.0.51:15088");
+    expect(nextHop(decideFor(c, "10.2.3.2:80"))).toBe("10.1.0.52:15099");
+  });
+
+  it("refuses as unknown waypoint (its own counter) a waypoint service that does not list the waypoint's HBONE port, for a pod's waypoint too", () => {
+    const c = config(withSource(
+      istio("wp-a", "10.1.0.51", "net1", "r1/z1"),
+      `{"hostname": "s.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.3.1"}], "ports": {"80": 8080},
+        "waypoint": {"hostname": "w.default.svc.cluster.local"}},
+       {"hostname": "w.default.svc.cluster.local", "ports": {"15021": 15021}, "endpoints": [{"workload": "wp-a"}]}`,
+    ));
+    const d = decideFor(c, "10.2.3.1:80");
+    expect(d.outcome).toBe(Outcome.ErrorUnknownWaypointPort);
+    expect(d.rule).toBe(8);
+    expect(nextHop(d)).toBe("");
+    const pods = config(withSource(
+      istio("wp-a", "10.1.0.51", "net1", "r1/z1") + ", " + istio("app", "10.1.6.1", "net1", "r1/z1", `, "waypoint": {"hostname": "w.default.svc.cluster.local"}`),
+      `{"hostname": "w.default.svc.cluster.local", "ports": {"15021": 15021}, "endpoints": [{"workload": "wp-a"}]}`,
+    ));
+    expect(decideFor(pods, "10.1.6.1:8080").outcome).toBe(Outcome.ErrorUnknownWaypointPort);
+  });
+});
+
+/** Rule 9 world: a dual-stack source, service, endpoints, waypoint and gateway. */
+function dualStack(): string {
+  return `{"localWorkload": "10.1.0.100", "workloads": [
+    {"uid": "sleep", "addresses": ["10.1.0.100", "fd00:1::100"], "network": "net1", "locality": "r1/z1", "tlsMode": "istio", "identity": "` + id("sleep") + `"},
+    {"uid": "pod", "addresses": ["10.1.7.1", "fd00:1::7"], "network": "net1", "locality": "r1/z1", "tlsMode": "istio", "identity": "` + id("pod") + `"},
+    {"uid": "pod4", "addresses": ["10.1.7.4"], "network": "net1", "locality": "r1/z1", "tlsMode": "istio", "identity": "` + id("pod4") + `"},
+    {"uid": "plain", "addresses": ["10.1.7.2", "fd00:1::8"], "network": "net1", "locality": "r1/z1"},
+    {"uid": "wp", "addresses": ["10.1.7.3", "fd00:1::9"], "network": "net1", "locality": "r1/z1", "tlsMode": "istio", "identity": "` + id("wp") + `"},
+    {"uid": "wp-net2", "addresses": [], "network": "net2", "tlsMode": "istio", "identity": "` + id("wp-net2") + `",
+     "networkGateway": {"hostname": "` + GW_SVC + `"}},
+    {"uid": "gw", "addresses": ["172.16.2.1", "fd00:3::1"], "network": "net2", "tlsMode": "istio", "identity": "` + gwId("gw") + `"}],
+  "services": [
+    {"hostname": "ds.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.4.1"}, {"network": "net1", "address": "fd00:2::41"}],
+     "ports": {"80": 8080}, "endpoints": [{"workload": "pod"}]},
+    {"hostname": "v4only.default.svc.cluster.local", "vips": [{"network": "net1", "address": "fd00:2::44"}], "ports": {"80": 8080},
+     "endpoints": [{"workload": "pod4"}]},
+    {"hostname": "dsplain.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.4.2"}, {"network": "net1", "address": "fd00:2::42"}],
+     "ports": {"80": 8080}, "endpoints": [{"workload": "plain"}]},
+    {"hostname": "dswp.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.4.3"}, {"network": "net1", "address": "fd00:2::43"}],
+     "ports": {"80": 8080}, "waypoint": {"hostname": "w.default.svc.cluster.local"}},
+    {"hostname": "dswpaddr.default.svc.cluster.local", "vips": [{"network": "net1", "address": "fd00:2::45"}],
+     "ports": {"80": 8080}, "waypoint": {"address": "10.1.7.3"}},
+    {"hostname": "dsfar.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.4.6"}, {"network": "net1", "address": "fd00:2::46"}],
+     "ports": {"80": 8080}, "waypoint": {"hostname": "far.default.svc.cluster.local"}},
+    {"hostname": "w.default.svc.cluster.local", "ports": {"15008": 15008}, "endpoints": [{"workload": "wp"}]},
+    {"hostname": "far.default.svc.cluster.local", "ports": {"15008": 15008}, "endpoints": [{"workload": "wp-net2"}]},
+    {"hostname": "` + GW_SVC + `", "ports": {"15008": 15008}, "endpoints": [{"workload": "gw"}]}]}`;
+}
+
+describe("waypoint_route decision: rule 9, dual stack keeps the dialled family", () => {
+  it("reaches a dual-stack endpoint on the family of the VIP dialled", () => {
+    const c = config(dualStack());
+    const v6 = decideFor(c, "[fd00:2::41]:80");
+    expect(v6.outcome).toBe(Outcome.HboneEndpoint);
+    expect(nextHop(v6)).toBe("[fd00:1::7]:15008");
+    expect(v6.authority.toString()).toBe("[fd00:1::7]:8080");
+    const v4 = decideFor(c, "10.2.4.1:80");
+    expect(nextHop(v4)).toBe("10.1.7.1:15008");
+    expect(v4.authority.toString()).toBe("10.1.7.1:8080");
+  });
+
+  it("falls back to the endpoint's only family when it lacks the dialled one", () => {
+    const d = decideFor(config(dualStack()), "[fd00:2::44]:80");
+    expect(nextHop(d)).toBe("10.1.7.4:15008");
+    expect(d.authority.toString()).toBe("10.1.7.4:8080");
+  });
+
+  it("keeps the family for a plain endpoint, a waypoint by hostname and a gateway by hostname", () => {
+    const c = config(dualStack());
+    const plain = decideFor(c, "[fd00:2::42]:80");
+    expect(plain.outcome).toBe(Outcome.PlaintextEndpoint);
+    expect(nextHop(plain)).toBe("[fd00:1::8]:8080");
+    const wp = decideFor(c, "[fd00:2::43]:80");
+    expect(wp.outcome).toBe(Outcome.HboneWaypoint);
+    expect(nextHop(wp)).toBe("[fd00:1::9]:15008");
+    expect(wp.authority.toString()).toBe("[fd00:2::43]:80");
+    expect(nextHop(decideFor(c, "10.2.4.3:80"))).toBe("10.1.7.3:15008");
+    const far = decideFor(c, "[fd00:2::46]:80");
+    expect(far.outcome).toBe(Outcome.DoubleHboneWaypoint);
+    expect(nextHop(far)).toBe("[fd00:3::1]:15008");
+    expect(nextHop(decideFor(c, "10.2.4.6:80"))).toBe("172.16.2.1:15008");
+  });
+
+  it("dials a waypoint named by address at that address whatever the family (as ztunnel warns)", () => {
+    const d = decideFor(config(dualStack()), "[fd00:2::45]:80");
+    expect(d.outcome).toBe(Outcome.HboneWaypoint);
+    expect(nextHop(d)).toBe("10.1.7.3:15008");
+    expect(d.authority.toString()).toBe("[fd00:2::45]:80");
+  });
+
+  it("keeps a pod dialled by its IPv6 address on it", () => {
+    const d = decideFor(config(dualStack()), "[fd00:1::7]:9000");
+    expect(d.outcome).toBe(Outcome.HbonePod);
+    expect(nextHop(d)).toBe("[fd00:1::7]:15008");
+    expect(d.authority.toString()).toBe("[fd00:1::7]:9000");
+  });
+});
+
+describe("waypoint_route decision: identities at the waypoint hop", () => {
+  it("lists an instance identity that is already one of the service's SANs once", () => {
+    const c = config(withSource(
+      istio("waypoint", "10.1.0.41", "net1", "r1/z1"),
+      `{"hostname": "s.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.3.1"}], "ports": {"80": 8080},
+        "waypoint": {"hostname": "w.default.svc.cluster.local"}},
+       {"hostname": "w.default.svc.cluster.local", "ports": {"15008": 15008},
+        "subjectAltNames": ["spiffe://cluster.local/ns/default/sa/waypoint-canary", "` + id("waypoint") + `"], "endpoints": [{"workload": "waypoint"}]}`,
+    ));
+    expect(decideFor(c, "10.2.3.1:80").sans.toString()).toBe(id("waypoint-canary") + "," + id("waypoint"));
+  });
+
+  it("refuses a waypoint with nothing to verify (no SANs, an instance without identity)", () => {
+    const c = config(withSource(
+      plainPod("anon", `"10.1.0.60"`, "net1", "r1/z1"),
+      `{"hostname": "s.default.svc.cluster.local", "vips": [{"network": "net1", "address": "10.2.3.1"}], "ports": {"80": 8080},
+        "waypoint": {"address": "10.1.0.60"}}`,
+    ));
+    const d = decideFor(c, "10.2.3.1:80");
+    expect(d.outcome).toBe(Outcome.ErrorUnknownWaypoint);
+    expect(nextHop(d)).not.toBe(""); // decided up to the identity check, then refused
+  });
+});
+
+describe("waypoint_route outcomes", () => {
+  it("names every outcome (one counter each), the last one included, and never reads past the names", () => {
+    expect(OUTCOME_NAMES.length).toBe(<i32>Outcome.ErrorUnknownWaypointPort + 1);
+    expect(outcomeName(Outcome.HboneWaypoint)).toBe("hbone_waypoint");
+    expect(outcomeName(Outcome.ErrorUnknownWaypointPort)).toBe("error_unknown_waypoint_port");
+    expect(outcomeName(<Outcome>99)).toBe("unnamed_outcome");
+    expect(outcomeName(<Outcome>-1)).toBe("unnamed_outcome");
   });
 });

@@ -3,7 +3,7 @@
 import { ByteSource, ConfigReader } from "../../assembly/json";
 import { Address, IpParse, LOCAL_NETWORK_FIELD, LocalNetwork, Mesh, MeshDocument, NetworkSource, NodeNetwork, parseIpString, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
-const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "unknownDestination", LOCAL_NETWORK_FIELD];
+const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "plainCluster", "unknownDestination", LOCAL_NETWORK_FIELD];
 
 export class WaypointConfig {
   constructor(
@@ -16,6 +16,8 @@ export class WaypointConfig {
     readonly refuseUnknown: bool,
     /** Where the network came from: localNetwork, node metadata NETWORK, or the workload itself. */
     readonly localNetwork: LocalNetwork = new LocalNetwork("", NetworkSource.Default),
+    /** ORIGINAL_DST plain-TCP cluster for local service endpoints without HBONE (rule 7). */
+    readonly plainCluster: ArrayBuffer = String.UTF8.encode("waypoint_route_plain"),
   ) {
     // Per-service texts the decision writes to the host, built once here so that no
     // connection builds a string: the comma-joined SAN list and the hostname, as UTF-8.
@@ -77,10 +79,12 @@ function configOf(doc: MeshDocument, node: NodeNetwork): WaypointConfigResult {
   const local = reader.requireString(root, "localWorkload", "");
   const hbone = reader.optionalString(root, "hboneCluster", "", "waypoint_route_hbone");
   const double = reader.optionalString(root, "doubleHboneCluster", "", "waypoint_route_double_hbone");
+  const plain = reader.optionalString(root, "plainCluster", "", "waypoint_route_plain");
   const unknown = reader.optionalEnum(root, "unknownDestination", "", ["passthrough", "refuse"], "passthrough");
   const network = resolveLocalNetwork(reader, root, node);
   if (!reader.failed() && hbone.length == 0) reader.fail("hboneCluster", "must not be empty");
   if (!reader.failed() && double.length == 0) reader.fail("doubleHboneCluster", "must not be empty");
+  if (!reader.failed() && plain.length == 0) reader.fail("plainCluster", "must not be empty");
   if (reader.failed()) return refuse(reader.error());
   const mesh = doc.mesh;
   if (mesh === null) return refuse(doc.error);
@@ -103,7 +107,16 @@ function configOf(doc: MeshDocument, node: NodeNetwork): WaypointConfigResult {
     return refuse(reader.error());
   }
   return new WaypointConfigResult(
-    new WaypointConfig(mesh, source, mesh.workloadNetwork(source), String.UTF8.encode(hbone), String.UTF8.encode(double), unknown == "refuse", network),
+    new WaypointConfig(
+      mesh,
+      source,
+      mesh.workloadNetwork(source),
+      String.UTF8.encode(hbone),
+      String.UTF8.encode(double),
+      unknown == "refuse",
+      network,
+      String.UTF8.encode(plain),
+    ),
     "",
   );
 }

@@ -1,4 +1,5 @@
-// The decision of problem 3, apart from the host glue: pure lookups on the mesh model.
+// The decision of problem 3 (docs/problems.md), apart from the host glue: pure lookups on the
+// mesh model, rule for rule as ztunnel's outbound build_request (src/proxy/outbound.rs):
 //   1. service with a waypoint -> a waypoint instance (healthy, same network first, then
 //      locality); local -> HBONE to it with :authority VIP:P; remote -> double HBONE through its
 //      network's gateway with :authority <hostname>:P at both layers; no usable instance -> error
@@ -6,294 +7,196 @@
 //   2. no waypoint -> an endpoint the same way; local -> HBONE to podIP:15008, :authority
 //      podIP:T; remote -> double HBONE as above;
 //   3. a gateway that cannot be resolved -> error; a remote instance without one -> error;
-//   4. a pod IP never crosses networks.
-import { Address, Mesh, RefTarget, Scope, writeAddress } from "../../assembly/mesh";
+//   4. a pod IP never crosses networks;
+//   5. a pod IP whose workload has its own waypoint -> through that waypoint (:authority podIP:port)
+//      unless this proxy is that waypoint;
+//   6. a VIP on a port the service does not list -> its waypoint (:authority VIP:port as dialled),
+//      without one an error (ztunnel: NoHealthyUpstream);
+//   7. a local endpoint without HBONE -> plain TCP to podIP:T; a remote one -> double HBONE;
+//   8. gateway and waypoint services translate the HBONE port by their port map and must list it;
+//   9. the endpoint's address keeps the dialled family.
+import { Address, Mesh, RefTarget, writeAddress } from "../../assembly/mesh";
 import { ByteText } from "../../assembly/runtime/text";
 import { WaypointConfig } from "./config";
+import { Decision, HBONE_PORT, Outcome } from "./decision";
+import { resolveGateway } from "./gateway";
+import { addressLike, bestOf, candidatesOf, innerSansOf, sansOf, Scratch } from "./select";
 
-export const HBONE_PORT = 15008;
+export { Decision, HBONE_PORT, Outcome, OUTCOME_NAMES, outcomeName } from "./decision";
+export { Scratch } from "./select";
 
-export enum Outcome {
-  /** Single HBONE to a waypoint on this network. */
-  HboneWaypoint,
-  /** Double HBONE through a gateway to a waypoint on another network. */
-  DoubleHboneWaypoint,
-  /** Single HBONE to a service endpoint on this network (no waypoint). */
-  HboneEndpoint,
-  /** Double HBONE through a gateway to a service endpoint on another network. */
-  DoubleHboneEndpoint,
-  /** A mesh pod dialled by IP on this network. */
-  HbonePod,
-  /** Not a service or pod of this network's mesh view. */
-  Unknown,
-  /** A pod of this network without a sidecar (tlsMode disabled): plain TCP, as dialled. */
-  PlaintextPod,
-  ErrorUnknownWaypoint,
-  ErrorNoValidDestination,
-  ErrorUnknownGateway,
-  ErrorNoEndpoint,
+/** A waypoint reference's own address (a scratch: one connection at a time per VM). */
+const REF_ADDRESS = new Address();
+
+export function decide(config: WaypointConfig, dst: Address, scratch: Scratch, out: Decision): void {
+  out.reset();
+  const s = config.mesh.serviceByVip(config.network, dst);
+  if (s >= 0) decideService(config, s, dst, scratch, out);
+  else decidePod(config, dst, scratch, out);
 }
 
-const NO_SANS = new ArrayBuffer(0);
-
-export class Decision {
-  outcome: Outcome = Outcome.Unknown;
-  service: i32 = -1;
-  servicePort: i32 = -1;
-  /** The chosen waypoint or endpoint workload. */
-  instance: i32 = -1;
-  /** The gateway workload (double HBONE), -1 otherwise. */
-  gateway: i32 = -1;
-  /** Where the first TCP connection goes: instance:15008, pod:15008 or gateway:hbone port. */
-  readonly nextHop: Address = new Address();
-  /** Inner CONNECT authority (single HBONE: the only one), formatted in place. */
-  readonly authority: ByteText = new ByteText();
-  /** Comma-separated SANs (UTF-8) the (inner) TLS peer must present; shared, do not modify. */
-  sans: ArrayBuffer = NO_SANS;
-  /** Double HBONE: SANs the gateway must present; shared, do not modify. */
-  gatewaySans: ArrayBuffer = NO_SANS;
-}
-
-/** Lower is better: network first (always), then the service's locality preference. */
-function rank(mesh: Mesh, s: i32, source: i32, candidate: i32): i32 {
-  const remote = mesh.workloadNetwork(candidate) != mesh.workloadNetwork(source) ? 1 : 0;
-  let locality = 0;
-  for (let i = 0, n = mesh.lbPreferenceCount(s); i < n; i++) {
-    const scope = mesh.lbPreference(s, i);
-    if (scope == Scope.Network) continue;
-    if (!mesh.sameScope(scope, source, candidate)) break;
-    locality++;
-  }
-  return remote * 16 + (8 - locality);
-}
-
-/** Healthy instances only; the best rank wins, ties go to configuration order. */
-function bestOf(mesh: Mesh, s: i32, source: i32, candidates: StaticArray<i32>, count: i32): i32 {
-  let best = -1;
-  let bestRank = i32.MAX_VALUE;
-  for (let i = 0; i < count; i++) {
-    const w = unchecked(candidates[i]);
-    if (w < 0 || !mesh.workloadHealthy(w)) continue;
-    const r = rank(mesh, s, source, w);
-    if (r < bestRank) {
-      best = w;
-      bestRank = r;
+function decideService(config: WaypointConfig, s: i32, dst: Address, scratch: Scratch, out: Decision): void {
+  const mesh = config.mesh;
+  out.service = s;
+  out.servicePort = dst.port;
+  const listed = mesh.exposesPort(s, dst.port);
+  const r = mesh.serviceWaypoint(s);
+  if (r >= 0) {
+    // Rules 1 and 6: the waypoint takes the connection whatever port was dialled.
+    const rule = listed ? 1 : 6;
+    if (!chooseWaypoint(config, r, dst, scratch, out, Outcome.ErrorUnknownWaypoint, 1)) return;
+    if (mesh.workloadNetwork(out.instance) == config.network) {
+      writeAddress(dst, out.authority.clear()); // VIP:P, as dialled
+      out.done(Outcome.HboneWaypoint, rule, "HBONE to the service's waypoint on this network");
+      return;
     }
+    if (!resolveGateway(config, out.instance, dst, out)) return;
+    hostAuthority(config, s, dst.port, out.authority);
+    out.done(Outcome.DoubleHboneWaypoint, rule, "double HBONE through the gateway to the service's waypoint on another network");
+    return;
   }
-  return best;
-}
-
-/** Reusable candidate buffer (per root): no allocation per connection below its size. */
-export class Scratch {
-  candidates: StaticArray<i32> = new StaticArray<i32>(64);
-  endpointOf: StaticArray<i32> = new StaticArray<i32>(64);
-  ensure(n: i32): void {
-    if (n <= this.candidates.length) return;
-    this.candidates = new StaticArray<i32>(n);
-    this.endpointOf = new StaticArray<i32>(n);
+  if (!listed) {
+    out.fail(Outcome.ErrorUnlistedPort, 6, "the service does not list the dialled port and has no waypoint");
+    return;
   }
-}
-
-/** Candidates = the endpoints of service s that a tunnel can reach (mesh pods or remote proxies). */
-function endpointsOf(mesh: Mesh, s: i32, scratch: Scratch): i32 {
-  const n = mesh.endpointCount(s);
-  scratch.ensure(n);
-  let count = 0;
-  for (let e = 0; e < n; e++) {
-    const w = mesh.endpointWorkload(s, e);
-    // A remote proxy workload has no address, only its network's gateway.
-    if (w < 0 || (!mesh.workloadIstio(w) && mesh.workloadAddressCount(w) > 0)) continue;
-    unchecked((scratch.candidates[count] = w));
-    unchecked((scratch.endpointOf[count] = e));
-    count++;
-  }
-  return count;
-}
-
-/** Service s's subject alt names (joined once at configure time), else w's own identity. */
-function identitiesOf(config: WaypointConfig, s: i32, w: i32): ArrayBuffer {
-  const sans = config.serviceSans(s);
-  return sans.byteLength > 0 ? sans : config.mesh.workloadIdentityUtf8(w);
+  decideEndpoint(config, s, dst, scratch, out);
 }
 
 /**
- * The gateway of `instance`'s network: (workload, next hop, SANs). Returns false (with the error
- * outcome set) when there is none or it cannot be resolved.
+ * The waypoint instance behind reference r into out (instance; for a local one nextHop and sans,
+ * for a remote one the inner sans). False with `error` and the rule set when there is none.
  */
-function resolveGateway(config: WaypointConfig, instance: i32, scratch: Scratch, out: Decision): bool {
+function chooseWaypoint(config: WaypointConfig, r: i32, dst: Address, scratch: Scratch, out: Decision, error: Outcome, rule: i32): bool {
   const mesh = config.mesh;
-  const g = mesh.workloadGateway(instance);
-  if (g < 0) {
-    out.outcome = Outcome.ErrorNoValidDestination;
-    return false;
-  }
-  const port = mesh.refPort(g);
-  const target = mesh.refTarget(g);
-  const remoteNetwork = mesh.workloadNetwork(instance);
-  if (target == RefTarget.Workload) {
-    // A gateway workload must be usable: healthy, on the instance's network, addressed.
-    const gw = mesh.refIndex(g);
-    if (!usableGateway(mesh, gw, remoteNetwork) || !mesh.workloadAddress(gw, 0, out.nextHop)) {
-      out.outcome = Outcome.ErrorUnknownGateway;
-      return false;
+  const target = mesh.refTarget(r);
+  const port = mesh.refPort(r);
+  // A waypoint named by address is dialled at that address, one named by hostname in the
+  // family the application dialled (ztunnel's fetch_waypoint).
+  const byAddress = mesh.refAddress(r, REF_ADDRESS);
+  const like = byAddress ? REF_ADDRESS : dst;
+  if (target == RefTarget.Service) {
+    const ws = mesh.refIndex(r);
+    // Rule 8: the waypoint service's port map translates the HBONE port; it must list it.
+    if (!mesh.exposesPort(ws, port)) return out.fail(Outcome.ErrorUnknownWaypointPort, 8, "unknown waypoint: the waypoint service does not list the waypoint's HBONE port");
+    const count = candidatesOf(config, ws, true, scratch);
+    // Ranked by the waypoint service's own load-balancing preference, as ztunnel does.
+    const best = bestOf(mesh, ws, config.source, scratch, count);
+    if (best < 0) return out.fail(error, rule, "the waypoint has no healthy instance");
+    const w = unchecked(scratch.candidates[best]);
+    out.instance = w;
+    if (mesh.workloadNetwork(w) != config.network) {
+      innerSansOf(config, ws, w, out.sans);
+    } else {
+      const hop = mesh.targetPort(ws, unchecked(scratch.endpointOf[best]), port);
+      if (hop <= 0 || !addressLike(mesh, w, like, out.nextHop)) return out.fail(error, rule, "the waypoint instance has no address");
+      out.nextHop.port = hop;
+      // The waypoint service's SANs or the instance's own identity (workload_and_services_san).
+      sansOf(config, ws, w, out.sans);
     }
-    out.nextHop.port = port;
-    out.gateway = gw;
-    out.gatewaySans = mesh.workloadIdentityUtf8(gw);
-  } else if (target == RefTarget.Service) {
-    // A gateway service: one of its healthy instances on the remote network; the HBONE port may
-    // be translated by the service's port map.
-    // A gateway service: its first usable instance on the remote network (gateways need no
-    // sidecar of their own, so tlsMode does not matter here).
-    const gs = mesh.refIndex(g);
-    let chosen = -1;
-    let chosenEndpoint = -1;
-    for (let e = 0, n = mesh.endpointCount(gs); e < n; e++) {
-      const w = mesh.endpointWorkload(gs, e);
-      if (usableGateway(mesh, w, remoteNetwork)) {
-        chosen = w;
-        chosenEndpoint = e;
-        break;
-      }
+  } else if (target == RefTarget.Workload && byAddress) {
+    const w = mesh.refIndex(r);
+    if (!mesh.workloadHealthy(w)) return out.fail(error, rule, "the waypoint workload is unhealthy");
+    out.instance = w;
+    if (mesh.workloadNetwork(w) != config.network) {
+      innerSansOf(config, -1, w, out.sans);
+    } else {
+      out.nextHop.copyFrom(REF_ADDRESS);
+      out.nextHop.port = port;
+      sansOf(config, -1, w, out.sans);
     }
-    if (chosen < 0 || !mesh.workloadAddress(chosen, 0, out.nextHop)) {
-      out.outcome = Outcome.ErrorUnknownGateway;
-      return false;
-    }
-    const translated = mesh.targetPort(gs, chosenEndpoint, port);
-    out.nextHop.port = translated > 0 ? translated : port;
-    out.gateway = chosen;
-    out.gatewaySans = identitiesOf(config, gs, chosen);
   } else {
-    out.outcome = Outcome.ErrorUnknownGateway;
-    return false;
+    return out.fail(error, rule, "the waypoint reference names nothing in this configuration");
   }
-  if (out.gatewaySans.byteLength == 0) {
-    // A gateway we cannot authenticate is no gateway.
-    out.outcome = Outcome.ErrorUnknownGateway;
-    return false;
-  }
+  if (out.sans.length == 0) return out.fail(error, rule, "the waypoint has no identity to verify");
   return true;
 }
 
-function usableGateway(mesh: Mesh, w: i32, network: i32): bool {
-  return w >= 0 && mesh.workloadHealthy(w) && mesh.workloadNetwork(w) == network && mesh.workloadAddressCount(w) > 0;
-}
-
-/** `<hostname>:<port>` into `out`. */
-function hostAuthority(config: WaypointConfig, s: i32, port: i32, out: ByteText): void {
-  out.clear().buffer(config.serviceHostnameUtf8(s)).byte(0x3a).decimal(<u32>port);
-}
-
-function reset(out: Decision): void {
-  out.outcome = Outcome.Unknown;
-  out.service = -1;
-  out.servicePort = -1;
-  out.instance = -1;
-  out.gateway = -1;
-  out.nextHop.clear();
-  out.authority.clear();
-  out.sans = NO_SANS;
-  out.gatewaySans = NO_SANS;
-}
-
-export function decide(config: WaypointConfig, dst: Address, scratch: Scratch, out: Decision): void {
-  reset(out);
+function decideEndpoint(config: WaypointConfig, s: i32, dst: Address, scratch: Scratch, out: Decision): void {
   const mesh = config.mesh;
-  const s = mesh.serviceByVip(config.network, dst);
-  if (s < 0 || !mesh.exposesPort(s, dst.port)) {
-    decidePod(config, dst, out);
+  const count = candidatesOf(config, s, false, scratch);
+  const best = bestOf(mesh, s, config.source, scratch, count);
+  if (best < 0) {
+    out.fail(Outcome.ErrorNoEndpoint, 2, "the service has no healthy reachable endpoint");
     return;
   }
-  out.service = s;
-  out.servicePort = dst.port;
-  const waypoint = mesh.serviceWaypoint(s);
-  if (waypoint >= 0) decideWaypoint(config, s, waypoint, dst, scratch, out);
-  else decideEndpoint(config, s, scratch, out);
-}
-
-function decideWaypoint(config: WaypointConfig, s: i32, r: i32, dst: Address, scratch: Scratch, out: Decision): void {
-  const mesh = config.mesh;
-  const target = mesh.refTarget(r);
-  let instance = -1;
-  let waypointService = -1;
-  if (target == RefTarget.Service) {
-    waypointService = mesh.refIndex(r);
-    const count = endpointsOf(mesh, waypointService, scratch);
-    // Ranked by the waypoint service's own load-balancing preference, as ztunnel does.
-    instance = bestOf(mesh, waypointService, config.source, scratch.candidates, count);
-  } else if (target == RefTarget.Workload) {
-    const w = mesh.refIndex(r);
-    scratch.ensure(1);
-    unchecked((scratch.candidates[0] = w));
-    instance = bestOf(mesh, s, config.source, scratch.candidates, 1);
-  }
-  if (instance < 0) {
-    out.outcome = Outcome.ErrorUnknownWaypoint; // never the service's endpoints instead
-    return;
-  }
-  out.instance = instance;
-  out.sans = waypointService >= 0 ? identitiesOf(config, waypointService, instance) : mesh.workloadIdentityUtf8(instance);
-  if (mesh.workloadNetwork(instance) == config.network) {
-    if (!mesh.workloadAddress(instance, 0, out.nextHop)) {
-      out.outcome = Outcome.ErrorUnknownWaypoint;
-      return;
-    }
-    const port = mesh.refPort(r);
-    out.nextHop.port = port > 0 ? port : HBONE_PORT;
-    // :authority = VIP:P, the address the application dialled.
-    writeAddress(dst, out.authority.clear());
-    out.outcome = Outcome.HboneWaypoint;
-    return;
-  }
-  if (!resolveGateway(config, instance, scratch, out)) return;
-  hostAuthority(config, s, out.servicePort, out.authority);
-  out.outcome = Outcome.DoubleHboneWaypoint;
-}
-
-function decideEndpoint(config: WaypointConfig, s: i32, scratch: Scratch, out: Decision): void {
-  const mesh = config.mesh;
-  const count = endpointsOf(mesh, s, scratch);
-  const instance = bestOf(mesh, s, config.source, scratch.candidates, count);
-  if (instance < 0) {
-    out.outcome = Outcome.ErrorNoEndpoint;
-    return;
-  }
-  out.instance = instance;
-  out.sans = identitiesOf(config, s, instance);
-  if (mesh.workloadNetwork(instance) == config.network) {
-    let e = -1;
-    for (let i = 0; i < count; i++) if (unchecked(scratch.candidates[i]) == instance) e = unchecked(scratch.endpointOf[i]);
-    const targetPort = mesh.targetPort(s, e, out.servicePort);
-    if (targetPort <= 0 || !mesh.workloadAddress(instance, 0, out.nextHop)) {
-      out.outcome = Outcome.ErrorNoEndpoint;
+  const w = unchecked(scratch.candidates[best]);
+  out.instance = w;
+  if (mesh.workloadNetwork(w) == config.network) {
+    const targetPort = mesh.targetPort(s, unchecked(scratch.endpointOf[best]), dst.port);
+    // Rule 9: an IPv6 VIP reaches the endpoint's IPv6 address when it has one.
+    if (targetPort <= 0 || !addressLike(mesh, w, dst, out.nextHop)) {
+      out.fail(Outcome.ErrorNoEndpoint, 2, "the chosen endpoint has no address");
       return;
     }
     out.nextHop.port = targetPort;
+    if (!mesh.workloadIstio(w)) {
+      out.done(Outcome.PlaintextEndpoint, 7, "plain TCP to a local endpoint without HBONE");
+      return;
+    }
     writeAddress(out.nextHop, out.authority.clear()); // podIP:T
     out.nextHop.port = HBONE_PORT;
-    out.sans = mesh.workloadIdentityUtf8(instance);
-    out.outcome = Outcome.HboneEndpoint;
+    sansOf(config, s, w, out.sans);
+    out.done(Outcome.HboneEndpoint, 2, "HBONE to a local endpoint");
     return;
   }
-  if (!resolveGateway(config, instance, scratch, out)) return;
-  hostAuthority(config, s, out.servicePort, out.authority);
-  out.outcome = Outcome.DoubleHboneEndpoint;
+  // Rule 7: a remote endpoint is reached through its gateway whatever its own tunnel support.
+  const rule = mesh.workloadIstio(w) ? 2 : 7;
+  if (innerSansOf(config, s, w, out.sans).length == 0) {
+    out.fail(Outcome.ErrorNoValidDestination, rule, "the remote endpoint has no identity to verify at the inner hop");
+    return;
+  }
+  if (!resolveGateway(config, w, dst, out)) return;
+  hostAuthority(config, s, dst.port, out.authority);
+  out.done(Outcome.DoubleHboneEndpoint, rule, "double HBONE through the gateway to an endpoint on another network");
 }
 
-function decidePod(config: WaypointConfig, dst: Address, out: Decision): void {
+function decidePod(config: WaypointConfig, dst: Address, scratch: Scratch, out: Decision): void {
   const mesh = config.mesh;
-  // Only this network's pods: a pod IP never crosses a network gateway.
+  // Rule 4: only this network's pods; a pod IP never crosses a network gateway.
   const w = mesh.workloadByAddress(config.network, dst);
-  if (w < 0) return;
+  if (w < 0) {
+    out.done(Outcome.Unknown, 0, "not in this network's mesh view");
+    return;
+  }
   out.instance = w;
+  const r = mesh.workloadWaypoint(w);
+  if (r >= 0 && !sourceIsWaypoint(mesh, r, config.source)) {
+    if (!chooseWaypoint(config, r, dst, scratch, out, Outcome.ErrorUnknownPodWaypoint, 5)) return;
+    if (mesh.workloadNetwork(out.instance) != config.network) {
+      out.nextHop.clear();
+      out.sans.clear();
+      out.fail(Outcome.ErrorUnknownPodWaypoint, 4, "the pod's waypoint has no healthy instance on this network (a pod IP never crosses networks)");
+      return;
+    }
+    writeAddress(dst, out.authority.clear()); // podIP:port, as dialled
+    out.done(Outcome.HbonePodWaypoint, 5, "HBONE to the pod's own waypoint");
+    return;
+  }
   if (!mesh.workloadIstio(w)) {
-    out.outcome = Outcome.PlaintextPod;
+    out.done(Outcome.PlaintextPod, 4, "plain TCP to a pod without a sidecar");
     return;
   }
   writeAddress(dst, out.authority.clear());
   out.nextHop.copyFrom(dst);
   out.nextHop.port = HBONE_PORT;
-  out.sans = mesh.workloadIdentityUtf8(w);
-  out.outcome = Outcome.HbonePod;
+  sansOf(config, -1, w, out.sans);
+  out.done(Outcome.HbonePod, r >= 0 ? 5 : 4, r >= 0 ? "HBONE to the pod: this proxy is its waypoint" : "HBONE to a pod of this network");
+}
+
+/**
+ * Whether this proxy's workload is (an instance of) waypoint reference r: then a pod's own
+ * waypoint is not traversed a second time (ztunnel's check_from_waypoint).
+ */
+function sourceIsWaypoint(mesh: Mesh, r: i32, source: i32): bool {
+  const target = mesh.refTarget(r);
+  const index = mesh.refIndex(r);
+  if (target == RefTarget.Workload) return index == source;
+  if (target != RefTarget.Service) return false;
+  for (let e = 0, n = mesh.endpointCount(index); e < n; e++) if (mesh.endpointWorkload(index, e) == source) return true;
+  return false;
+}
+
+/** `<hostname>:<port>` into `out`. */
+function hostAuthority(config: WaypointConfig, s: i32, port: i32, out: ByteText): void {
+  out.clear().buffer(config.serviceHostnameUtf8(s)).byte(0x3a).decimal(<u32>port);
 }

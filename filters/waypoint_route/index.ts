@@ -23,7 +23,6 @@ import {
   RootContext,
   setEnvoyFilterStateBytes,
   setEnvoyFilterStateText,
-  setPropertyBytes,
   setPropertyText,
   TCP_PROXY_CLUSTER,
   TRUE_VALUE,
@@ -31,7 +30,7 @@ import {
   WasmResult,
 } from "../../assembly/runtime";
 import { parseWaypointConfigFrom, WaypointConfig } from "./config";
-import { Decision, decide, Outcome, Scratch } from "./decide";
+import { Decision, decide, Outcome, OUTCOME_NAMES, outcomeName, Scratch } from "./decide";
 import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
 
@@ -43,20 +42,6 @@ const AUTHORITY = propertyPath(["authority"]);
 const OUTER_AUTHORITY = propertyPath(["outer_authority"]);
 const OUTER_ADDRESS = propertyPath(["outer_address"]);
 const OUTER_SANS = propertyPath(["outer_sans"]);
-
-const OUTCOME_NAMES: string[] = [
-  "hbone_waypoint",
-  "double_hbone_waypoint",
-  "hbone_endpoint",
-  "double_hbone_endpoint",
-  "hbone_pod",
-  "unknown",
-  "plaintext_pod",
-  "error_unknown_waypoint",
-  "error_no_valid_destination",
-  "error_unknown_gateway",
-  "error_no_endpoint",
-];
 
 class WaypointRoot extends RootContext {
   config: WaypointConfig | null = null;
@@ -120,13 +105,16 @@ class WaypointConnection extends ConnectionContext {
     const found = readDestination(dst) && dst.port > 0;
     const d = root.decision;
     if (found) decide(config, dst, root.scratch, d);
-    else d.outcome = Outcome.Unknown;
+    else d.reset(); // Outcome.Unknown, rule 0
     root.count(d.outcome);
     switch (d.outcome) {
       case Outcome.HboneWaypoint:
       case Outcome.HboneEndpoint:
       case Outcome.HbonePod:
+      case Outcome.HbonePodWaypoint:
         return this.single(config, dst, d);
+      case Outcome.PlaintextEndpoint:
+        return this.plainEndpoint(config, dst, d);
       case Outcome.DoubleHboneWaypoint:
       case Outcome.DoubleHboneEndpoint:
         return this.double(config, dst, d);
@@ -140,7 +128,7 @@ class WaypointConnection extends ConnectionContext {
 
   private single(config: WaypointConfig, dst: Address, d: Decision): FilterStatus {
     const ok =
-      setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, d.sans) == WasmResult.Ok &&
+      setEnvoyFilterStateText(UPSTREAM_SUBJECT_ALT_NAMES, d.sans) == WasmResult.Ok &&
       setEnvoyFilterStateText(ORIGINAL_DST_ADDRESS, writeAddress(d.nextHop, this.root.nextHop.clear())) == WasmResult.Ok &&
       setPropertyText(AUTHORITY, d.authority) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.hboneCluster) == WasmResult.Ok;
@@ -157,37 +145,54 @@ class WaypointConnection extends ConnectionContext {
   private double(config: WaypointConfig, dst: Address, d: Decision): FilterStatus {
     const authority = d.authority;
     const ok =
-      setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, d.sans) == WasmResult.Ok &&
+      setEnvoyFilterStateText(UPSTREAM_SUBJECT_ALT_NAMES, d.sans) == WasmResult.Ok &&
       setPropertyText(AUTHORITY, authority) == WasmResult.Ok &&
       setPropertyText(OUTER_AUTHORITY, authority) == WasmResult.Ok &&
       setPropertyText(OUTER_ADDRESS, writeAddress(d.nextHop, this.root.nextHop.clear())) == WasmResult.Ok &&
-      setPropertyBytes(OUTER_SANS, d.gatewaySans) == WasmResult.Ok &&
+      setPropertyText(OUTER_SANS, d.gatewaySans) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.doubleHboneCluster) == WasmResult.Ok;
     if (!ok) return this.reject();
     if (logEnabled(LogLevel.Debug)) this.trace(config, dst, d, "double_hbone");
     return FilterStatus.Continue;
   }
 
+  /**
+   * Rule 7: a local endpoint without HBONE, plain TCP to podIP:T over the plain ORIGINAL_DST
+   * cluster (a known mesh endpoint: it must not depend on the catch-all's own cluster, which is
+   * Istio's BlackHoleCluster under REGISTRY_ONLY).
+   */
+  private plainEndpoint(config: WaypointConfig, dst: Address, d: Decision): FilterStatus {
+    const ok =
+      setEnvoyFilterStateText(ORIGINAL_DST_ADDRESS, writeAddress(d.nextHop, this.root.nextHop.clear())) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) == WasmResult.Ok &&
+      setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.plainCluster) == WasmResult.Ok;
+    if (!ok) return this.reject();
+    if (logEnabled(LogLevel.Debug)) this.trace(config, dst, d, "plain");
+    return FilterStatus.Continue;
+  }
+
   private plain(config: WaypointConfig, found: bool, dst: Address, d: Decision): FilterStatus {
     if (d.outcome == Outcome.Unknown && config.refuseUnknown) {
       this.root.unknownRefused.inc();
-      logWarn(destinationText(found, dst) + " is unknown to the mesh configuration: closed (unknownDestination: refuse)");
+      if (logEnabled(LogLevel.Warn)) logWarn(destinationText(found, dst) + " is unknown to the mesh configuration: closed (unknownDestination: refuse)");
       closeDownstream();
       return FilterStatus.StopIteration;
     }
     if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
     if (logEnabled(LogLevel.Debug)) {
-      logDebug(destinationText(found, dst) + (d.outcome == Outcome.PlaintextPod ? " -> plain TCP: pod without a sidecar" : " -> plain TCP: not in this network's mesh view"));
+      const rule = d.rule > 0 ? "rule " + d.rule.toString() + ", " : "";
+      logDebug(destinationText(found, dst) + " -> " + outcomeName(d.outcome) + " (" + rule + (found ? d.reason : "no original destination") + "): plain TCP as dialled");
     }
     return FilterStatus.Continue;
   }
 
   private error(dst: Address, d: Decision): FilterStatus {
-    const rule = unchecked(OUTCOME_NAMES[<i32>d.outcome]);
     const config = this.root.config;
-    let detail = "";
-    if (config !== null && d.service >= 0) detail = " (service " + config.mesh.serviceHostname(d.service) + ")";
-    logWarn("closing connection to " + formatAddress(dst) + detail + ": " + rule);
+    if (logEnabled(LogLevel.Warn)) {
+      let detail = "";
+      if (config !== null && d.service >= 0) detail = " (service " + config.mesh.serviceHostname(d.service) + ")";
+      logWarn("closing connection to " + formatAddress(dst) + detail + ": " + outcomeName(d.outcome) + " (rule " + d.rule.toString() + ": " + d.reason + ")");
+    }
     closeDownstream();
     return FilterStatus.StopIteration;
   }
@@ -201,11 +206,11 @@ class WaypointConnection extends ConnectionContext {
 
   private trace(config: WaypointConfig, dst: Address, d: Decision, protocol: string): void {
     const mesh = config.mesh;
-    let line = formatAddress(dst) + " -> " + unchecked(OUTCOME_NAMES[<i32>d.outcome]) + ": " + protocol +
-      " next hop " + formatAddress(d.nextHop) + ", :authority " + d.authority.toString();
-    const sans = String.UTF8.decode(d.sans);
-    if (protocol == "double_hbone") line += " (outer and inner), gateway identity " + String.UTF8.decode(d.gatewaySans) + ", inner identity " + sans;
-    else line += ", identity " + sans;
+    let line = formatAddress(dst) + " -> " + outcomeName(d.outcome) + " (rule " + d.rule.toString() + ", " + d.reason + "): " +
+      protocol + " next hop " + formatAddress(d.nextHop);
+    const sans = d.sans.toString();
+    if (protocol == "double_hbone") line += ", :authority " + d.authority.toString() + " (outer and inner), gateway identity " + d.gatewaySans.toString() + ", inner identity " + sans;
+    else if (protocol == "hbone") line += ", :authority " + d.authority.toString() + ", identity " + sans;
     if (d.instance >= 0) line += ", instance network " + mesh.networkName(mesh.workloadNetwork(d.instance)) + " locality " + mesh.workloadLocality(d.instance);
     logDebug(line);
   }

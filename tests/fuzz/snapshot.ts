@@ -133,6 +133,18 @@ export function meshSnapshot(pods = 40, services = 8): Snapshot {
     { uid: "far-pod", addresses: ["10.202.0.1"], network: REMOTE_NETWORK, tlsMode: "istio", identity: id("default", "far") },
     { uid: "no-gateway", addresses: ["10.204.0.1"], network: "net4", tlsMode: "istio", identity: id("default", "lost") },
     { uid: "sick", addresses: ["10.1.250.1"], network: LOCAL_NETWORK, tlsMode: "istio", identity: id("default", "sick"), healthy: false },
+    // waypoint_route rules 7 and 5: a service whose only endpoint has no sidecar, a pod whose own waypoint names nothing
+    { uid: "plain-only", addresses: ["10.1.251.1"], network: LOCAL_NETWORK },
+    // rule 8: a remote proxy whose gateway service does not expose the HBONE port
+    {
+      uid: "behind-portless-gateway",
+      addresses: [],
+      network: REMOTE_NETWORK,
+      tlsMode: "istio",
+      identity: id("default", "far"),
+      networkGateway: { hostname: "eastwest-noport.istio-system.svc.cluster.local" },
+    },
+    { uid: "lost-waypoint", addresses: ["10.1.252.1"], network: LOCAL_NETWORK, tlsMode: "istio", identity: id("default", "lost-wp"), waypoint: { hostname: "gone.default.svc.cluster.local" } },
   );
   const special: [string, Json][] = [
     ["remote-waypoint", { waypoint: { hostname: "waypoint-far.default.svc.cluster.local" } }],
@@ -141,18 +153,25 @@ export function meshSnapshot(pods = 40, services = 8): Snapshot {
     ["unknown-gateway", { endpoints: [{ workload: "remote-proxy" }] }],
     ["no-gateway", { endpoints: [{ workload: "no-gateway" }] }],
     ["no-healthy", { endpoints: [{ workload: "sick" }] }],
+    ["plain-endpoint", { endpoints: [{ workload: "plain-only" }] }],
+    ["portless-gateway", { endpoints: [{ workload: "behind-portless-gateway" }] }],
+    ["portless-waypoint", { waypoint: { hostname: "waypoint-noport.default.svc.cluster.local" } }],
   ];
   special.forEach(([name, extra], k) => {
     out.push({ hostname: `${name}.default.svc.cluster.local`, vips: [{ network: LOCAL_NETWORK, address: `10.97.0.${k + 1}` }], ports: { "80": 8080 }, endpoints: [], ...extra });
     known.push(`10.97.0.${k + 1}:80`);
   });
+  out.push(
+    { hostname: "eastwest-noport.istio-system.svc.cluster.local", ports: { "15443": 15443 }, endpoints: [{ workload: "ew2" }] },
+    { hostname: "waypoint-noport.default.svc.cluster.local", ports: { "15021": 15021 }, endpoints: [{ workload: "wp-local" }] },
+  );
   out.push({
     hostname: "waypoint-far.default.svc.cluster.local",
     ports: { "15008": 15008 },
     endpoints: [{ workload: "wp-remote" }, { workload: "far-pod" }],
     subjectAltNames: [id("default", "waypoint")],
   });
-  known.push("10.9.0.1:15008", "[fd00:96::5]:80", "10.202.0.1:8080");
+  known.push("10.9.0.1:15008", "[fd00:96::5]:80", "10.202.0.1:8080", "10.1.252.1:8080");
   return { workloads, services: out, localWorkload: ipv4(0, 1), knownDestinations: known };
 }
 

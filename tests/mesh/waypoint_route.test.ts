@@ -8,11 +8,13 @@ import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { CLIENT_ADDRESS } from "../support/capture.js";
 import { sleep } from "../support/envoy.js";
-import { exchange } from "../support/tcp.js";
+import { exchange, startBackend } from "../support/tcp.js";
 import { gatewayWithCert, WaypointTopology } from "../../scripts/demo/waypoint_route_topology.js";
 
 const VIP = "127.10.1.1"; // my-svc.default: waypoint local (net1) and remote (net2, behind the gateway)
 const ISOLATED_VIP = "127.10.1.3"; // its only waypoint instance is on net3, which has no gateway
+const APP_POD = "127.0.0.43"; // default/app-0: its workload's own waypoint is the waypoint service; nothing listens on it
+const LEGACY_VIP = "127.10.1.4"; // legacy.default: 80 -> 9081, its only endpoint default/legacy-0 (127.0.0.44) has no sidecar
 const HOSTNAME_AUTHORITY = "my-svc.default.svc.cluster.local:80";
 const SLEEP = "spiffe://cluster.local/ns/default/sa/sleep";
 
@@ -48,6 +50,73 @@ describe("waypoint_route: single and double HBONE in the real Envoy", () => {
     const line = new RegExp(`waypoint authority=${VIP.replaceAll(".", "\\.")}:80 peer=${SLEEP.replaceAll("/", "\\/")} `);
     assert.match(await mesh.localWaypoint.waitForAccessLog(line), line);
     assert.equal(counter(await mesh.client.stats(), "hbone_waypoint"), 1);
+  });
+
+  it("sends a pod IP whose workload has its own waypoint through that waypoint with :authority podIP:port (rule 5)", async () => {
+    // Nothing listens on the pod's address: the reply can only come through the waypoint.
+    const payload = randomBytes(64 * 1024);
+    const reply = await exchange(APP_POD, 80, payload, 10_000, CLIENT_ADDRESS);
+    assert.deepEqual(reply.received, Buffer.concat([Buffer.from("backend-net1\n"), payload]));
+    const line = new RegExp(`waypoint authority=${APP_POD.replaceAll(".", "\\.")}:80 peer=${SLEEP.replaceAll("/", "\\/")} `);
+    assert.match(await mesh.localWaypoint.waitForAccessLog(line), line);
+    assert.equal(counter(await mesh.client.stats(), "hbone_pod_waypoint"), 1);
+  });
+
+  it("reaches a service endpoint without a sidecar by plain TCP to podIP:targetPort over the plain cluster (rule 7)", async () => {
+    const legacy = await startBackend("legacy-plain", "127.0.0.44", 9081);
+    try {
+      const payload = randomBytes(64 * 1024);
+      const reply = await exchange(LEGACY_VIP, 80, payload, 10_000, CLIENT_ADDRESS);
+      assert.deepEqual(reply.received, Buffer.concat([Buffer.from("legacy-plain\n"), payload]));
+      assert.equal(legacy.accepted, 1);
+      const line = /client dst=127\.10\.1\.4:80 cluster=waypoint_route_plain upstream=127\.0\.0\.44:9081 authority=- upstream_peer=- /;
+      assert.match(await mesh.client.waitForAccessLog(line), line);
+      const stats = await mesh.client.stats();
+      assert.equal(counter(stats, "plaintext_endpoint"), 1);
+      assert.equal(stats.get("cluster.waypoint_route_plain.upstream_cx_total"), 1);
+    } finally {
+      await legacy.close();
+    }
+  });
+
+  it("accepts at the waypoint hop the waypoint service's SANs or the instance's own identity, and nothing else", async () => {
+    const original = mesh.snapshot();
+    const variant = (sans: string[], identity: string) => {
+      const next = structuredClone(original);
+      for (const service of next.services) if (service.hostname === "waypoint.default.svc.cluster.local") service.subjectAltNames = sans;
+      for (const workload of next.workloads) if (workload.uid === "default/waypoint-0") workload.identity = identity;
+      return JSON.stringify(next, null, 2);
+    };
+    const WAYPOINT = "spiffe://cluster.local/ns/default/sa/waypoint";
+    const OTHER = "spiffe://cluster.local/ns/default/sa/waypoint-canary";
+    const NOT_IT = "spiffe://cluster.local/ns/default/sa/not-the-waypoint";
+    const sanFailures = async () => (await mesh.client.stats()).get("cluster.waypoint_route_hbone.ssl.fail_verify_san") ?? 0;
+    /** Pushes a snapshot in which nothing matches what the waypoint presents, and waits until TLS refuses it. */
+    const refusedState = async () => {
+      const before = await sanFailures();
+      mesh.push(variant([OTHER], NOT_IT));
+      let failed = before;
+      for (let attempt = 0; attempt < 50 && failed === before; attempt++) {
+        await dial(VIP, "probe"); // the update takes a few milliseconds to arrive
+        failed = await sanFailures();
+      }
+      assert.ok(failed > before, "the waypoint's certificate must fail SAN verification");
+      assert.equal((await dial(VIP, "must not pass")).received.length, 0);
+    };
+    try {
+      // Each acceptance below follows a refused state, so it can only come from the new snapshot.
+      await refusedState();
+      // The service lists another identity only: the instance's own (what it presents) passes.
+      mesh.push(variant([OTHER], WAYPOINT));
+      assert.equal((await dialUntil("backend-net1", Buffer.from("instance identity"))).toString(), "backend-net1\ninstance identity");
+      await refusedState();
+      // The instance's identity is another one: the waypoint service's SANs pass.
+      mesh.push(variant([WAYPOINT], NOT_IT));
+      assert.equal((await dialUntil("backend-net1", Buffer.from("service SANs"))).toString(), "backend-net1\nservice SANs");
+    } finally {
+      mesh.push(JSON.stringify(original, null, 2));
+    }
+    assert.equal((await dialUntil("backend-net1", Buffer.from("restored"))).toString(), "backend-net1\nrestored");
   });
 
   it("fails over through the gateway to the remote waypoint when the local one is marked unhealthy, without a restart", async () => {

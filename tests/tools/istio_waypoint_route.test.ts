@@ -346,6 +346,7 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
         const names = addedClusters(routeA()).map((c) => c.name);
         assert.ok(names.includes(snapshot.hboneCluster ?? "waypoint_route_hbone"), `${config.where}: hboneCluster`);
         assert.ok(names.includes(snapshot.doubleHboneCluster ?? "waypoint_route_double_hbone"), `${config.where}: doubleHboneCluster`);
+        assert.ok(names.includes(snapshot.plainCluster ?? "waypoint_route_plain"), `${config.where}: plainCluster`);
       }
     });
 
@@ -497,7 +498,7 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
       return found[0];
     };
 
-    it("has the seven patches in order: filter, relay, tcp_proxy MERGE, internal listener, three clusters, all outbound", () => {
+    it("has the eight patches in order: filter, relay, tcp_proxy MERGE, internal listener, four clusters, all outbound", () => {
       assert.deepEqual(
         routeA().spec.configPatches.map((p: Json) => `${p.applyTo}/${p.patch.operation}/${p.match.context}/${p.patch.value.name}`),
         [
@@ -508,6 +509,7 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
           "CLUSTER/ADD/SIDECAR_OUTBOUND/waypoint_route_hbone",
           "CLUSTER/ADD/SIDECAR_OUTBOUND/waypoint_route_double_hbone",
           "CLUSTER/ADD/SIDECAR_OUTBOUND/waypoint_route_outer",
+          "CLUSTER/ADD/SIDECAR_OUTBOUND/waypoint_route_plain",
         ],
       );
     });
@@ -596,10 +598,16 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
       for (const key of read) assert.ok(relayed.has(key), `${key} is read by the internal listener but never relayed`);
     });
 
-    it("adds the three clusters of the proven plain config, with Istio's SDS mTLS instead of files", () => {
+    it("adds the four clusters of the proven plain config, the three tunnels with Istio's SDS mTLS instead of files", () => {
       const clusters = addedClusters(routeA());
-      assert.deepEqual(clusters.map((c) => c.name), ["waypoint_route_hbone", "waypoint_route_double_hbone", "waypoint_route_outer"]);
-      for (const cluster of clusters) {
+      assert.deepEqual(clusters.map((c) => c.name), ["waypoint_route_hbone", "waypoint_route_double_hbone", "waypoint_route_outer", "waypoint_route_plain"]);
+      // Plain TCP to an endpoint without HBONE: ORIGINAL_DST at the filter's podIP:T, no TLS, as in the plain config.
+      const plainTcp = clusterNamed(clusters, "waypoint_route_plain");
+      const provenPlain = plainCluster("waypoint_route_plain");
+      assert.deepEqual([plainTcp.type, plainTcp.lb_policy], ["ORIGINAL_DST", "CLUSTER_PROVIDED"]);
+      assert.deepEqual([plainTcp.type, plainTcp.lb_policy, plainTcp.transport_socket], [provenPlain.type, provenPlain.lb_policy, provenPlain.transport_socket]);
+      assert.equal(plainTcp.transport_socket, undefined);
+      for (const cluster of clusters.filter((c) => c.name !== "waypoint_route_plain")) {
         const plain = plainCluster(cluster.name);
         assert.equal(cluster.type, plain.type, `${cluster.name}: type`);
         assert.equal(cluster.lb_policy, plain.lb_policy, `${cluster.name}: lb_policy`);
