@@ -18,9 +18,11 @@ import { ADDED, AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/t
 import {
   isHostname,
   isLocality,
+  isSanText,
   isSpiffeIdentity,
   LOCALITY_SHAPE,
   parsePortKey,
+  SAN_COMMA,
   SPIFFE_SHAPE,
 } from "../mesh/validate";
 import { DEFAULT_HBONE_PORT, MAX_NETWORKS, MESH_FIELDS, MeshLimits, MeshParseResult } from "../mesh/parse";
@@ -630,6 +632,7 @@ class LegacyMeshParser {
         const name = r.expectString(unchecked(list[k]), at);
         if (r.failed()) return;
         if (name.length == 0) return r.fail(at, "must not be empty");
+        if (!isSanText(name)) return r.fail(at, SAN_COMMA);
         m.sans.push(name);
       }
     }

@@ -42,9 +42,11 @@ import { ADDED, AddrTable4, AddrTable6, exactCapacity, MAX_TABLE_NETWORKS, mix32
 import {
   isHostname,
   isLocality,
+  isSanText,
   isSpiffeIdentity,
   LOCALITY_SHAPE,
   parsePortKey,
+  SAN_COMMA,
   SPIFFE_SHAPE,
 } from "./validate";
 
@@ -1394,7 +1396,9 @@ class MeshParser {
         if (e == JsonToken.EndArray) break;
         if (e != JsonToken.String) return failElementString(r, r.indexPath(f.fieldPath("subjectAltNames"), k));
         if (s.stringByteLength() == 0) return r.fail(r.indexPath(f.fieldPath("subjectAltNames"), k), "must not be empty");
-        m.sans.push(s.stringValue());
+        const san = s.stringValue();
+        if (!isSanText(san)) return r.fail(r.indexPath(f.fieldPath("subjectAltNames"), k), SAN_COMMA);
+        m.sans.push(san);
       }
     }
     if (r.failed()) return;
