@@ -100,7 +100,7 @@ describe("real kube-apiserver harness", () => {
       const running = await readied;
       assert.equal(running.status?.phase, "Running");
       assert.equal(running.status?.podIP, "10.1.0.5");
-      assert.deepEqual(running.status?.podIPs?.map((entry) => entry.ip), ["10.1.0.5"]);
+      assert.deepEqual(running.status?.podIPs?.map((entry: { ip: string }) => entry.ip), ["10.1.0.5"]);
       assert.equal(running.spec?.nodeName, "node-a");
 
       const unready = nextEvent(informer, "update", (pod) => pod.metadata?.name === "web-1" && !isReady(pod));
@@ -122,7 +122,7 @@ describe("real kube-apiserver harness", () => {
     const node = await east.core.readNode({ name: "node-a" });
     assert.equal(node.metadata?.labels?.["topology.kubernetes.io/zone"], "eu-1");
     assert.equal(node.metadata?.labels?.["topology.istio.io/subzone"], "rack-1");
-    assert.deepEqual(node.status?.addresses, [{ type: "InternalIP", address: "192.168.0.10" }]);
+    assert.deepEqual(node.status?.addresses?.map((a) => ({ ...a })), [{ type: "InternalIP", address: "192.168.0.10" }]);
   });
 
   it("services get a ClusterIP; EndpointSlices are written as given", async () => {
@@ -142,9 +142,9 @@ describe("real kube-apiserver harness", () => {
     const slices = await west.discovery.listNamespacedEndpointSlice({ namespace: NS, labelSelector: "kubernetes.io/service-name=web" });
     assert.equal(slices.items.length, 1);
     const [ready, leaving] = slices.items[0].endpoints;
-    assert.deepEqual(ready.conditions, { ready: true, serving: true, terminating: false });
+    assert.deepEqual({ ...ready.conditions }, { ready: true, serving: true, terminating: false });
     assert.equal(ready.targetRef?.name, "web-x");
-    assert.deepEqual(leaving.conditions, { ready: false, serving: false, terminating: true });
+    assert.deepEqual({ ...leaving.conditions }, { ready: false, serving: false, terminating: true });
   });
 
   it("installs the upstream Gateway API and Istio CRDs, schemas enforced", async () => {

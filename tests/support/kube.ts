@@ -29,6 +29,7 @@ import {
   type V1Service,
 } from "@kubernetes/client-node";
 import { parseAllDocuments, stringify } from "yaml";
+import { RawApplyApi } from "../kube/harness/apply.js";
 import { DEFAULT_CRDS, selectCrds } from "../kube/harness/crds.js";
 import {
   endpointSliceObject,
@@ -174,6 +175,7 @@ export class KubeCluster {
   readonly rbac: RbacAuthorizationV1Api;
   readonly custom: CustomObjectsApi;
   readonly objects: KubernetesObjectApi;
+  private readonly rawApply: RawApplyApi;
   private stopped = false;
 
   private constructor(
@@ -194,6 +196,7 @@ export class KubeCluster {
     this.rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
     this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+    this.rawApply = RawApplyApi.forConfig(kubeConfig);
   }
 
   static async start(options: KubeClusterOptions = {}): Promise<KubeCluster> {
@@ -244,9 +247,12 @@ export class KubeCluster {
 
   // ---- generic writes -------------------------------------------------------------------
 
-  /** Server-side apply (create or update) of any object, typed or custom; returns what the server stored. */
-  async apply<T extends KubernetesObject>(object: T): Promise<T> {
-    return this.objects.patch(object, undefined, undefined, HARNESS_FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  /**
+   * Server-side apply (create or update) of any object, typed or custom, sent exactly as given
+   * (see harness/apply.ts for why not objects.patch); returns what the server stored.
+   */
+  apply<T extends KubernetesObject>(object: T): Promise<T> {
+    return this.rawApply.apply(object, HARNESS_FIELD_MANAGER);
   }
 
   /** Applies every document of a YAML text (e.g. a manifest file) in order. */
