@@ -8,7 +8,7 @@
 //   after(() => cluster.stop());
 //   await cluster.createPod({ namespace: "default", name: "a", labels: { app: "a" } });
 //   await cluster.setPodStatus("default", "a", { podIP: "10.1.0.5" });
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { join, resolve } from "node:path";
 import {
@@ -168,6 +168,35 @@ async function waitUntil(what: string, child: GuardedProcess, timeoutMs: number,
 }
 
 const BIND_RACE = /address already in use/;
+const OWNER_FILE = "owner.pid";
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * A killed test process cannot remove its cluster directory (its processes die with it, see
+ * harness/process.ts); the next start removes directories whose owner is gone, so etcd data does
+ * not pile up in .tmp/. Directories of live owners (parallel test files) are left alone.
+ */
+function removeAbandonedDirs(base: string): void {
+  for (const entry of readdirSync(base)) {
+    if (!entry.startsWith("kube-")) continue;
+    const dir = join(base, entry);
+    let owner: number;
+    try {
+      owner = Number(readFileSync(join(dir, OWNER_FILE), "utf8"));
+    } catch {
+      continue;
+    }
+    if (Number.isInteger(owner) && owner > 0 && !alive(owner)) rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 export class KubeCluster {
   readonly core: CoreV1Api;
@@ -205,7 +234,9 @@ export class KubeCluster {
     if (!/^[a-z0-9-]+$/.test(name)) throw new Error(`kube harness: cluster name '${name}' must be lowercase letters, digits and '-'`);
     const base = join(REPO_ROOT, ".tmp");
     mkdirSync(base, { recursive: true });
+    removeAbandonedDirs(base);
     const dir = mkdtempSync(join(base, `kube-${name}-`));
+    writeFileSync(join(dir, OWNER_FILE), String(process.pid));
     const pki = await createClusterPki(dir, name);
     const admin = await pki.client("kube-harness-admin", ["system:masters"]);
     const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
