@@ -59,7 +59,11 @@ describe("real kube-apiserver harness", () => {
 
   before(async () => {
     // Both at once: the multi-cluster tests need two independent control planes.
-    [east, west] = await Promise.all([startKubeCluster({ name: "east" }), startKubeCluster({ name: "west" })]);
+    // east also runs the real endpointslice and namespace controllers (kube-controller-manager).
+    [east, west] = await Promise.all([
+      startKubeCluster({ name: "east", controllers: ["endpointslice-controller", "namespace-controller"] }),
+      startKubeCluster({ name: "west" }),
+    ]);
   });
   after(async () => {
     await Promise.all([east?.stop(), west?.stop()]);
@@ -145,6 +149,51 @@ describe("real kube-apiserver harness", () => {
     assert.deepEqual({ ...ready.conditions }, { ready: true, serving: true, terminating: false });
     assert.equal(ready.targetRef?.name, "web-x");
     assert.deepEqual({ ...leaving.conditions }, { ready: false, serving: false, terminating: true });
+  });
+
+  it("with kube-controller-manager, the real endpointslice controller follows pod readiness", async () => {
+    const ns = "slices";
+    await east.createNamespace(ns);
+    await east.createService({ namespace: ns, name: "api", selector: { app: "api" }, ports: [{ name: "grpc", port: 90, targetPort: "grpc" }] });
+    await east.createPod({ namespace: ns, name: "api-1", labels: { app: "api" }, nodeName: "node-a", ports: [{ name: "grpc", containerPort: 9090 }] });
+    await east.setPodStatus(ns, "api-1", { podIP: "10.1.0.9" });
+    const endpointOf = async () => {
+      const slices = await east.discovery.listNamespacedEndpointSlice({ namespace: ns, labelSelector: "kubernetes.io/service-name=api" });
+      const slice = slices.items.find((item) => (item.endpoints ?? []).length > 0);
+      return slice ? { port: slice.ports?.[0]?.port, endpoint: slice.endpoints[0] } : undefined;
+    };
+    const until = async (what: string, accept: (found: Awaited<ReturnType<typeof endpointOf>>) => boolean) => {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const found = await endpointOf();
+        if (accept(found)) return found;
+        if (Date.now() > deadline) throw new Error(`${what}: last seen ${JSON.stringify(found)}`);
+        await new Promise((done) => setTimeout(done, 100));
+      }
+    };
+    const ready = await until("ready endpoint", (found) => found?.endpoint.conditions?.ready === true);
+    // The named target port resolved from the pod's container port, as istiod reads it.
+    assert.equal(ready?.port, 9090);
+    assert.deepEqual(ready?.endpoint.addresses, ["10.1.0.9"]);
+    assert.equal(ready?.endpoint.targetRef?.name, "api-1");
+    assert.equal(ready?.endpoint.nodeName, "node-a");
+    await east.setPodStatus(ns, "api-1", { podIP: "10.1.0.9", ready: false });
+    await until("unready endpoint", (found) => found?.endpoint.conditions?.ready === false);
+    // The namespace controller finishes a namespace deletion (without it, it stays Terminating).
+    // A bound pod would block it: its graceful delete waits for a kubelet, so remove it first.
+    await east.deletePod(ns, "api-1");
+    await east.delete({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        await east.core.readNamespace({ name: ns });
+      } catch (error) {
+        if ((error as { code?: number }).code === 404) break;
+        throw error;
+      }
+      if (Date.now() > deadline) throw new Error(`namespace ${ns} still there after 30 s`);
+      await new Promise((done) => setTimeout(done, 200));
+    }
   });
 
   it("installs the upstream Gateway API and Istio CRDs, schemas enforced", async () => {

@@ -87,8 +87,9 @@ export interface KubeClusterOptions {
   /** CRDs to install, by `<plural>.<group>`. Default DEFAULT_CRDS. */
   crds?: readonly string[];
   /**
-   * kube-controller-manager controllers to run, e.g. ["endpointslice", "namespace",
-   * "garbage-collector"]. Default none: no controller-manager at all.
+   * kube-controller-manager controllers to run, e.g. ["endpointslice-controller",
+   * "namespace-controller", "garbage-collector-controller"] (`kube-controller-manager --help`
+   * lists them). Default none: no controller-manager at all.
    */
   controllers?: readonly string[];
   /** Extra kube-apiserver flags (e.g. "--max-requests-inflight=800"). */
@@ -131,7 +132,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 /** Status code and body of a GET, or an error message when there is no answer. */
-function get(url: string, tls: { ca: string; cert?: string; key?: string } | undefined): Promise<{ status: number; body: string }> {
+function get(url: string, tls: { ca?: string; cert?: string; key?: string; rejectUnauthorized?: boolean }): Promise<{ status: number; body: string }> {
   return new Promise((done, fail) => {
     const req = request(url, { ...tls, timeout: 5000 }, (res) => {
       let body = "";
@@ -254,7 +255,7 @@ export class KubeCluster {
       const cluster = new KubeCluster(name, dir, server, adminConfig.path, adminConfig.kubeConfig, pki, processes);
       await cluster.installCrds(options.crds ?? DEFAULT_CRDS, readyTimeoutMs);
       if (options.controllers && options.controllers.length > 0) {
-        processes.push(await startControllerManager(binaries.controllerManager, dir, adminConfig.path, pki, options.controllers));
+        processes.push(await startControllerManager(binaries.controllerManager, dir, adminConfig.path, pki, options.controllers, readyTimeoutMs));
       }
       return cluster;
     } catch (error) {
@@ -507,20 +508,42 @@ async function startApiserver(
   });
 }
 
-async function startControllerManager(binary: string, dir: string, kubeconfigPath: string, pki: ClusterPki, controllers: readonly string[]): Promise<GuardedProcess> {
-  const args = [
-    `--kubeconfig=${kubeconfigPath}`,
-    `--controllers=${controllers.join(",")}`,
-    "--leader-elect=false",
-    // No HTTPS endpoint needed: nothing scrapes it.
-    "--secure-port=0",
-    `--service-account-private-key-file=${pki.serviceAccountSigningKeyPath}`,
-    `--root-ca-file=${pki.caPath}`,
-    `--service-cluster-ip-range=${SERVICE_CIDR}`,
-    "--v=1",
-  ];
-  const manager = GuardedProcess.start("kube-controller-manager", binary, args, join(dir, "kube-controller-manager.log"), dir);
-  await sleep(500);
-  if (manager.exited) throw new Error(`kube harness: kube-controller-manager ${manager.exitDescription}\n${manager.logTail()}`);
-  return manager;
+async function startControllerManager(
+  binary: string,
+  dir: string,
+  kubeconfigPath: string,
+  pki: ClusterPki,
+  controllers: readonly string[],
+  timeoutMs: number,
+): Promise<GuardedProcess> {
+  return withPortRetry(async () => {
+    const port = await freePort();
+    const args = [
+      `--kubeconfig=${kubeconfigPath}`,
+      // Delegated authn/authz of its own endpoint; /healthz is always allowed.
+      `--authentication-kubeconfig=${kubeconfigPath}`,
+      `--authorization-kubeconfig=${kubeconfigPath}`,
+      `--controllers=${controllers.join(",")}`,
+      "--leader-elect=false",
+      "--bind-address=127.0.0.1",
+      `--secure-port=${port}`,
+      `--cert-dir=${join(dir, "controller-manager-certs")}`,
+      `--service-account-private-key-file=${pki.serviceAccountSigningKeyPath}`,
+      `--root-ca-file=${pki.caPath}`,
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      "--v=1",
+    ];
+    const manager = GuardedProcess.start("kube-controller-manager", binary, args, join(dir, "kube-controller-manager.log"), dir);
+    try {
+      // Its serving certificate is self-signed (in --cert-dir); only liveness is asked here.
+      await waitUntil("kube-controller-manager /healthz", manager, timeoutMs, async () => {
+        const { status, body } = await get(`https://127.0.0.1:${port}/healthz`, { rejectUnauthorized: false });
+        return status === 200 ? true : `${status} ${body}`;
+      });
+    } catch (error) {
+      await manager.stop();
+      throw error;
+    }
+    return manager;
+  });
 }
