@@ -6,7 +6,10 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { makeInformer, type KubernetesObject, type V1Pod, CoreV1Api } from "@kubernetes/client-node";
-import { SERVICE_CIDR, startKubeCluster, type KubeCluster } from "../support/kube.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { requireKubeBinaries, SERVICE_CIDR, startKubeClusters, type KubeCluster } from "../support/kube.js";
 
 const NS = "smoke";
 
@@ -53,6 +56,16 @@ function inServiceCidr(ip: string): boolean {
   return a === ca && b === cb;
 }
 
+it("missing binaries are an error naming the setup step, never a skip", () => {
+  const empty = mkdtempSync(join(tmpdir(), "kube-bin-"));
+  try {
+    assert.throws(() => requireKubeBinaries({ binDir: empty }), /kube-apiserver.*npm run setup:kube/s);
+    assert.throws(() => requireKubeBinaries({ binDir: empty, controllerManager: true }), /kube-controller-manager/);
+  } finally {
+    rmSync(empty, { recursive: true });
+  }
+});
+
 describe("real kube-apiserver harness", () => {
   let east: KubeCluster;
   let west: KubeCluster;
@@ -60,10 +73,7 @@ describe("real kube-apiserver harness", () => {
   before(async () => {
     // Both at once: the multi-cluster tests need two independent control planes.
     // east also runs the real endpointslice and namespace controllers (kube-controller-manager).
-    [east, west] = await Promise.all([
-      startKubeCluster({ name: "east", controllers: ["endpointslice-controller", "namespace-controller"] }),
-      startKubeCluster({ name: "west" }),
-    ]);
+    [east, west] = await startKubeClusters([{ name: "east", controllers: ["endpointslice-controller", "namespace-controller"] }, { name: "west" }]);
   });
   after(async () => {
     await Promise.all([east?.stop(), west?.stop()]);

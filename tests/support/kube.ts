@@ -67,13 +67,14 @@ export interface KubeBinaries {
 }
 
 /** Paths of the cached binaries; throws (never skips) naming the setup step when one is missing. */
-export function requireKubeBinaries(needControllerManager = false): KubeBinaries {
+export function requireKubeBinaries(options: { controllerManager?: boolean; binDir?: string } = {}): KubeBinaries {
+  const binDir = options.binDir ?? KUBE_BIN_DIR;
   const binaries = {
-    etcd: join(KUBE_BIN_DIR, "etcd"),
-    apiserver: join(KUBE_BIN_DIR, "kube-apiserver"),
-    controllerManager: join(KUBE_BIN_DIR, "kube-controller-manager"),
+    etcd: join(binDir, "etcd"),
+    apiserver: join(binDir, "kube-apiserver"),
+    controllerManager: join(binDir, "kube-controller-manager"),
   };
-  const needed = needControllerManager ? Object.values(binaries) : [binaries.etcd, binaries.apiserver];
+  const needed = options.controllerManager ? Object.values(binaries) : [binaries.etcd, binaries.apiserver];
   const missing = needed.filter((path) => !existsSync(path));
   if (missing.length > 0) {
     throw new Error(`kube harness: missing ${missing.join(", ")}: run \`npm run setup:kube\` (npm test does it; cold build ~15 min)`);
@@ -230,7 +231,7 @@ export class KubeCluster {
   }
 
   static async start(options: KubeClusterOptions = {}): Promise<KubeCluster> {
-    const binaries = requireKubeBinaries((options.controllers?.length ?? 0) > 0);
+    const binaries = requireKubeBinaries({ controllerManager: (options.controllers?.length ?? 0) > 0 });
     const name = options.name ?? "kube";
     if (!/^[a-z0-9-]+$/.test(name)) throw new Error(`kube harness: cluster name '${name}' must be lowercase letters, digits and '-'`);
     const base = join(REPO_ROOT, ".tmp");
@@ -408,6 +409,18 @@ export class KubeCluster {
 /** Starts a cluster; see KubeClusterOptions. Call stop() (e.g. in `after`). */
 export function startKubeCluster(options: KubeClusterOptions = {}): Promise<KubeCluster> {
   return KubeCluster.start(options);
+}
+
+/**
+ * Starts several clusters at once (multi-cluster tests); if any fails, the others are stopped
+ * before the first error is thrown.
+ */
+export async function startKubeClusters(options: readonly KubeClusterOptions[]): Promise<KubeCluster[]> {
+  const results = await Promise.allSettled(options.map((one) => KubeCluster.start(one)));
+  const failed = results.find((result): result is PromiseRejectedResult => result.status === "rejected");
+  if (!failed) return results.map((result) => (result as PromiseFulfilledResult<KubeCluster>).value);
+  await Promise.all(results.map((result) => (result.status === "fulfilled" ? result.value.stop() : undefined)));
+  throw failed.reason;
 }
 
 // ---- the processes ------------------------------------------------------------------------
