@@ -9,7 +9,6 @@
 //   await cluster.createPod({ namespace: "default", name: "a", labels: { app: "a" } });
 //   await cluster.setPodStatus("default", "a", { podIP: "10.1.0.5" });
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { request } from "node:https";
 import { join, resolve } from "node:path";
 import {
   CoreV1Api,
@@ -46,9 +45,9 @@ import {
   type ServiceInput,
 } from "../kube/harness/objects.js";
 import { createClusterPki, type ClientCredentials, type ClusterPki } from "../kube/harness/pki.js";
-import { GuardedProcess } from "../kube/harness/process.js";
+import { sleep, startApiserver, startControllerManager, startEtcd } from "../kube/harness/control_plane.js";
+import type { GuardedProcess } from "../kube/harness/process.js";
 import { REPO_ROOT } from "./paths.js";
-import { freePort } from "./ports.js";
 
 export * from "../kube/harness/objects.js";
 export { DEFAULT_CRDS } from "../kube/harness/crds.js";
@@ -57,8 +56,7 @@ export const KUBE_BIN_DIR = resolve(REPO_ROOT, ".cache/kube/bin");
 export const KUBE_CRD_DIR = resolve(REPO_ROOT, ".cache/kube/crds");
 /** The field manager of every write the harness makes. */
 export const HARNESS_FIELD_MANAGER = "kube-harness";
-/** Service ClusterIPs are allocated from here. */
-export const SERVICE_CIDR = "10.96.0.0/16";
+export { SERVICE_CIDR } from "../kube/harness/control_plane.js";
 
 export interface KubeBinaries {
   etcd: string;
@@ -128,48 +126,6 @@ function loadKubeconfig(path: string, text: string): KubeconfigFile {
   return { path, kubeConfig };
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((done) => setTimeout(done, ms));
-}
-
-/** Status code and body of a GET, or an error message when there is no answer. */
-function get(url: string, tls: { ca?: string; cert?: string; key?: string; rejectUnauthorized?: boolean }): Promise<{ status: number; body: string }> {
-  return new Promise((done, fail) => {
-    const req = request(url, { ...tls, timeout: 5000 }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk) => (body += chunk));
-      res.on("end", () => done({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", fail);
-    req.end();
-  });
-}
-
-async function httpGet(url: string): Promise<{ status: number; body: string }> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(5000) });
-  return { status: response.status, body: await response.text() };
-}
-
-async function waitUntil(what: string, child: GuardedProcess, timeoutMs: number, check: () => Promise<string | true>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "no answer yet";
-  while (Date.now() < deadline) {
-    if (child.exited) throw new Error(`kube harness: ${what}: ${child.name} ${child.exitDescription}\n${child.logTail()}`);
-    try {
-      const result = await check();
-      if (result === true) return;
-      last = result;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    await sleep(200);
-  }
-  throw new Error(`kube harness: ${what} not within ${timeoutMs} ms (last: ${last})\n${child.logTail()}`);
-}
-
-const BIND_RACE = /address already in use/;
 const OWNER_FILE = "owner.pid";
 
 function alive(pid: number): boolean {
@@ -247,9 +203,9 @@ export class KubeCluster {
       for (const child of [...processes].reverse()) await child.stop();
     };
     try {
-      const etcd = await startEtcd(binaries.etcd, dir, options, readyTimeoutMs);
+      const etcd = await startEtcd(binaries.etcd, dir, { maxRequestBytes: options.etcdMaxRequestBytes }, readyTimeoutMs);
       processes.push(etcd.process);
-      const { process: apiserver, port } = await startApiserver(binaries.apiserver, dir, pki, admin, etcd.url, options, readyTimeoutMs);
+      const { process: apiserver, port } = await startApiserver(binaries.apiserver, dir, pki, admin, etcd.url, options.apiserverArgs ?? [], readyTimeoutMs);
       processes.push(apiserver);
       const server = `https://127.0.0.1:${port}`;
       const adminConfig = loadKubeconfig(join(dir, "admin.kubeconfig"), kubeconfigYaml(name, server, pki.ca, admin));
@@ -421,142 +377,4 @@ export async function startKubeClusters(options: readonly KubeClusterOptions[]):
   if (!failed) return results.map((result) => (result as PromiseFulfilledResult<KubeCluster>).value);
   await Promise.all(results.map((result) => (result.status === "fulfilled" ? result.value.stop() : undefined)));
   throw failed.reason;
-}
-
-// ---- the processes ------------------------------------------------------------------------
-
-async function withPortRetry<T>(attempt: () => Promise<T>): Promise<T> {
-  // freePort() hands out a port that another process can take before we bind it; retry then.
-  for (let tries = 1; ; tries++) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (tries >= 3 || !BIND_RACE.test((error as Error).message)) throw error;
-    }
-  }
-}
-
-async function startEtcd(binary: string, dir: string, options: KubeClusterOptions, timeoutMs: number): Promise<{ process: GuardedProcess; url: string }> {
-  return withPortRetry(async () => {
-    const [clientPort, peerPort] = [await freePort(), await freePort()];
-    const url = `http://127.0.0.1:${clientPort}`;
-    const peer = `http://127.0.0.1:${peerPort}`;
-    const dataDir = join(dir, "etcd");
-    rmSync(dataDir, { recursive: true, force: true });
-    const args = [
-      "--name=harness",
-      `--data-dir=${dataDir}`,
-      `--listen-client-urls=${url}`,
-      `--advertise-client-urls=${url}`,
-      `--listen-peer-urls=${peer}`,
-      `--initial-advertise-peer-urls=${peer}`,
-      `--initial-cluster=harness=${peer}`,
-      "--initial-cluster-state=new",
-      "--logger=zap",
-      "--log-level=warn",
-    ];
-    if (options.etcdMaxRequestBytes !== undefined) args.push(`--max-request-bytes=${options.etcdMaxRequestBytes}`);
-    const etcd = GuardedProcess.start("etcd", binary, args, join(dir, "etcd.log"), dir);
-    try {
-      await waitUntil("etcd healthy", etcd, timeoutMs, async () => {
-        const { status, body } = await httpGet(`${url}/health`);
-        return status === 200 && body.includes('"true"') ? true : `${status} ${body}`;
-      });
-    } catch (error) {
-      await etcd.stop();
-      throw error;
-    }
-    return { process: etcd, url };
-  });
-}
-
-async function startApiserver(
-  binary: string,
-  dir: string,
-  pki: ClusterPki,
-  admin: ClientCredentials,
-  etcdUrl: string,
-  options: KubeClusterOptions,
-  timeoutMs: number,
-): Promise<{ process: GuardedProcess; port: number }> {
-  return withPortRetry(async () => {
-    const port = await freePort();
-    const args = [
-      `--etcd-servers=${etcdUrl}`,
-      "--bind-address=127.0.0.1",
-      `--secure-port=${port}`,
-      // The endpoints of the `kubernetes` service would otherwise be reconciled to this address.
-      "--advertise-address=127.0.0.1",
-      "--endpoint-reconciler-type=none",
-      `--cert-dir=${join(dir, "apiserver-certs")}`,
-      `--tls-cert-file=${pki.servingCertPath}`,
-      `--tls-private-key-file=${pki.servingKeyPath}`,
-      `--client-ca-file=${pki.caPath}`,
-      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-      `--service-account-key-file=${pki.serviceAccountPublicKeyPath}`,
-      `--service-account-signing-key-file=${pki.serviceAccountSigningKeyPath}`,
-      `--service-cluster-ip-range=${SERVICE_CIDR}`,
-      // RBAC, so a least-privilege ClusterRole is really enforced; the harness's admin is
-      // system:masters and passes regardless.
-      "--authorization-mode=RBAC",
-      // No controller creates the `default` ServiceAccount, so this plugin would refuse every pod.
-      "--disable-admission-plugins=ServiceAccount",
-      "--allow-privileged=true",
-      "--profiling=false",
-      "--v=1",
-      ...(options.apiserverArgs ?? []),
-    ];
-    const apiserver = GuardedProcess.start("kube-apiserver", binary, args, join(dir, "kube-apiserver.log"), dir);
-    try {
-      const tls = { ca: pki.ca, cert: admin.cert, key: admin.key };
-      await waitUntil("kube-apiserver /readyz", apiserver, timeoutMs, async () => {
-        const { status, body } = await get(`https://127.0.0.1:${port}/readyz`, tls);
-        return status === 200 ? true : `${status} ${body.split("\n").filter((line) => line.includes("failed")).join("; ")}`;
-      });
-    } catch (error) {
-      await apiserver.stop();
-      throw error;
-    }
-    return { process: apiserver, port };
-  });
-}
-
-async function startControllerManager(
-  binary: string,
-  dir: string,
-  kubeconfigPath: string,
-  pki: ClusterPki,
-  controllers: readonly string[],
-  timeoutMs: number,
-): Promise<GuardedProcess> {
-  return withPortRetry(async () => {
-    const port = await freePort();
-    const args = [
-      `--kubeconfig=${kubeconfigPath}`,
-      // Delegated authn/authz of its own endpoint; /healthz is always allowed.
-      `--authentication-kubeconfig=${kubeconfigPath}`,
-      `--authorization-kubeconfig=${kubeconfigPath}`,
-      `--controllers=${controllers.join(",")}`,
-      "--leader-elect=false",
-      "--bind-address=127.0.0.1",
-      `--secure-port=${port}`,
-      `--cert-dir=${join(dir, "controller-manager-certs")}`,
-      `--service-account-private-key-file=${pki.serviceAccountSigningKeyPath}`,
-      `--root-ca-file=${pki.caPath}`,
-      `--service-cluster-ip-range=${SERVICE_CIDR}`,
-      "--v=1",
-    ];
-    const manager = GuardedProcess.start("kube-controller-manager", binary, args, join(dir, "kube-controller-manager.log"), dir);
-    try {
-      // Its serving certificate is self-signed (in --cert-dir); only liveness is asked here.
-      await waitUntil("kube-controller-manager /healthz", manager, timeoutMs, async () => {
-        const { status, body } = await get(`https://127.0.0.1:${port}/healthz`, { rejectUnauthorized: false });
-        return status === 200 ? true : `${status} ${body}`;
-      });
-    } catch (error) {
-      await manager.stop();
-      throw error;
-    }
-    return manager;
-  });
 }
