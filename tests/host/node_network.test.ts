@@ -158,7 +158,8 @@ describe("tunnel_port: the local network from the node metadata", () => {
     const arriving = (port: number) => ({
       source: "127.0.0.6:40000",
       destination: `10.0.0.1:${port}`,
-      filterState: { "io.tunnel_port.service_port": "80", "io.tunnel_port.peer_principal": id("sleep-west") },
+      // What the CONNECT termination shares: the service port, the peer, and the authority text.
+      filterState: { "io.tunnel_port.service_port": "80", "io.tunnel_port.peer_principal": id("sleep-west"), "io.tunnel_port.authority": `10.0.0.1:${port}` },
     });
     const west = await startFilter("tunnel_port", server, onNetwork("west"));
     assert.equal(west.connect(arriving(8080)).closed, false);
