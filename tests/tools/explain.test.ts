@@ -169,7 +169,7 @@ describe("explain decision: tunnel_port", () => {
       filter: "tunnel_port",
       configuration: server,
       destination: "10.1.0.1:8080",
-      filterState: { "io.tunnel_port.service_port": "80", "io.tunnel_port.peer_principal": id("client") },
+      filterState: { "io.tunnel_port.service_port": "80", "io.tunnel_port.authority": "10.1.0.1:8080", "io.tunnel_port.peer_principal": id("client") },
     });
     const d = accepted.json.decision;
     assert.equal(d.protocol, "plain");
