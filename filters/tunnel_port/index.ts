@@ -211,34 +211,41 @@ class TunnelConnection extends ConnectionContext {
   }
 
   private refuse(verdict: ServerVerdict, dst: Address, servicePort: i32): FilterStatus {
+    const reason = this.countRefusal(verdict);
+    // A client can send refused CONNECTs at will: the line is built only when it is logged.
+    if (logEnabled(LogLevel.Warn)) {
+      const port = verdict == ServerVerdict.PortMismatch ? "service port " + servicePort.toString() + " " : "";
+      logWarn("refused tunnel to " + (dst.port > 0 ? formatAddress(dst) : "?") + ": " + port + reason);
+    }
+    return this.close();
+  }
+
+  /** Counts a refusal by its rule; returns the rule's reason (a constant: nothing is built). */
+  private countRefusal(verdict: ServerVerdict): string {
     const root = this.root;
     switch (verdict) {
       case ServerVerdict.NoPeer:
         root.refusedNoPeer.inc();
-        break;
+        return "no authenticated mTLS peer";
       case ServerVerdict.MissingPort:
         root.refusedMissingPort.inc();
-        break;
+        return "no service port, no authority text or no destination";
       case ServerVerdict.MalformedPort:
         root.refusedMalformedPort.inc();
-        break;
+        return "the service port is not exactly one canonical decimal 1-65535";
       case ServerVerdict.MalformedAuthority:
         root.refusedMalformedAuthority.inc();
-        break;
+        return "the :authority is not the canonical spelling of that address";
       case ServerVerdict.ForeignAuthority:
         root.refusedForeignAuthority.inc();
-        break;
+        return "the authority names another workload";
       case ServerVerdict.UnservedPort:
         root.refusedUnservedPort.inc();
-        break;
+        return "this workload does not serve that target port";
       default:
         root.refusedPortMismatch.inc();
+        return "does not map to that target port here";
     }
-    // A client can send refused CONNECTs at will: the line is built only when it is logged.
-    if (logEnabled(LogLevel.Warn)) {
-      logWarn("refused tunnel to " + (dst.port > 0 ? formatAddress(dst) : "?") + ": " + refusalReason(verdict, servicePort));
-    }
-    return this.close();
   }
 
   private close(): FilterStatus {
@@ -285,26 +292,6 @@ function stringPayload(ptr: usize, len: i32): i64 {
   }
   payloadLength = len;
   return <i64>ptr;
-}
-
-/** The warn line's reason for a server refusal. */
-function refusalReason(verdict: ServerVerdict, servicePort: i32): string {
-  switch (verdict) {
-    case ServerVerdict.NoPeer:
-      return "no authenticated mTLS peer";
-    case ServerVerdict.MissingPort:
-      return "no service port, no authority text or no destination";
-    case ServerVerdict.MalformedPort:
-      return "the service port is not exactly one canonical decimal 1-65535";
-    case ServerVerdict.MalformedAuthority:
-      return "the :authority is not the canonical spelling of that address";
-    case ServerVerdict.ForeignAuthority:
-      return "the authority names another workload";
-    case ServerVerdict.UnservedPort:
-      return "this workload does not serve that target port";
-    default:
-      return "service port " + servicePort.toString() + " does not map to that target port here";
-  }
 }
 
 /** parseCanonicalPort over a string filter-state / metadata value (raw or StringValue). */
