@@ -175,7 +175,7 @@ class PassthroughConnection extends ConnectionContext {
    */
   private reject(dst: Address): FilterStatus {
     this.root.rejected.inc();
-    logError("closing connection to " + formatAddress(dst) + ": Envoy refused the filter state that pins the pod and its identity");
+    if (logEnabled(LogLevel.Error)) logError("closing connection to " + formatAddress(dst) + ": Envoy refused the filter state that pins the pod and its identity");
     closeDownstream();
     return FilterStatus.StopIteration;
   }

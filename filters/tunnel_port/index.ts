@@ -140,12 +140,14 @@ class TunnelConnection extends ConnectionContext {
     }
     if (decision.outcome == ClientOutcome.NoEndpoint) {
       root.noEndpoint.inc();
-      return this.close("no endpoint of " + formatAddress(dst) + " can take a tunnel");
+      if (logEnabled(LogLevel.Warn)) logWarn("no endpoint of " + formatAddress(dst) + " can take a tunnel");
+      return this.close();
     }
     if (decision.outcome == ClientOutcome.Unknown) {
       if (config.refuseUnknown) {
         root.unknownRefused.inc();
-        return this.close(destinationText(found, dst) + " is unknown to the mesh configuration");
+        if (logEnabled(LogLevel.Warn)) logWarn(destinationText(found, dst) + " is unknown to the mesh configuration");
+        return this.close();
       }
       // tcp_proxy would tunnel its own cluster too: plain TCP for what the mesh does not know.
       if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
@@ -209,42 +211,44 @@ class TunnelConnection extends ConnectionContext {
   }
 
   private refuse(verdict: ServerVerdict, dst: Address, servicePort: i32): FilterStatus {
+    const reason = this.countRefusal(verdict);
+    // A client can send refused CONNECTs at will: the line is built only when it is logged.
+    if (logEnabled(LogLevel.Warn)) {
+      const port = verdict == ServerVerdict.PortMismatch ? "service port " + servicePort.toString() + " " : "";
+      logWarn("refused tunnel to " + (dst.port > 0 ? formatAddress(dst) : "?") + ": " + port + reason);
+    }
+    return this.close();
+  }
+
+  /** Counts a refusal by its rule; returns the rule's reason (a constant: nothing is built). */
+  private countRefusal(verdict: ServerVerdict): string {
     const root = this.root;
-    let reason = "";
     switch (verdict) {
       case ServerVerdict.NoPeer:
         root.refusedNoPeer.inc();
-        reason = "no authenticated mTLS peer";
-        break;
+        return "no authenticated mTLS peer";
       case ServerVerdict.MissingPort:
         root.refusedMissingPort.inc();
-        reason = "no service port, no authority text or no destination";
-        break;
+        return "no service port, no authority text or no destination";
       case ServerVerdict.MalformedPort:
         root.refusedMalformedPort.inc();
-        reason = "the service port is not exactly one canonical decimal 1-65535";
-        break;
+        return "the service port is not exactly one canonical decimal 1-65535";
       case ServerVerdict.MalformedAuthority:
         root.refusedMalformedAuthority.inc();
-        reason = "the :authority is not the canonical spelling of that address";
-        break;
+        return "the :authority is not the canonical spelling of that address";
       case ServerVerdict.ForeignAuthority:
         root.refusedForeignAuthority.inc();
-        reason = "the authority names another workload";
-        break;
+        return "the authority names another workload";
       case ServerVerdict.UnservedPort:
         root.refusedUnservedPort.inc();
-        reason = "this workload does not serve that target port";
-        break;
+        return "this workload does not serve that target port";
       default:
         root.refusedPortMismatch.inc();
-        reason = "service port " + servicePort.toString() + " does not map to that target port here";
+        return "does not map to that target port here";
     }
-    return this.close("refused tunnel to " + (dst.port > 0 ? formatAddress(dst) : "?") + ": " + reason);
   }
 
-  private close(message: string): FilterStatus {
-    logWarn(message);
+  private close(): FilterStatus {
     closeDownstream();
     return FilterStatus.StopIteration;
   }

@@ -158,8 +158,8 @@ describe("tunnel_port: the local network from the node metadata", () => {
     const arriving = (port: number) => ({
       source: "127.0.0.6:40000",
       destination: `10.0.0.1:${port}`,
-      // What the CONNECT termination shares: the service port, the peer, and the authority text.
-      filterState: { "io.tunnel_port.service_port": "80", "io.tunnel_port.peer_principal": id("sleep-west"), "io.tunnel_port.authority": `10.0.0.1:${port}` },
+      // The termination shares the CONNECT's :authority text too (the destination, canonical).
+      filterState: { "io.tunnel_port.service_port": "80", "io.tunnel_port.authority": `10.0.0.1:${port}`, "io.tunnel_port.peer_principal": id("sleep-west") },
     });
     const west = await startFilter("tunnel_port", server, onNetwork("west"));
     assert.equal(west.connect(arriving(8080)).closed, false);
@@ -169,6 +169,11 @@ describe("tunnel_port: the local network from the node metadata", () => {
     assert.equal(east.connect(arriving(8080)).closed, true);
     assert.equal(west.metrics().get("tunnel_port.server.accepted"), 1);
     assert.equal(east.metrics().get("tunnel_port.server.accepted"), 1);
+    // Refused because the other network's target port is not served here, not for a missing value.
+    assert.equal(west.metrics().get("tunnel_port.server.refused_unserved_port"), 1);
+    assert.equal(east.metrics().get("tunnel_port.server.refused_unserved_port"), 1);
+    assert.equal(west.metrics().get("tunnel_port.server.refused_missing_port") ?? 0, 0);
+    assert.equal(east.metrics().get("tunnel_port.server.refused_missing_port") ?? 0, 0);
   });
 
   it("server: a NETWORK without the local workload is refused, as a pinned one would be", async () => {

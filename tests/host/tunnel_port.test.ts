@@ -814,6 +814,21 @@ describe("tunnel_port server: refusing spoofed or missing values", () => {
     assertClosed(host, conn, ["10.1.0.2:22"]);
   });
 
+  it("says the rule in the refusal line: the carried service port for a mismatch, the spelling rule for a malformed port", async () => {
+    const host = await start(SERVER);
+    assertClosed(host, host.connect(arriving("10.1.0.2:9090", "443", PEER)), ["refused tunnel to 10.1.0.2:9090: service port 443 does not map to that target port here"]);
+    assertClosed(host, host.connect(arriving("10.1.0.2:9090", "081", PEER)), ["refused tunnel to 10.1.0.2:9090: the service port is not exactly one canonical decimal 1-65535"]);
+  });
+
+  it("with warn lines off, still refuses and counts every rule, and logs nothing", async () => {
+    const host = await start(SERVER, { logLevel: "error" });
+    for (const options of [arriving("10.1.0.2:9090", "80"), arriving("10.1.0.2:9090", "081", PEER), arriving("10.1.0.2:9090", "443", PEER), arriving("10.1.0.1:8080", "80", PEER)]) {
+      assert.equal(host.connect(options).closed, true);
+    }
+    assertCounters(host, { "server.refused_no_peer": 1, "server.refused_malformed_port": 1, "server.refused_port_mismatch": 1, "server.refused_foreign_authority": 1 });
+    assert.deepEqual(host.logLines("warn"), []);
+  });
+
   it("keeps accepting valid tunnels after every kind of refusal on one VM", async () => {
     const host = await start(SERVER);
     for (const [, options] of REFUSALS) host.connect(options).end();

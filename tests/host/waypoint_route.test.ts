@@ -1057,6 +1057,16 @@ describe("waypoint_route: invalid configuration", () => {
       JSON.stringify(config([{ uid: "x", addresses: ["10.0.0.300"] }], [])),
       'workloads[1].addresses[0]: not an IP address: "10.0.0.300"',
     ],
+    [
+      // Envoy splits envoy.network.upstream_subject_alt_names on ",": one such entry would make
+      // the waypoint hop accept "nobody" as well as the waypoint's identity.
+      "a subjectAltNames entry with a comma",
+      JSON.stringify({
+        ...WORLD,
+        services: (WORLD.services as Json[]).map((s) => (s.hostname === WP ? { ...s, subjectAltNames: [id("waypoint"), `${id("nobody")},${id("waypoint")}`] } : s)),
+      }),
+      "services[1].subjectAltNames[1]: must not contain ',' (Envoy splits envoy.network.upstream_subject_alt_names on commas, so one entry would accept two identities)",
+    ],
     ["an array root", "[]", "(root): expected an object"],
     ["invalid JSON", '{"localWorkload": "10.1.0.100"', "byte 30: unexpected end of input"],
     ["an empty configuration", "", "byte 0: unexpected end of input"],

@@ -1,9 +1,9 @@
 // A private copy of a shipped ECDS plugin directory (envoy-configs/<filter>_plugin/), so tests can
 // push configuration updates to a running Envoy the way operators do (write a new file, rename it
 // into the watched directory) without ever touching the repository's copy.
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { REPO_ROOT } from "./paths.js";
+import { REPO_ROOT, scratchDir } from "./paths.js";
 
 export class EcdsPlugin {
   readonly dir: string;
@@ -11,8 +11,7 @@ export class EcdsPlugin {
 
   /** `shippedDir` is relative to the repository root, e.g. envoy-configs/tunnel_port_plugin. */
   constructor(readonly shippedDir: string, readonly file: string) {
-    mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
-    this.dir = mkdtempSync(join(REPO_ROOT, ".tmp", "ecds-"));
+    this.dir = scratchDir("ecds-");
     writeFileSync(join(this.dir, file), readFileSync(join(REPO_ROOT, shippedDir, file), "utf8"));
   }
 

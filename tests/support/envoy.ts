@@ -1,10 +1,10 @@
 // Runs the real Envoy for end-to-end tests: writes a config, starts Envoy on loopback ports,
 // waits for readiness through the admin endpoint, reads /stats, and always stops it.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { stringify } from "yaml";
-import { REPO_ROOT } from "./paths.js";
+import { REPO_ROOT, scratchDir } from "./paths.js";
 
 export const ENVOY_BINARY = resolve(REPO_ROOT, ".venv/envoy");
 
@@ -48,9 +48,7 @@ export class EnvoyProcess {
 
   static async start(options: EnvoyOptions): Promise<EnvoyProcess> {
     const binary = requireEnvoy();
-    const base = join(REPO_ROOT, ".tmp");
-    mkdirSync(base, { recursive: true });
-    const dir = mkdtempSync(join(base, `${options.name}-`));
+    const dir = scratchDir(`${options.name}-`);
     const configPath = join(dir, "envoy.yaml");
     const logPath = join(dir, "envoy.log");
     const text = typeof options.config === "string" ? options.config : stringify(options.config);
@@ -177,9 +175,7 @@ export function validateConfig(configPath: string): { ok: boolean; output: strin
 
 /** Runs Envoy on a config expected to be refused at start-up; returns its log. */
 export function runUntilExit(configText: string, name: string): { code: number | null; log: string } {
-  const base = join(REPO_ROOT, ".tmp");
-  mkdirSync(base, { recursive: true });
-  const dir = mkdtempSync(join(base, `${name}-`));
+  const dir = scratchDir(`${name}-`);
   const configPath = join(dir, "envoy.yaml");
   writeFileSync(configPath, configText);
   const result = spawnSync(requireEnvoy(), ["-c", configPath, "--use-dynamic-base-id", "-l", "info", "--concurrency", "1"], {

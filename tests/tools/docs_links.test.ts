@@ -33,6 +33,14 @@ describe("documentation links", () => {
     });
   }
 
+  it("no document links to a web address: a clone has no network to follow it", () => {
+    for (const file of markdown) {
+      const text = readFileSync(resolve(REPO_ROOT, file), "utf8").replace(/`[^`\n]*`/g, "");
+      const web = [...text.matchAll(/\]\(\s*([a-z][a-z0-9+.-]*:[^)\s]*)/gi), ...text.matchAll(/<([a-z][a-z0-9+.-]*:\/\/[^>\s]+)>/gi)].map((m) => m[1]);
+      assert.deepEqual(web, [], `${file} links outside the repository`);
+    }
+  });
+
   it("no document points readers at the team's shared docs", () => {
     for (const file of markdown) assert.doesNotMatch(readFileSync(resolve(REPO_ROOT, file), "utf8"), /shared\/docs/, file);
   });

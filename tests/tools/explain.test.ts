@@ -3,10 +3,10 @@
 // decisions come from the filter READMEs' rules, not from a run.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { REPO_ROOT } from "../support/paths.js";
+import { REPO_ROOT, scratchDir } from "../support/paths.js";
 
 function explain(args: string[]): { code: number | null; json: any; stderr: string } {
   const result = spawnSync(process.execPath, ["--import", "tsx", "scripts/explain.ts", ...args], {
@@ -36,7 +36,7 @@ describe("npm run explain", () => {
   });
 
   it("reads the same fields from an input file", () => {
-    const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "explain-"));
+    const dir = scratchDir("explain-");
     const input = join(dir, "input.json");
     writeFileSync(input, JSON.stringify({ filter: "probe", configuration: { routes: {} }, destination: "10.0.0.9:80" }));
     const { code, json } = explain(["--input", input]);
@@ -85,7 +85,7 @@ const id = (sa: string, ns = "default") => `spiffe://cluster.local/ns/${ns}/sa/$
 
 /** Writes `input` to a file and explains it. */
 function explainInput(input: object, extra: string[] = []) {
-  const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "explain-"));
+  const dir = scratchDir("explain-");
   const file = join(dir, "input.json");
   writeFileSync(file, JSON.stringify(input));
   return explain(["--input", file, ...extra]);
@@ -169,7 +169,7 @@ describe("explain decision: tunnel_port", () => {
       filter: "tunnel_port",
       configuration: server,
       destination: "10.1.0.1:8080",
-      filterState: { "io.tunnel_port.service_port": "80", "io.tunnel_port.peer_principal": id("client"), "io.tunnel_port.authority": "10.1.0.1:8080" },
+      filterState: { "io.tunnel_port.service_port": "80", "io.tunnel_port.authority": "10.1.0.1:8080", "io.tunnel_port.peer_principal": id("client") },
     });
     const d = accepted.json.decision;
     assert.equal(d.protocol, "plain");
