@@ -287,12 +287,12 @@ export class MeshComputer {
       const addresses = (ep.addresses ?? []).filter((a) => isIP(a) !== 0);
       if (addresses.length === 0) continue;
       const ready = ep.conditions?.ready !== false;
-      let uid: string | undefined;
+      let uid: string;
       if (ep.targetRef?.kind === "Pod") {
         const pod = c.pods.get(`${ep.targetRef.namespace ?? namespace}/${ep.targetRef.name ?? ""}`);
-        uid = pod ? podUid(c.clusterId, pod) : undefined;
-        const info = uid ? workloads.get(uid) : undefined;
+        const info = pod ? workloads.get(podUid(c.clusterId, pod)) : undefined;
         if (!info) continue; // the Pod is not (or not yet) a workload: istiod skips it too
+        uid = info.workload.uid;
         // The model keeps one health per workload: not ready in any slice is unhealthy.
         if (!ready) info.workload.healthy = false;
       } else {

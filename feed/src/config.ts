@@ -114,7 +114,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   }
   const wasmDir = rel(str(r, root, "wasmDir", "", "build"));
   if (!Array.isArray(root.clusters) || root.clusters.length === 0) r.fail("clusters", "expected a non-empty list");
-  const clusters = root.clusters.map((c, i) => {
+  const clusters = (root.clusters as unknown[]).map((c, i) => {
     const o = obj(r, c, `clusters[${i}]`);
     known(r, o, `clusters[${i}].`, ["id", "kubeconfig"]);
     return { id: str(r, o, "id", `clusters[${i}].`), kubeconfig: rel(str(r, o, "kubeconfig", `clusters[${i}].`)) };
@@ -126,7 +126,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   });
   if (!Array.isArray(root.targets) || root.targets.length === 0) r.fail("targets", "expected a non-empty list");
   const names = new Set<string>();
-  const targets = root.targets.map((t, i): TargetConfig => {
+  const targets = (root.targets as unknown[]).map((t, i): TargetConfig => {
     const at = `targets[${i}].`;
     const o = obj(r, t, `targets[${i}]`);
     known(r, o, at, ["name", "filter", "network", "config", "ecds", "wasmPlugin"]);
