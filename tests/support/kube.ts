@@ -1,0 +1,489 @@
+// A real Kubernetes control plane for tests: etcd + kube-apiserver (and, on request,
+// kube-controller-manager with chosen controllers) on loopback, started per test file, with its
+// own PKI, data directory and kubeconfig, always stopped (even if the test process dies: see
+// tests/kube/harness/process.ts). Several clusters can run at once (multi-cluster tests).
+// Binaries come from scripts/kube-setup.sh (`npm run setup:kube`); missing ones fail the test.
+//
+//   const cluster = await startKubeCluster({ name: "west" });
+//   after(() => cluster.stop());
+//   await cluster.createPod({ namespace: "default", name: "a", labels: { app: "a" } });
+//   await cluster.setPodStatus("default", "a", { podIP: "10.1.0.5" });
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
+import { join, resolve } from "node:path";
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+  type KubernetesObject,
+  type V1CustomResourceDefinition,
+  type V1EndpointSlice,
+  type V1Namespace,
+  type V1Node,
+  type V1Pod,
+  type V1Service,
+} from "@kubernetes/client-node";
+import { parseAllDocuments, stringify } from "yaml";
+import { DEFAULT_CRDS, selectCrds } from "../kube/harness/crds.js";
+import {
+  endpointSliceObject,
+  namespaceObject,
+  nodeObject,
+  podObject,
+  podStatus,
+  serviceObject,
+  type EndpointSliceInput,
+  type NamespaceInput,
+  type NodeInput,
+  type PodInput,
+  type PodStatusInput,
+  type ServiceInput,
+} from "../kube/harness/objects.js";
+import { createClusterPki, type ClientCredentials, type ClusterPki } from "../kube/harness/pki.js";
+import { GuardedProcess } from "../kube/harness/process.js";
+import { REPO_ROOT } from "./paths.js";
+import { freePort } from "./ports.js";
+
+export * from "../kube/harness/objects.js";
+export { DEFAULT_CRDS } from "../kube/harness/crds.js";
+
+export const KUBE_BIN_DIR = resolve(REPO_ROOT, ".cache/kube/bin");
+export const KUBE_CRD_DIR = resolve(REPO_ROOT, ".cache/kube/crds");
+/** The field manager of every write the harness makes. */
+export const HARNESS_FIELD_MANAGER = "kube-harness";
+/** Service ClusterIPs are allocated from here. */
+export const SERVICE_CIDR = "10.96.0.0/16";
+
+export interface KubeBinaries {
+  etcd: string;
+  apiserver: string;
+  controllerManager: string;
+}
+
+/** Paths of the cached binaries; throws (never skips) naming the setup step when one is missing. */
+export function requireKubeBinaries(needControllerManager = false): KubeBinaries {
+  const binaries = {
+    etcd: join(KUBE_BIN_DIR, "etcd"),
+    apiserver: join(KUBE_BIN_DIR, "kube-apiserver"),
+    controllerManager: join(KUBE_BIN_DIR, "kube-controller-manager"),
+  };
+  const needed = needControllerManager ? Object.values(binaries) : [binaries.etcd, binaries.apiserver];
+  const missing = needed.filter((path) => !existsSync(path));
+  if (missing.length > 0) {
+    throw new Error(`kube harness: missing ${missing.join(", ")}: run \`npm run setup:kube\` (npm test does it; cold build ~15 min)`);
+  }
+  return binaries;
+}
+
+export interface KubeClusterOptions {
+  /** Short name for the work directory, the kubeconfig context and messages. Default "kube". */
+  name?: string;
+  /** CRDs to install, by `<plural>.<group>`. Default DEFAULT_CRDS. */
+  crds?: readonly string[];
+  /**
+   * kube-controller-manager controllers to run, e.g. ["endpointslice", "namespace",
+   * "garbage-collector"]. Default none: no controller-manager at all.
+   */
+  controllers?: readonly string[];
+  /** Extra kube-apiserver flags (e.g. "--max-requests-inflight=800"). */
+  apiserverArgs?: readonly string[];
+  /** etcd --max-request-bytes. Default etcd's own (1.5 MiB), the limit a real cluster has. */
+  etcdMaxRequestBytes?: number;
+  /** Default 90 s (the machine is shared and loaded; it is normally ready in 3-6 s). */
+  readyTimeoutMs?: number;
+}
+
+export interface KubeconfigFile {
+  path: string;
+  kubeConfig: KubeConfig;
+}
+
+function kubeconfigYaml(context: string, server: string, ca: string, user: ClientCredentials | { token: string }): string {
+  const userEntry =
+    "token" in user
+      ? { token: user.token }
+      : { "client-certificate-data": Buffer.from(user.cert).toString("base64"), "client-key-data": Buffer.from(user.key).toString("base64") };
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: context, cluster: { server, "certificate-authority-data": Buffer.from(ca).toString("base64") } }],
+    users: [{ name: context, user: userEntry }],
+    contexts: [{ name: context, context: { cluster: context, user: context } }],
+    "current-context": context,
+  });
+}
+
+function loadKubeconfig(path: string, text: string): KubeconfigFile {
+  writeFileSync(path, text, { mode: 0o600 });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(text);
+  return { path, kubeConfig };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
+/** Status code and body of a GET, or an error message when there is no answer. */
+function get(url: string, tls: { ca: string; cert?: string; key?: string } | undefined): Promise<{ status: number; body: string }> {
+  return new Promise((done, fail) => {
+    const req = request(url, { ...tls, timeout: 5000 }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk) => (body += chunk));
+      res.on("end", () => done({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", fail);
+    req.end();
+  });
+}
+
+async function httpGet(url: string): Promise<{ status: number; body: string }> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  return { status: response.status, body: await response.text() };
+}
+
+async function waitUntil(what: string, child: GuardedProcess, timeoutMs: number, check: () => Promise<string | true>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "no answer yet";
+  while (Date.now() < deadline) {
+    if (child.exited) throw new Error(`kube harness: ${what}: ${child.name} ${child.exitDescription}\n${child.logTail()}`);
+    try {
+      const result = await check();
+      if (result === true) return;
+      last = result;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    await sleep(200);
+  }
+  throw new Error(`kube harness: ${what} not within ${timeoutMs} ms (last: ${last})\n${child.logTail()}`);
+}
+
+const BIND_RACE = /address already in use/;
+
+export class KubeCluster {
+  readonly core: CoreV1Api;
+  readonly discovery: DiscoveryV1Api;
+  readonly rbac: RbacAuthorizationV1Api;
+  readonly custom: CustomObjectsApi;
+  readonly objects: KubernetesObjectApi;
+  private stopped = false;
+
+  private constructor(
+    /** As given in the options; also the kubeconfig context name. */
+    readonly name: string,
+    /** Work directory under .tmp/ (PKI, etcd data, logs, kubeconfigs). */
+    readonly dir: string,
+    /** https://127.0.0.1:<port> */
+    readonly server: string,
+    /** cluster-admin (system:masters) kubeconfig file. */
+    readonly kubeconfigPath: string,
+    readonly kubeConfig: KubeConfig,
+    private readonly pki: ClusterPki,
+    private readonly processes: GuardedProcess[],
+  ) {
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.discovery = kubeConfig.makeApiClient(DiscoveryV1Api);
+    this.rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+  }
+
+  static async start(options: KubeClusterOptions = {}): Promise<KubeCluster> {
+    const binaries = requireKubeBinaries((options.controllers?.length ?? 0) > 0);
+    const name = options.name ?? "kube";
+    if (!/^[a-z0-9-]+$/.test(name)) throw new Error(`kube harness: cluster name '${name}' must be lowercase letters, digits and '-'`);
+    const base = join(REPO_ROOT, ".tmp");
+    mkdirSync(base, { recursive: true });
+    const dir = mkdtempSync(join(base, `kube-${name}-`));
+    const pki = await createClusterPki(dir, name);
+    const admin = await pki.client("kube-harness-admin", ["system:masters"]);
+    const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
+    const processes: GuardedProcess[] = [];
+    const stopAll = async () => {
+      for (const child of [...processes].reverse()) await child.stop();
+    };
+    try {
+      const etcd = await startEtcd(binaries.etcd, dir, options, readyTimeoutMs);
+      processes.push(etcd.process);
+      const { process: apiserver, port } = await startApiserver(binaries.apiserver, dir, pki, admin, etcd.url, options, readyTimeoutMs);
+      processes.push(apiserver);
+      const server = `https://127.0.0.1:${port}`;
+      const adminConfig = loadKubeconfig(join(dir, "admin.kubeconfig"), kubeconfigYaml(name, server, pki.ca, admin));
+      const cluster = new KubeCluster(name, dir, server, adminConfig.path, adminConfig.kubeConfig, pki, processes);
+      await cluster.installCrds(options.crds ?? DEFAULT_CRDS, readyTimeoutMs);
+      if (options.controllers && options.controllers.length > 0) {
+        processes.push(await startControllerManager(binaries.controllerManager, dir, adminConfig.path, pki, options.controllers));
+      }
+      return cluster;
+    } catch (error) {
+      await stopAll();
+      throw error;
+    }
+  }
+
+  /** Stops every process this cluster started and removes its directory (KUBE_HARNESS_KEEP=1 keeps it). */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const child of [...this.processes].reverse()) await child.stop();
+    if (process.env.KUBE_HARNESS_KEEP !== "1") rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** Log file of "etcd", "kube-apiserver" or "kube-controller-manager". */
+  logPath(component: string): string {
+    return join(this.dir, `${component}.log`);
+  }
+
+  // ---- generic writes -------------------------------------------------------------------
+
+  /** Server-side apply (create or update) of any object, typed or custom; returns what the server stored. */
+  async apply<T extends KubernetesObject>(object: T): Promise<T> {
+    return this.objects.patch(object, undefined, undefined, HARNESS_FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  }
+
+  /** Applies every document of a YAML text (e.g. a manifest file) in order. */
+  async applyYaml(text: string): Promise<KubernetesObject[]> {
+    const applied: KubernetesObject[] = [];
+    for (const document of parseAllDocuments(text)) {
+      const object = document.toJS() as KubernetesObject | null;
+      if (object) applied.push(await this.apply(object));
+    }
+    return applied;
+  }
+
+  /** Deletes any object; a missing one is not an error. Default: immediately (grace period 0). */
+  async delete(object: KubernetesObject, gracePeriodSeconds = 0): Promise<void> {
+    try {
+      await this.objects.delete(object, undefined, undefined, gracePeriodSeconds, undefined, "Background");
+    } catch (error) {
+      if ((error as { code?: number }).code !== 404) throw error;
+    }
+  }
+
+  // ---- typed helpers --------------------------------------------------------------------
+
+  createNamespace(input: NamespaceInput | string): Promise<V1Namespace> {
+    return this.apply(namespaceObject(typeof input === "string" ? { name: input } : input));
+  }
+
+  /** A Node object with locality labels (and its InternalIP through the status subresource). */
+  async createNode(input: NodeInput): Promise<V1Node> {
+    const node = await this.apply(nodeObject(input));
+    if (input.internalIP === undefined) return node;
+    return this.core.patchNodeStatus(
+      { name: input.name, body: { status: { addresses: [{ type: "InternalIP", address: input.internalIP }] } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+  }
+
+  /** A pod as the scheduler left it (Pending, no IP); give it a status with setPodStatus. */
+  createPod(input: PodInput): Promise<V1Pod> {
+    return this.apply(podObject(input));
+  }
+
+  /**
+   * Writes the pod's status through the status subresource, as a kubelet would (default Running
+   * and Ready). The whole status is replaced: conditions, IPs and phase.
+   */
+  setPodStatus(namespace: string, name: string, input: PodStatusInput): Promise<V1Pod> {
+    return this.core.patchNamespacedPodStatus(
+      { namespace, name, body: { status: podStatus(input) }, fieldManager: HARNESS_FIELD_MANAGER },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+  }
+
+  /**
+   * Deletes a pod. Without a kubelet a graceful delete never finishes: the pod stays with a
+   * deletionTimestamp (Terminating) until finishPodDeletion. Default: immediately.
+   */
+  async deletePod(namespace: string, name: string, options: { graceful?: boolean } = {}): Promise<void> {
+    await this.delete({ apiVersion: "v1", kind: "Pod", metadata: { namespace, name } }, options.graceful ? 30 : 0);
+  }
+
+  /** The kubelet's half of a graceful delete: removes a Terminating pod. */
+  finishPodDeletion(namespace: string, name: string): Promise<void> {
+    return this.deletePod(namespace, name);
+  }
+
+  createService(input: ServiceInput): Promise<V1Service> {
+    return this.apply(serviceObject(input));
+  }
+
+  /** An EndpointSlice as the endpointslice controller would write it (none runs unless asked for). */
+  createEndpointSlice(input: EndpointSliceInput): Promise<V1EndpointSlice> {
+    return this.apply(endpointSliceObject(input));
+  }
+
+  // ---- other identities -----------------------------------------------------------------
+
+  /**
+   * A kubeconfig that authenticates as ServiceAccount `namespace/name` with a real bound token
+   * (TokenRequest; the ServiceAccount and namespace are created if missing). RBAC applies to it,
+   * so a least-privilege ClusterRole can be tested exactly as deployed.
+   */
+  async serviceAccountKubeconfig(namespace: string, name: string, expirationSeconds = 3600): Promise<KubeconfigFile> {
+    await this.createNamespace(namespace);
+    await this.apply({ apiVersion: "v1", kind: "ServiceAccount", metadata: { namespace, name } });
+    const response = await this.core.createNamespacedServiceAccountToken({
+      namespace,
+      name,
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences: [], expirationSeconds } },
+    });
+    const token = response.status?.token;
+    if (!token) throw new Error(`kube harness: TokenRequest for ${namespace}/${name} returned no token`);
+    return loadKubeconfig(join(this.dir, `sa-${namespace}-${name}.kubeconfig`), kubeconfigYaml(this.name, this.server, this.pki.ca, { token }));
+  }
+
+  /** A kubeconfig with a client certificate for `user` in `groups` (RBAC applies unless system:masters). */
+  async userKubeconfig(user: string, groups: string[] = []): Promise<KubeconfigFile> {
+    const credentials = await this.pki.client(user, groups);
+    const file = user.replace(/[^A-Za-z0-9_.-]/g, "_");
+    return loadKubeconfig(join(this.dir, `user-${file}.kubeconfig`), kubeconfigYaml(this.name, this.server, this.pki.ca, credentials));
+  }
+
+  // ---- CRDs -----------------------------------------------------------------------------
+
+  /** Installs CRDs from the cached upstream YAML and waits until each is Established. */
+  async installCrds(names: readonly string[], timeoutMs = 60_000): Promise<void> {
+    const crds = selectCrds(KUBE_CRD_DIR, names);
+    for (const crd of crds) await this.apply(crd);
+    const deadline = Date.now() + timeoutMs;
+    for (const crd of crds) {
+      for (;;) {
+        const stored = (await this.objects.read({ apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", metadata: { name: crd.metadata.name } })) as V1CustomResourceDefinition;
+        if (stored.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
+        if (Date.now() > deadline) throw new Error(`kube harness: CRD ${crd.metadata.name} not Established within ${timeoutMs} ms`);
+        await sleep(100);
+      }
+    }
+  }
+}
+
+/** Starts a cluster; see KubeClusterOptions. Call stop() (e.g. in `after`). */
+export function startKubeCluster(options: KubeClusterOptions = {}): Promise<KubeCluster> {
+  return KubeCluster.start(options);
+}
+
+// ---- the processes ------------------------------------------------------------------------
+
+async function withPortRetry<T>(attempt: () => Promise<T>): Promise<T> {
+  // freePort() hands out a port that another process can take before we bind it; retry then.
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (tries >= 3 || !BIND_RACE.test((error as Error).message)) throw error;
+    }
+  }
+}
+
+async function startEtcd(binary: string, dir: string, options: KubeClusterOptions, timeoutMs: number): Promise<{ process: GuardedProcess; url: string }> {
+  return withPortRetry(async () => {
+    const [clientPort, peerPort] = [await freePort(), await freePort()];
+    const url = `http://127.0.0.1:${clientPort}`;
+    const peer = `http://127.0.0.1:${peerPort}`;
+    const dataDir = join(dir, "etcd");
+    rmSync(dataDir, { recursive: true, force: true });
+    const args = [
+      "--name=harness",
+      `--data-dir=${dataDir}`,
+      `--listen-client-urls=${url}`,
+      `--advertise-client-urls=${url}`,
+      `--listen-peer-urls=${peer}`,
+      `--initial-advertise-peer-urls=${peer}`,
+      `--initial-cluster=harness=${peer}`,
+      "--initial-cluster-state=new",
+      "--logger=zap",
+      "--log-level=warn",
+    ];
+    if (options.etcdMaxRequestBytes !== undefined) args.push(`--max-request-bytes=${options.etcdMaxRequestBytes}`);
+    const etcd = GuardedProcess.start("etcd", binary, args, join(dir, "etcd.log"), dir);
+    try {
+      await waitUntil("etcd healthy", etcd, timeoutMs, async () => {
+        const { status, body } = await httpGet(`${url}/health`);
+        return status === 200 && body.includes('"true"') ? true : `${status} ${body}`;
+      });
+    } catch (error) {
+      await etcd.stop();
+      throw error;
+    }
+    return { process: etcd, url };
+  });
+}
+
+async function startApiserver(
+  binary: string,
+  dir: string,
+  pki: ClusterPki,
+  admin: ClientCredentials,
+  etcdUrl: string,
+  options: KubeClusterOptions,
+  timeoutMs: number,
+): Promise<{ process: GuardedProcess; port: number }> {
+  return withPortRetry(async () => {
+    const port = await freePort();
+    const args = [
+      `--etcd-servers=${etcdUrl}`,
+      "--bind-address=127.0.0.1",
+      `--secure-port=${port}`,
+      // The endpoints of the `kubernetes` service would otherwise be reconciled to this address.
+      "--advertise-address=127.0.0.1",
+      "--endpoint-reconciler-type=none",
+      `--cert-dir=${join(dir, "apiserver-certs")}`,
+      `--tls-cert-file=${pki.servingCertPath}`,
+      `--tls-private-key-file=${pki.servingKeyPath}`,
+      `--client-ca-file=${pki.caPath}`,
+      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+      `--service-account-key-file=${pki.serviceAccountPublicKeyPath}`,
+      `--service-account-signing-key-file=${pki.serviceAccountSigningKeyPath}`,
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      // RBAC, so a least-privilege ClusterRole is really enforced; the harness's admin is
+      // system:masters and passes regardless.
+      "--authorization-mode=RBAC",
+      // No controller creates the `default` ServiceAccount, so this plugin would refuse every pod.
+      "--disable-admission-plugins=ServiceAccount",
+      "--allow-privileged=true",
+      "--profiling=false",
+      "--v=1",
+      ...(options.apiserverArgs ?? []),
+    ];
+    const apiserver = GuardedProcess.start("kube-apiserver", binary, args, join(dir, "kube-apiserver.log"), dir);
+    try {
+      const tls = { ca: pki.ca, cert: admin.cert, key: admin.key };
+      await waitUntil("kube-apiserver /readyz", apiserver, timeoutMs, async () => {
+        const { status, body } = await get(`https://127.0.0.1:${port}/readyz`, tls);
+        return status === 200 ? true : `${status} ${body.split("\n").filter((line) => line.includes("failed")).join("; ")}`;
+      });
+    } catch (error) {
+      await apiserver.stop();
+      throw error;
+    }
+    return { process: apiserver, port };
+  });
+}
+
+async function startControllerManager(binary: string, dir: string, kubeconfigPath: string, pki: ClusterPki, controllers: readonly string[]): Promise<GuardedProcess> {
+  const args = [
+    `--kubeconfig=${kubeconfigPath}`,
+    `--controllers=${controllers.join(",")}`,
+    "--leader-elect=false",
+    // No HTTPS endpoint needed: nothing scrapes it.
+    "--secure-port=0",
+    `--service-account-private-key-file=${pki.serviceAccountSigningKeyPath}`,
+    `--root-ca-file=${pki.caPath}`,
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
+    "--v=1",
+  ];
+  const manager = GuardedProcess.start("kube-controller-manager", binary, args, join(dir, "kube-controller-manager.log"), dir);
+  await sleep(500);
+  if (manager.exited) throw new Error(`kube harness: kube-controller-manager ${manager.exitDescription}\n${manager.logTail()}`);
+  return manager;
+}
