@@ -141,8 +141,8 @@ export async function feedBenchSize(n: number, samples: number): Promise<void> {
       else await cluster.setPodStatus("default", "probe", { phase: "Succeeded", podIP: "127.0.0.11" });
       // Decided with the change: mTLS verifying httpbin (adding) / plain again (removing: the TLS pod gets clear bytes and no reply).
       for (;;) {
-        const reply = (await exchange("127.0.0.11", 8443, "x", 5000, CLIENT_ADDRESS)).received.toString();
-        if (adding ? reply === `httpbin-0 peer=${SIDECAR}\nx` : reply === "") break;
+        const reply = (await exchange("127.0.0.11", 8443, "hello", 2000, CLIENT_ADDRESS)).received.toString();
+        if (adding ? reply === `httpbin-0 peer=${SIDECAR}\nhello` : reply === "") break;
         if (performance.now() - written > 120_000) throw new Error(`sample ${s}: not propagated within 120 s`);
         await sleep(n >= 100_000 ? 50 : 10);
       }

@@ -24,8 +24,13 @@ const SIDECAR = `URI:${DEMO_IDENTITIES.sidecar}`;
 const BOUND_MS = 1000 + 6000;
 const SIDECAR_LABELS = { app: "demo", "security.istio.io/tlsMode": "istio" };
 
-function dial(host: string, port: number, payload: string) {
-  return exchange(host, port, payload, 5_000, CLIENT_ADDRESS);
+/**
+ * A short timeout: a clear connection to a TLS pod gets no answer, and polling must not wait long
+ * on one. Payloads are at least 5 bytes (a TLS record header), so a TLS pod reached in clear
+ * fails the handshake at once instead of waiting for the rest of a record.
+ */
+function dial(host: string, port: number, payload: string, timeoutMs = 1_000) {
+  return exchange(host, port, payload, timeoutMs, CLIENT_ADDRESS);
 }
 
 describe("feed → passthrough_mtls by ECDS file, from a real API server", () => {
@@ -43,7 +48,8 @@ describe("feed → passthrough_mtls by ECDS file, from a real API server", () =>
 
   before(async () => {
     await writeDemoCerts();
-    cluster = await startKubeCluster({ name: "feed-pm" });
+    // No Gateway API CRDs on this cluster: the feed runs without them, as istiod does.
+    cluster = await startKubeCluster({ name: "feed-pm", crds: [] });
     await cluster.createNamespace("default");
     plugin = new EcdsPlugin("envoy-configs/passthrough_mtls_plugin", "passthrough_mtls.yaml");
     run = await runFeed([{ id: "cluster1", cluster }], [{ name: "sidecar", filter: "passthrough_mtls", ecds: { file: join(plugin.dir, "passthrough_mtls.yaml") } }]);
@@ -76,8 +82,8 @@ describe("feed → passthrough_mtls by ECDS file, from a real API server", () =>
     const written = Date.now();
     await cluster.setPodStatus("default", "httpbin-0", { podIP: "127.0.0.11" });
     const { ms } = await eventually("mTLS to httpbin-0", BOUND_MS, async () => {
-      const reply = (await dial("127.0.0.11", 8443, "ping")).received.toString();
-      return reply === `httpbin-0 peer=${SIDECAR}\nping` ? reply : undefined;
+      const reply = (await dial("127.0.0.11", 8443, "ping-1")).received.toString();
+      return reply === `httpbin-0 peer=${SIDECAR}\nping-1` ? reply : undefined;
     });
     t.diagnostic(`API write -> first mTLS connection: ${Date.now() - written} ms (polling ${ms} ms)`);
     // The same pod's plain port now gets mTLS too (its bytes are not in clear): the plain
@@ -114,8 +120,8 @@ describe("feed → passthrough_mtls by ECDS file, from a real API server", () =>
     await cluster.createPod({ namespace: "default", name: "imposter-0", labels: SIDECAR_LABELS, serviceAccountName: "imposter" });
     await cluster.setPodStatus("default", "imposter-0", { podIP: "127.0.0.13" });
     await eventually("mTLS to imposter-0 with its own identity", BOUND_MS, async () => {
-      const reply = (await dial("127.0.0.13", 8443, "now")).received.toString();
-      return reply === `pod-13 peer=${SIDECAR}\nnow` ? reply : undefined;
+      const reply = (await dial("127.0.0.13", 8443, "now!!")).received.toString();
+      return reply === `pod-13 peer=${SIDECAR}\nnow!!` ? reply : undefined;
     });
     const snapshot = JSON.parse(await (await fetch(`${run.base}/snapshot/sidecar`)).text());
     assert.deepEqual(
