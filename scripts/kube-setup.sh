@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Builds (once) and caches the real Kubernetes control plane the feed tests run against:
-# kube-apiserver from k8s.io/kubernetes through a generated wrapper Go module, and etcd from
-# Debian's etcd-server package (unpacked, no service installed). Everything lands in the
-# project-local, git-ignored .cache/kube; a second run only checks the versions and returns.
+# Builds (once) and caches the real Kubernetes control plane the feed tests run against
+# (tests/support/kube.ts): kube-apiserver and kube-controller-manager from k8s.io/kubernetes
+# through a generated wrapper Go module, etcd from Debian's etcd-server package (unpacked, no
+# service installed), and the Gateway API and Istio CRDs from those projects' Go modules.
+# Everything lands in the project-local, git-ignored .cache/kube; a second run checks one stamp
+# and returns.
 #
-# Why a wrapper module: k8s.io/kubernetes' go.mod replaces its ~31 staging modules (k8s.io/api,
+# Why a wrapper module: k8s.io/kubernetes' go.mod replaces its 31 staging modules (k8s.io/api,
 # k8s.io/apiserver, ...) with ./staging paths, so `go install k8s.io/kubernetes/cmd/...@v` is
 # refused. A module that requires kubernetes plus each staging module at the matching v0.x
-# version, and replaces each with that same version, builds it from the module proxy.
+# version, and replaces each with that same version, builds it from the module proxy. The list of
+# staging modules is read from kubernetes' own go.mod, so changing the pin needs nothing else.
 #
 # The versions are pinned here and only here. Fails loudly (non-zero exit, one-line reason).
 set -euo pipefail
@@ -17,58 +20,39 @@ KUBERNETES_VERSION="1.36.3"                # k8s.io/kubernetes v1.36.3, staging 
 ETCD_DEBIAN_VERSION="3.4.23-4+b4"          # Debian bookworm's etcd-server
 GATEWAY_API_VERSION="1.6.3"                # sigs.k8s.io/gateway-api: its standard-channel CRDs
 ISTIO_API_VERSION="1.32.0"                 # istio.io/api: Istio's CRDs (WasmPlugin, ...)
+# kube-controller-manager is for tests that want the real endpointslice/namespace/GC controllers
+# (KubeClusterOptions.controllers); it shares the build with the apiserver (~+35% cold).
+COMMANDS=(kube-apiserver kube-controller-manager)
 
 root="$PWD"
 kube_dir="$root/.cache/kube"
 bin_dir="$kube_dir/bin"
 crd_dir="$kube_dir/crds"
+wrapper_dir="$kube_dir/src/kubernetes"
 stamp="$bin_dir/versions"
-want="kubernetes=${KUBERNETES_VERSION} etcd=${ETCD_DEBIAN_VERSION} gateway-api=${GATEWAY_API_VERSION} istio-api=${ISTIO_API_VERSION}"
+want="kubernetes=${KUBERNETES_VERSION} etcd=${ETCD_DEBIAN_VERSION} gateway-api=${GATEWAY_API_VERSION} istio-api=${ISTIO_API_VERSION} commands=${COMMANDS[*]}"
 log() { echo "kube-setup: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-if [[ -x "$bin_dir/kube-apiserver" && -x "$bin_dir/kube-controller-manager" && -x "$bin_dir/etcd" && -f "$crd_dir/istio.yaml" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-  exit 0
-fi
-mkdir -p "$bin_dir"
-rm -f "$stamp"
-# shellcheck source=go-env.sh
-source scripts/go-env.sh
-command -v go >/dev/null || die "go is not on PATH (needed to build kube-apiserver)"
-
-# Builds one k8s.io/kubernetes command into $bin_dir unless the binary there already reports the
-# pinned version. Both commands share the wrapper module and the Go build cache.
-build_command() {
-  local command="$1" have=""
-  [[ -x "$bin_dir/$command" ]] && have="$("$bin_dir/$command" --version 2>/dev/null || true)"
-  if [[ "$have" == "Kubernetes v${KUBERNETES_VERSION}" ]]; then return; fi
-  write_wrapper_module
-  log "building $command v${KUBERNETES_VERSION} (cold: ~15 min on 2 cores for the first one)"
-  # Without these the binary calls itself v0.0.0-master and `--version` cannot be checked.
-  local version_pkg="k8s.io/component-base/version" minor="${KUBERNETES_VERSION#*.}"
-  minor="${minor%%.*}"
-  local ldflags="-s -w -X ${version_pkg}.gitVersion=v${KUBERNETES_VERSION} -X ${version_pkg}.gitMajor=1 -X ${version_pkg}.gitMinor=${minor}"
-  (cd "$wrapper_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin_dir/$command.new" "k8s.io/kubernetes/cmd/$command") \
-    || die "go build of k8s.io/kubernetes/cmd/$command failed (see above)"
-  mv "$bin_dir/$command.new" "$bin_dir/$command"
-  have="$("$bin_dir/$command" --version 2>/dev/null || true)"
-  [[ "$have" == "Kubernetes v${KUBERNETES_VERSION}" ]] || die "built $command reports '$have', want 'Kubernetes v${KUBERNETES_VERSION}'"
+complete() {
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$bin_dir/etcd" && -f "$crd_dir/istio.yaml" && -f "$crd_dir/gateway-api.yaml" ]] || return 1
+  local command
+  for command in "${COMMANDS[@]}"; do [[ -x "$bin_dir/$command" ]] || return 1; done
 }
 
-wrapper_dir="$kube_dir/src/kubernetes"
+# `go mod download` a module; prints the named field (Dir, GoMod) of its JSON answer.
+module_field() {
+  go mod download -json "$1" | sed -n "s/^\s*\"$2\": \"\(.*\)\",\?$/\1/p"
+}
+
 write_wrapper_module() {
-  [[ -f "$wrapper_dir/go.mod" ]] && grep -q "^require k8s.io/kubernetes v${KUBERNETES_VERSION}$" "$wrapper_dir/go.mod" && return
-  local staging_version="0.${KUBERNETES_VERSION#1.}"
-  mkdir -p "$wrapper_dir"
-  log "fetching k8s.io/kubernetes v${KUBERNETES_VERSION}'s go.mod"
-  local kmod
-  kmod="$(go mod download -json "k8s.io/kubernetes@v${KUBERNETES_VERSION}" | sed -n 's/^\s*"GoMod": "\(.*\)",\?$/\1/p')"
+  local staging_version="0.${KUBERNETES_VERSION#1.}" kmod staging m
+  kmod="$(module_field "k8s.io/kubernetes@v${KUBERNETES_VERSION}" GoMod)"
   [[ -f "$kmod" ]] || die "could not download k8s.io/kubernetes@v${KUBERNETES_VERSION}"
   # The staging modules are the k8s.io/* requirements at the placeholder version v0.0.0.
-  local staging
   staging="$(awk '/^require \(/,/^\)/' "$kmod" | awk '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" {print $1}')"
   [[ -n "$staging" ]] || die "found no staging modules in $kmod"
-  log "wrapper module: $(wc -w <<<"$staging") staging modules at v${staging_version}"
+  mkdir -p "$wrapper_dir"
   {
     echo "// Generated by scripts/kube-setup.sh; builds k8s.io/kubernetes v${KUBERNETES_VERSION}'s commands."
     echo "module kube-setup/kubernetes"
@@ -85,6 +69,35 @@ write_wrapper_module() {
     for m in $staging; do echo "	$m => $m v${staging_version}"; done
     echo ")"
   } > "$wrapper_dir/go.mod"
+  log "wrapper module: k8s.io/kubernetes v${KUBERNETES_VERSION} + $(wc -w <<<"$staging") staging modules at v${staging_version}"
+}
+
+has_version() {
+  [[ -x "$1" && "$("$1" --version 2>/dev/null || true)" == "Kubernetes v${KUBERNETES_VERSION}" ]]
+}
+
+# One `go build` for every command not yet at the pinned version: they share most packages, and
+# one build graph keeps both cores busy until the end.
+build_commands() {
+  local missing=() command
+  for command in "${COMMANDS[@]}"; do has_version "$bin_dir/$command" || missing+=("$command"); done
+  [[ ${#missing[@]} -gt 0 ]] || return 0
+  write_wrapper_module
+  log "building ${missing[*]} v${KUBERNETES_VERSION} (cold: ~15-30 min on 2 cores, then cached)"
+  # Without these the binaries call themselves v0.0.0-master and `--version` cannot be checked.
+  local version_pkg="k8s.io/component-base/version" minor="${KUBERNETES_VERSION#*.}"
+  minor="${minor%%.*}"
+  local ldflags="-s -w -X ${version_pkg}.gitVersion=v${KUBERNETES_VERSION} -X ${version_pkg}.gitMajor=1 -X ${version_pkg}.gitMinor=${minor}"
+  local out="$bin_dir/.new" packages=()
+  for command in "${missing[@]}"; do packages+=("k8s.io/kubernetes/cmd/$command"); done
+  rm -rf "$out" && mkdir -p "$out"
+  (cd "$wrapper_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/" "${packages[@]}") \
+    || die "go build of ${packages[*]} failed (see above)"
+  for command in "${missing[@]}"; do
+    has_version "$out/$command" || die "built $command does not report 'Kubernetes v${KUBERNETES_VERSION}'"
+    mv "$out/$command" "$bin_dir/$command"
+  done
+  rm -rf "$out"
 }
 
 install_etcd() {
@@ -108,17 +121,16 @@ install_etcd() {
   rm -rf "$work"
 }
 
-# The CRDs come as files inside the projects' own Go modules (the module zip carries the repo's
-# YAML); only downloaded, nothing of them is built.
+# The CRDs are files inside the projects' own Go modules (a module zip carries the repository's
+# YAML): downloaded, nothing of them is built.
 install_crds() {
-  mkdir -p "$crd_dir"
-  local gw istio
-  gw="$(go mod download -json "sigs.k8s.io/gateway-api@v${GATEWAY_API_VERSION}" | sed -n 's/^\s*"Dir": "\(.*\)",\?$/\1/p')"
-  istio="$(go mod download -json "istio.io/api@v${ISTIO_API_VERSION}" | sed -n 's/^\s*"Dir": "\(.*\)",\?$/\1/p')"
+  local gw istio f
+  gw="$(module_field "sigs.k8s.io/gateway-api@v${GATEWAY_API_VERSION}" Dir)"
+  istio="$(module_field "istio.io/api@v${ISTIO_API_VERSION}" Dir)"
   [[ -d "$gw/config/crd/standard" ]] || die "sigs.k8s.io/gateway-api@v${GATEWAY_API_VERSION} has no config/crd/standard"
   [[ -f "$istio/kubernetes/customresourcedefinitions.gen.yaml" ]] || die "istio.io/api@v${ISTIO_API_VERSION} has no kubernetes/customresourcedefinitions.gen.yaml"
+  mkdir -p "$crd_dir"
   # Only the CRDs (the bundle also has a ValidatingAdmissionPolicy guarding upgrades).
-  local f
   : > "$crd_dir/gateway-api.yaml.new"
   for f in "$gw"/config/crd/standard/gateway.networking.k8s.io_*.yaml; do
     grep -q '^kind: CustomResourceDefinition$' "$f" || continue
@@ -131,14 +143,17 @@ install_crds() {
 # All work happens in main, called on the last line, so bash has parsed the whole file before
 # anything runs (editing the script during a long build cannot derail the running one).
 main() {
+  complete && return 0
+  mkdir -p "$bin_dir"
+  rm -f "$stamp"
+  # shellcheck source=go-env.sh
+  source scripts/go-env.sh
+  command -v go >/dev/null || die "go is not on PATH (needed to build kube-apiserver)"
   install_etcd
   install_crds
-  build_command kube-apiserver
-  # Optional for a test (KubeClusterOptions.controllers): the real endpointslice, namespace and
-  # garbage-collector controllers instead of the test writing their results.
-  build_command kube-controller-manager
+  build_commands
   echo "$want" > "$stamp"
-  log "ready: $("$bin_dir/kube-apiserver" --version), etcd $("$bin_dir/etcd" --version | sed -n 's/^etcd Version: //p') in .cache/kube/bin"
+  log "ready in .cache/kube/bin: $("$bin_dir/kube-apiserver" --version), kube-controller-manager, etcd $("$bin_dir/etcd" --version | sed -n 's/^etcd Version: //p')"
 }
 
 main "$@"

@@ -6,7 +6,10 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { makeInformer, type KubernetesObject, type V1Pod, CoreV1Api } from "@kubernetes/client-node";
-import { SERVICE_CIDR, startKubeCluster, type KubeCluster } from "../support/kube.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { requireKubeBinaries, SERVICE_CIDR, startKubeClusters, type KubeCluster } from "../support/kube.js";
 
 const NS = "smoke";
 
@@ -53,13 +56,24 @@ function inServiceCidr(ip: string): boolean {
   return a === ca && b === cb;
 }
 
+it("missing binaries are an error naming the setup step, never a skip", () => {
+  const empty = mkdtempSync(join(tmpdir(), "kube-bin-"));
+  try {
+    assert.throws(() => requireKubeBinaries({ binDir: empty }), /kube-apiserver.*npm run setup:kube/s);
+    assert.throws(() => requireKubeBinaries({ binDir: empty, controllerManager: true }), /kube-controller-manager/);
+  } finally {
+    rmSync(empty, { recursive: true });
+  }
+});
+
 describe("real kube-apiserver harness", () => {
   let east: KubeCluster;
   let west: KubeCluster;
 
   before(async () => {
     // Both at once: the multi-cluster tests need two independent control planes.
-    [east, west] = await Promise.all([startKubeCluster({ name: "east" }), startKubeCluster({ name: "west" })]);
+    // east also runs the real endpointslice and namespace controllers (kube-controller-manager).
+    [east, west] = await startKubeClusters([{ name: "east", controllers: ["endpointslice-controller", "namespace-controller"] }, { name: "west" }]);
   });
   after(async () => {
     await Promise.all([east?.stop(), west?.stop()]);
@@ -100,7 +114,7 @@ describe("real kube-apiserver harness", () => {
       const running = await readied;
       assert.equal(running.status?.phase, "Running");
       assert.equal(running.status?.podIP, "10.1.0.5");
-      assert.deepEqual(running.status?.podIPs?.map((entry) => entry.ip), ["10.1.0.5"]);
+      assert.deepEqual(running.status?.podIPs?.map((entry: { ip: string }) => entry.ip), ["10.1.0.5"]);
       assert.equal(running.spec?.nodeName, "node-a");
 
       const unready = nextEvent(informer, "update", (pod) => pod.metadata?.name === "web-1" && !isReady(pod));
@@ -122,7 +136,7 @@ describe("real kube-apiserver harness", () => {
     const node = await east.core.readNode({ name: "node-a" });
     assert.equal(node.metadata?.labels?.["topology.kubernetes.io/zone"], "eu-1");
     assert.equal(node.metadata?.labels?.["topology.istio.io/subzone"], "rack-1");
-    assert.deepEqual(node.status?.addresses, [{ type: "InternalIP", address: "192.168.0.10" }]);
+    assert.deepEqual(node.status?.addresses?.map((a) => ({ ...a })), [{ type: "InternalIP", address: "192.168.0.10" }]);
   });
 
   it("services get a ClusterIP; EndpointSlices are written as given", async () => {
@@ -142,9 +156,54 @@ describe("real kube-apiserver harness", () => {
     const slices = await west.discovery.listNamespacedEndpointSlice({ namespace: NS, labelSelector: "kubernetes.io/service-name=web" });
     assert.equal(slices.items.length, 1);
     const [ready, leaving] = slices.items[0].endpoints;
-    assert.deepEqual(ready.conditions, { ready: true, serving: true, terminating: false });
+    assert.deepEqual({ ...ready.conditions }, { ready: true, serving: true, terminating: false });
     assert.equal(ready.targetRef?.name, "web-x");
-    assert.deepEqual(leaving.conditions, { ready: false, serving: false, terminating: true });
+    assert.deepEqual({ ...leaving.conditions }, { ready: false, serving: false, terminating: true });
+  });
+
+  it("with kube-controller-manager, the real endpointslice controller follows pod readiness", async () => {
+    const ns = "slices";
+    await east.createNamespace(ns);
+    await east.createService({ namespace: ns, name: "api", selector: { app: "api" }, ports: [{ name: "grpc", port: 90, targetPort: "grpc" }] });
+    await east.createPod({ namespace: ns, name: "api-1", labels: { app: "api" }, nodeName: "node-a", ports: [{ name: "grpc", containerPort: 9090 }] });
+    await east.setPodStatus(ns, "api-1", { podIP: "10.1.0.9" });
+    const endpointOf = async () => {
+      const slices = await east.discovery.listNamespacedEndpointSlice({ namespace: ns, labelSelector: "kubernetes.io/service-name=api" });
+      const slice = slices.items.find((item) => (item.endpoints ?? []).length > 0);
+      return slice ? { port: slice.ports?.[0]?.port, endpoint: slice.endpoints[0] } : undefined;
+    };
+    const until = async (what: string, accept: (found: Awaited<ReturnType<typeof endpointOf>>) => boolean) => {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const found = await endpointOf();
+        if (accept(found)) return found;
+        if (Date.now() > deadline) throw new Error(`${what}: last seen ${JSON.stringify(found)}`);
+        await new Promise((done) => setTimeout(done, 100));
+      }
+    };
+    const ready = await until("ready endpoint", (found) => found?.endpoint.conditions?.ready === true);
+    // The named target port resolved from the pod's container port, as istiod reads it.
+    assert.equal(ready?.port, 9090);
+    assert.deepEqual(ready?.endpoint.addresses, ["10.1.0.9"]);
+    assert.equal(ready?.endpoint.targetRef?.name, "api-1");
+    assert.equal(ready?.endpoint.nodeName, "node-a");
+    await east.setPodStatus(ns, "api-1", { podIP: "10.1.0.9", ready: false });
+    await until("unready endpoint", (found) => found?.endpoint.conditions?.ready === false);
+    // The namespace controller finishes a namespace deletion (without it, it stays Terminating).
+    // A bound pod would block it: its graceful delete waits for a kubelet, so remove it first.
+    await east.deletePod(ns, "api-1");
+    await east.delete({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        await east.core.readNamespace({ name: ns });
+      } catch (error) {
+        if ((error as { code?: number }).code === 404) break;
+        throw error;
+      }
+      if (Date.now() > deadline) throw new Error(`namespace ${ns} still there after 30 s`);
+      await new Promise((done) => setTimeout(done, 200));
+    }
   });
 
   it("installs the upstream Gateway API and Istio CRDs, schemas enforced", async () => {

@@ -8,8 +8,7 @@
 //   after(() => cluster.stop());
 //   await cluster.createPod({ namespace: "default", name: "a", labels: { app: "a" } });
 //   await cluster.setPodStatus("default", "a", { podIP: "10.1.0.5" });
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { request } from "node:https";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   CoreV1Api,
@@ -29,6 +28,7 @@ import {
   type V1Service,
 } from "@kubernetes/client-node";
 import { parseAllDocuments, stringify } from "yaml";
+import { RawApplyApi } from "../kube/harness/apply.js";
 import { DEFAULT_CRDS, selectCrds } from "../kube/harness/crds.js";
 import {
   endpointSliceObject,
@@ -45,9 +45,9 @@ import {
   type ServiceInput,
 } from "../kube/harness/objects.js";
 import { createClusterPki, type ClientCredentials, type ClusterPki } from "../kube/harness/pki.js";
-import { GuardedProcess } from "../kube/harness/process.js";
+import { sleep, startApiserver, startControllerManager, startEtcd } from "../kube/harness/control_plane.js";
+import type { GuardedProcess } from "../kube/harness/process.js";
 import { REPO_ROOT } from "./paths.js";
-import { freePort } from "./ports.js";
 
 export * from "../kube/harness/objects.js";
 export { DEFAULT_CRDS } from "../kube/harness/crds.js";
@@ -56,8 +56,7 @@ export const KUBE_BIN_DIR = resolve(REPO_ROOT, ".cache/kube/bin");
 export const KUBE_CRD_DIR = resolve(REPO_ROOT, ".cache/kube/crds");
 /** The field manager of every write the harness makes. */
 export const HARNESS_FIELD_MANAGER = "kube-harness";
-/** Service ClusterIPs are allocated from here. */
-export const SERVICE_CIDR = "10.96.0.0/16";
+export { SERVICE_CIDR } from "../kube/harness/control_plane.js";
 
 export interface KubeBinaries {
   etcd: string;
@@ -66,13 +65,14 @@ export interface KubeBinaries {
 }
 
 /** Paths of the cached binaries; throws (never skips) naming the setup step when one is missing. */
-export function requireKubeBinaries(needControllerManager = false): KubeBinaries {
+export function requireKubeBinaries(options: { controllerManager?: boolean; binDir?: string } = {}): KubeBinaries {
+  const binDir = options.binDir ?? KUBE_BIN_DIR;
   const binaries = {
-    etcd: join(KUBE_BIN_DIR, "etcd"),
-    apiserver: join(KUBE_BIN_DIR, "kube-apiserver"),
-    controllerManager: join(KUBE_BIN_DIR, "kube-controller-manager"),
+    etcd: join(binDir, "etcd"),
+    apiserver: join(binDir, "kube-apiserver"),
+    controllerManager: join(binDir, "kube-controller-manager"),
   };
-  const needed = needControllerManager ? Object.values(binaries) : [binaries.etcd, binaries.apiserver];
+  const needed = options.controllerManager ? Object.values(binaries) : [binaries.etcd, binaries.apiserver];
   const missing = needed.filter((path) => !existsSync(path));
   if (missing.length > 0) {
     throw new Error(`kube harness: missing ${missing.join(", ")}: run \`npm run setup:kube\` (npm test does it; cold build ~15 min)`);
@@ -86,8 +86,9 @@ export interface KubeClusterOptions {
   /** CRDs to install, by `<plural>.<group>`. Default DEFAULT_CRDS. */
   crds?: readonly string[];
   /**
-   * kube-controller-manager controllers to run, e.g. ["endpointslice", "namespace",
-   * "garbage-collector"]. Default none: no controller-manager at all.
+   * kube-controller-manager controllers to run, e.g. ["endpointslice-controller",
+   * "namespace-controller", "garbage-collector-controller"] (`kube-controller-manager --help`
+   * lists them). Default none: no controller-manager at all.
    */
   controllers?: readonly string[];
   /** Extra kube-apiserver flags (e.g. "--max-requests-inflight=800"). */
@@ -125,48 +126,35 @@ function loadKubeconfig(path: string, text: string): KubeconfigFile {
   return { path, kubeConfig };
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((done) => setTimeout(done, ms));
-}
+const OWNER_FILE = "owner.pid";
 
-/** Status code and body of a GET, or an error message when there is no answer. */
-function get(url: string, tls: { ca: string; cert?: string; key?: string } | undefined): Promise<{ status: number; body: string }> {
-  return new Promise((done, fail) => {
-    const req = request(url, { ...tls, timeout: 5000 }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk) => (body += chunk));
-      res.on("end", () => done({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", fail);
-    req.end();
-  });
-}
-
-async function httpGet(url: string): Promise<{ status: number; body: string }> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(5000) });
-  return { status: response.status, body: await response.text() };
-}
-
-async function waitUntil(what: string, child: GuardedProcess, timeoutMs: number, check: () => Promise<string | true>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "no answer yet";
-  while (Date.now() < deadline) {
-    if (child.exited) throw new Error(`kube harness: ${what}: ${child.name} ${child.exitDescription}\n${child.logTail()}`);
-    try {
-      const result = await check();
-      if (result === true) return;
-      last = result;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    await sleep(200);
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
-  throw new Error(`kube harness: ${what} not within ${timeoutMs} ms (last: ${last})\n${child.logTail()}`);
 }
 
-const BIND_RACE = /address already in use/;
+/**
+ * A killed test process cannot remove its cluster directory (its processes die with it, see
+ * harness/process.ts); the next start removes directories whose owner is gone, so etcd data does
+ * not pile up in .tmp/. Directories of live owners (parallel test files) are left alone.
+ */
+function removeAbandonedDirs(base: string): void {
+  for (const entry of readdirSync(base)) {
+    if (!entry.startsWith("kube-")) continue;
+    const dir = join(base, entry);
+    let owner: number;
+    try {
+      owner = Number(readFileSync(join(dir, OWNER_FILE), "utf8"));
+    } catch {
+      continue;
+    }
+    if (Number.isInteger(owner) && owner > 0 && !alive(owner)) rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 export class KubeCluster {
   readonly core: CoreV1Api;
@@ -174,6 +162,7 @@ export class KubeCluster {
   readonly rbac: RbacAuthorizationV1Api;
   readonly custom: CustomObjectsApi;
   readonly objects: KubernetesObjectApi;
+  private readonly rawApply: RawApplyApi;
   private stopped = false;
 
   private constructor(
@@ -194,15 +183,18 @@ export class KubeCluster {
     this.rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
     this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+    this.rawApply = RawApplyApi.forConfig(kubeConfig);
   }
 
   static async start(options: KubeClusterOptions = {}): Promise<KubeCluster> {
-    const binaries = requireKubeBinaries((options.controllers?.length ?? 0) > 0);
+    const binaries = requireKubeBinaries({ controllerManager: (options.controllers?.length ?? 0) > 0 });
     const name = options.name ?? "kube";
     if (!/^[a-z0-9-]+$/.test(name)) throw new Error(`kube harness: cluster name '${name}' must be lowercase letters, digits and '-'`);
     const base = join(REPO_ROOT, ".tmp");
     mkdirSync(base, { recursive: true });
+    removeAbandonedDirs(base);
     const dir = mkdtempSync(join(base, `kube-${name}-`));
+    writeFileSync(join(dir, OWNER_FILE), String(process.pid));
     const pki = await createClusterPki(dir, name);
     const admin = await pki.client("kube-harness-admin", ["system:masters"]);
     const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
@@ -211,16 +203,16 @@ export class KubeCluster {
       for (const child of [...processes].reverse()) await child.stop();
     };
     try {
-      const etcd = await startEtcd(binaries.etcd, dir, options, readyTimeoutMs);
+      const etcd = await startEtcd(binaries.etcd, dir, { maxRequestBytes: options.etcdMaxRequestBytes }, readyTimeoutMs);
       processes.push(etcd.process);
-      const { process: apiserver, port } = await startApiserver(binaries.apiserver, dir, pki, admin, etcd.url, options, readyTimeoutMs);
+      const { process: apiserver, port } = await startApiserver(binaries.apiserver, dir, pki, admin, etcd.url, options.apiserverArgs ?? [], readyTimeoutMs);
       processes.push(apiserver);
       const server = `https://127.0.0.1:${port}`;
       const adminConfig = loadKubeconfig(join(dir, "admin.kubeconfig"), kubeconfigYaml(name, server, pki.ca, admin));
       const cluster = new KubeCluster(name, dir, server, adminConfig.path, adminConfig.kubeConfig, pki, processes);
       await cluster.installCrds(options.crds ?? DEFAULT_CRDS, readyTimeoutMs);
       if (options.controllers && options.controllers.length > 0) {
-        processes.push(await startControllerManager(binaries.controllerManager, dir, adminConfig.path, pki, options.controllers));
+        processes.push(await startControllerManager(binaries.controllerManager, dir, adminConfig.path, pki, options.controllers, readyTimeoutMs));
       }
       return cluster;
     } catch (error) {
@@ -244,9 +236,12 @@ export class KubeCluster {
 
   // ---- generic writes -------------------------------------------------------------------
 
-  /** Server-side apply (create or update) of any object, typed or custom; returns what the server stored. */
-  async apply<T extends KubernetesObject>(object: T): Promise<T> {
-    return this.objects.patch(object, undefined, undefined, HARNESS_FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  /**
+   * Server-side apply (create or update) of any object, typed or custom, sent exactly as given
+   * (see harness/apply.ts for why not objects.patch); returns what the server stored.
+   */
+  apply<T extends KubernetesObject>(object: T): Promise<T> {
+    return this.rawApply.apply(object, HARNESS_FIELD_MANAGER);
   }
 
   /** Applies every document of a YAML text (e.g. a manifest file) in order. */
@@ -372,118 +367,14 @@ export function startKubeCluster(options: KubeClusterOptions = {}): Promise<Kube
   return KubeCluster.start(options);
 }
 
-// ---- the processes ------------------------------------------------------------------------
-
-async function withPortRetry<T>(attempt: () => Promise<T>): Promise<T> {
-  // freePort() hands out a port that another process can take before we bind it; retry then.
-  for (let tries = 1; ; tries++) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (tries >= 3 || !BIND_RACE.test((error as Error).message)) throw error;
-    }
-  }
-}
-
-async function startEtcd(binary: string, dir: string, options: KubeClusterOptions, timeoutMs: number): Promise<{ process: GuardedProcess; url: string }> {
-  return withPortRetry(async () => {
-    const [clientPort, peerPort] = [await freePort(), await freePort()];
-    const url = `http://127.0.0.1:${clientPort}`;
-    const peer = `http://127.0.0.1:${peerPort}`;
-    const dataDir = join(dir, "etcd");
-    rmSync(dataDir, { recursive: true, force: true });
-    const args = [
-      "--name=harness",
-      `--data-dir=${dataDir}`,
-      `--listen-client-urls=${url}`,
-      `--advertise-client-urls=${url}`,
-      `--listen-peer-urls=${peer}`,
-      `--initial-advertise-peer-urls=${peer}`,
-      `--initial-cluster=harness=${peer}`,
-      "--initial-cluster-state=new",
-      "--logger=zap",
-      "--log-level=warn",
-    ];
-    if (options.etcdMaxRequestBytes !== undefined) args.push(`--max-request-bytes=${options.etcdMaxRequestBytes}`);
-    const etcd = GuardedProcess.start("etcd", binary, args, join(dir, "etcd.log"), dir);
-    try {
-      await waitUntil("etcd healthy", etcd, timeoutMs, async () => {
-        const { status, body } = await httpGet(`${url}/health`);
-        return status === 200 && body.includes('"true"') ? true : `${status} ${body}`;
-      });
-    } catch (error) {
-      await etcd.stop();
-      throw error;
-    }
-    return { process: etcd, url };
-  });
-}
-
-async function startApiserver(
-  binary: string,
-  dir: string,
-  pki: ClusterPki,
-  admin: ClientCredentials,
-  etcdUrl: string,
-  options: KubeClusterOptions,
-  timeoutMs: number,
-): Promise<{ process: GuardedProcess; port: number }> {
-  return withPortRetry(async () => {
-    const port = await freePort();
-    const args = [
-      `--etcd-servers=${etcdUrl}`,
-      "--bind-address=127.0.0.1",
-      `--secure-port=${port}`,
-      // The endpoints of the `kubernetes` service would otherwise be reconciled to this address.
-      "--advertise-address=127.0.0.1",
-      "--endpoint-reconciler-type=none",
-      `--cert-dir=${join(dir, "apiserver-certs")}`,
-      `--tls-cert-file=${pki.servingCertPath}`,
-      `--tls-private-key-file=${pki.servingKeyPath}`,
-      `--client-ca-file=${pki.caPath}`,
-      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-      `--service-account-key-file=${pki.serviceAccountPublicKeyPath}`,
-      `--service-account-signing-key-file=${pki.serviceAccountSigningKeyPath}`,
-      `--service-cluster-ip-range=${SERVICE_CIDR}`,
-      // RBAC, so a least-privilege ClusterRole is really enforced; the harness's admin is
-      // system:masters and passes regardless.
-      "--authorization-mode=RBAC",
-      // No controller creates the `default` ServiceAccount, so this plugin would refuse every pod.
-      "--disable-admission-plugins=ServiceAccount",
-      "--allow-privileged=true",
-      "--profiling=false",
-      "--v=1",
-      ...(options.apiserverArgs ?? []),
-    ];
-    const apiserver = GuardedProcess.start("kube-apiserver", binary, args, join(dir, "kube-apiserver.log"), dir);
-    try {
-      const tls = { ca: pki.ca, cert: admin.cert, key: admin.key };
-      await waitUntil("kube-apiserver /readyz", apiserver, timeoutMs, async () => {
-        const { status, body } = await get(`https://127.0.0.1:${port}/readyz`, tls);
-        return status === 200 ? true : `${status} ${body.split("\n").filter((line) => line.includes("failed")).join("; ")}`;
-      });
-    } catch (error) {
-      await apiserver.stop();
-      throw error;
-    }
-    return { process: apiserver, port };
-  });
-}
-
-async function startControllerManager(binary: string, dir: string, kubeconfigPath: string, pki: ClusterPki, controllers: readonly string[]): Promise<GuardedProcess> {
-  const args = [
-    `--kubeconfig=${kubeconfigPath}`,
-    `--controllers=${controllers.join(",")}`,
-    "--leader-elect=false",
-    // No HTTPS endpoint needed: nothing scrapes it.
-    "--secure-port=0",
-    `--service-account-private-key-file=${pki.serviceAccountSigningKeyPath}`,
-    `--root-ca-file=${pki.caPath}`,
-    `--service-cluster-ip-range=${SERVICE_CIDR}`,
-    "--v=1",
-  ];
-  const manager = GuardedProcess.start("kube-controller-manager", binary, args, join(dir, "kube-controller-manager.log"), dir);
-  await sleep(500);
-  if (manager.exited) throw new Error(`kube harness: kube-controller-manager ${manager.exitDescription}\n${manager.logTail()}`);
-  return manager;
+/**
+ * Starts several clusters at once (multi-cluster tests); if any fails, the others are stopped
+ * before the first error is thrown.
+ */
+export async function startKubeClusters(options: readonly KubeClusterOptions[]): Promise<KubeCluster[]> {
+  const results = await Promise.allSettled(options.map((one) => KubeCluster.start(one)));
+  const failed = results.find((result): result is PromiseRejectedResult => result.status === "rejected");
+  if (!failed) return results.map((result) => (result as PromiseFulfilledResult<KubeCluster>).value);
+  await Promise.all(results.map((result) => (result.status === "fulfilled" ? result.value.stop() : undefined)));
+  throw failed.reason;
 }

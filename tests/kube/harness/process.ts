@@ -61,6 +61,10 @@ export class GuardedProcess {
     running.add(child);
     // The pipe is only a lifeline: never write to it, and a broken pipe is not an error here.
     child.stdin?.on("error", () => {});
+    // Neither keeps the test process alive: a test file that forgets stop() still ends, and its
+    // binaries go with it (the pipe closes). stop() holds a timer while it waits.
+    child.unref();
+    (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
     return new GuardedProcess(name, child, logPath);
   }
 
