@@ -13,8 +13,15 @@ export const RBAC_MANIFEST = join(REPO_ROOT, "feed/deploy/rbac.yaml");
 
 /** Applies the shipped RBAC and returns a kubeconfig of the feed's ServiceAccount. */
 export async function feedKubeconfig(cluster: KubeCluster): Promise<string> {
-  await cluster.createNamespace("mesh-feed");
-  await cluster.createNamespace("istio-system");
+  // Created only when missing: re-applying a namespace would drop labels the test gave it
+  // (server-side apply removes fields the same manager no longer sets).
+  for (const name of ["mesh-feed", "istio-system"]) {
+    try {
+      await cluster.core.createNamespace({ body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } });
+    } catch (error) {
+      if ((error as { code?: number }).code !== 409) throw error;
+    }
+  }
   await cluster.applyYaml(readFileSync(RBAC_MANIFEST, "utf8"));
   return (await cluster.serviceAccountKubeconfig("mesh-feed", "mesh-feed")).path;
 }

@@ -12,3 +12,13 @@ export function routeServiceRangeLocally(): void {
     if (!/File exists/.test(String((error as { stderr?: Buffer }).stderr ?? ""))) throw error;
   }
 }
+
+/**
+ * The API server refuses loopback addresses in EndpointSlices (pod status takes them). The
+ * feed, like istiod, takes a pod-backed endpoint's addresses from its Pod (targetRef), so the
+ * slices these tests write carry a stand-in for the loopback pod IP.
+ */
+export function sliceAddress(podIp: string): string {
+  const [, , c, d] = podIp.split(".");
+  return `10.250.${c}.${d}`;
+}

@@ -18,7 +18,7 @@ import { REPO_ROOT } from "../support/paths.js";
 import { exchange, startBackend, type Backend } from "../support/tcp.js";
 import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { eventually, runFeed, type FeedRun } from "./harness.js";
-import { routeServiceRangeLocally } from "./netns.js";
+import { routeServiceRangeLocally, sliceAddress } from "./netns.js";
 
 const BOUND_MS = 1000 + 6000;
 
@@ -58,7 +58,7 @@ describe("feed → tunnel_port: a targetPort change reaches the tunnel", () => {
     await cluster.setPodStatus("default", "my-service-p1", { podIP: "127.0.0.21" });
     const svc = await cluster.createService({ namespace: "default", name: "my-service", selector: { app: "my-service" }, ports: [{ name: "http", port: 80, targetPort: 9376 }] });
     vip = svc.spec?.clusterIP ?? "";
-    await cluster.createEndpointSlice({ namespace: "default", name: "my-service-1", service: "my-service", ports: [{ name: "http", port: 9376 }], endpoints: [{ addresses: ["127.0.0.21"], pod: { name: "my-service-p1" } }] });
+    await cluster.createEndpointSlice({ namespace: "default", name: "my-service-1", service: "my-service", ports: [{ name: "http", port: 9376 }], endpoints: [{ addresses: [sliceAddress("127.0.0.21")], pod: { name: "my-service-p1" } }] });
     apps = [await startBackend("app-9376", "127.0.0.21", 9376), await startBackend("app-9377", "127.0.0.21", 9377)];
     const clientPlugin = new EcdsPlugin("envoy-configs/tunnel_port_plugin", "tunnel_port_client.yaml");
     mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
@@ -97,7 +97,7 @@ describe("feed → tunnel_port: a targetPort change reaches the tunnel", () => {
       { namespace: "default", name: "my-service", body: { spec: { ports: [{ name: "http", port: 80, targetPort: 9377, protocol: "TCP" }] } } },
       setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
     );
-    await cluster.createEndpointSlice({ namespace: "default", name: "my-service-1", service: "my-service", ports: [{ name: "http", port: 9377 }], endpoints: [{ addresses: ["127.0.0.21"], pod: { name: "my-service-p1" } }] });
+    await cluster.createEndpointSlice({ namespace: "default", name: "my-service-1", service: "my-service", ports: [{ name: "http", port: 9377 }], endpoints: [{ addresses: [sliceAddress("127.0.0.21")], pod: { name: "my-service-p1" } }] });
     await eventually("tunnel to :9377", BOUND_MS, async () => ((await exchange(vip, 80, "hi", 5000, CLIENT_ADDRESS)).received.toString() === "app-9377\nhi" ? true : undefined));
     t.diagnostic(`targetPort change -> first tunnel to the new target: ${Date.now() - changed} ms`);
     assert.match(await server.waitForAccessLog(/tunnel authority=127\.0\.0\.21:9377/), /service_port=80 /);

@@ -19,7 +19,7 @@ import { exchange, startBackend, type Backend } from "../support/tcp.js";
 import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { waypointAt } from "../../scripts/demo/waypoint_route_topology.js";
 import { eventually, runFeed, type FeedRun } from "./harness.js";
-import { routeServiceRangeLocally } from "./netns.js";
+import { routeServiceRangeLocally, sliceAddress } from "./netns.js";
 
 const BOUND_MS = 1000 + 6000;
 const MESH = { "security.istio.io/tlsMode": "istio" };
@@ -47,7 +47,7 @@ async function waypoint(cluster: KubeCluster, instance: string, ip: string): Pro
   await setGatewayStatus(cluster, "default", "waypoint", [{ type: "Hostname", value: "waypoint.default.svc.cluster.local" }]);
   await cluster.createService({ namespace: "default", name: "waypoint", labels: { "gateway.istio.io/managed": "istio.io-mesh-controller" }, selector: { "gateway.networking.k8s.io/gateway-name": "waypoint" }, ports: [{ name: "mesh", port: 15008 }] });
   await meshPod(cluster, instance, "waypoint", ip, { "gateway.networking.k8s.io/gateway-name": "waypoint" });
-  await cluster.createEndpointSlice({ namespace: "default", name: "waypoint-1", service: "waypoint", ports: [{ name: "mesh", port: 15008 }], endpoints: [{ addresses: [ip], pod: { name: instance } }] });
+  await cluster.createEndpointSlice({ namespace: "default", name: "waypoint-1", service: "waypoint", ports: [{ name: "mesh", port: 15008 }], endpoints: [{ addresses: [sliceAddress(ip)], pod: { name: instance } }] });
 }
 
 describe("feed → waypoint_route from two API servers on two networks (split horizon, double HBONE)", () => {
@@ -76,7 +76,7 @@ describe("feed → waypoint_route from two API servers on two networks (split ho
     await meshPod(west, "backend-0", "backend", "127.0.0.42");
     const svc: V1Service = await west.createService({ namespace: "default", name: "my-svc", selector: { app: "backend" }, ports: [{ name: "http", port: 80, targetPort: 9080 }] });
     vip = svc.spec?.clusterIP ?? "";
-    await west.createEndpointSlice({ namespace: "default", name: "my-svc-1", service: "my-svc", ports: [{ name: "http", port: 9080 }], endpoints: [{ addresses: ["127.0.0.42"], pod: { name: "backend-0" } }] });
+    await west.createEndpointSlice({ namespace: "default", name: "my-svc-1", service: "my-svc", ports: [{ name: "http", port: 9080 }], endpoints: [{ addresses: [sliceAddress("127.0.0.42")], pod: { name: "backend-0" } }] });
     await waypoint(west, "waypoint-0", "127.0.0.41");
     // east: the east-west gateway of net2 and the waypoint's second instance.
     await east.apply({
