@@ -91,7 +91,7 @@ async function waitReady(base: string, child: ChildProcess, timeoutMs: number): 
   throw new Error(`feed not ready within ${timeoutMs} ms`);
 }
 
-export async function feedBenchSize(n: number, samples: number): Promise<void> {
+export async function feedBenchSize(n: number, samples: number): Promise<{ pods: number; cpuSeconds: number; rssMb: number }> {
   await writeDemoCerts();
   const cluster = await startKubeCluster({ name: `bench-feed-${n}`, apiserverArgs: ["--max-requests-inflight=800", "--max-mutating-requests-inflight=400"] });
   let feed: ChildProcess | undefined;
@@ -160,6 +160,7 @@ export async function feedBenchSize(n: number, samples: number): Promise<void> {
     emit({ figure: "feed_render_ms", pods: n, p50: median(renders), max: +Math.max(...renders).toFixed(1) });
     emit({ figure: "feed_change_cost", pods: n, bytesPushed: median(bytes), controllerCpuMs: median(feedCpu), envoyApplyCpuMs: median(envoyCpu) });
     emit({ figure: "feed_controller_memory", pods: n, rssMb: +rssMb(pid).toFixed(1) });
+    return { pods: n, cpuSeconds: syncCpu, rssMb: rss };
   } finally {
     releaseCapture();
     await envoy?.stop();
@@ -170,12 +171,28 @@ export async function feedBenchSize(n: number, samples: number): Promise<void> {
 }
 
 export async function feedBench({ quick }: { quick: boolean }): Promise<void> {
-  const sizes = quick ? [[1000, 6], [10_000, 6]] : [[1000, 20], [10_000, 20], [100_000, 10]];
-  for (const [n, samples] of sizes) await feedBenchSize(n, samples);
+  await feedBenchSizes(quick ? [[1000, 6], [10_000, 6]] : [[1000, 20], [10_000, 20], [100_000, 10]]);
+}
+
+async function feedBenchSizes(sizes: number[][]): Promise<void> {
+  const runs = [];
+  for (const [n, samples] of sizes) runs.push(await feedBenchSize(n, samples));
+  // Per pod at 1k is mostly the process's fixed cost (Node, tsx, the client, the wasm host):
+  // the marginal cost between sizes is what a pod adds.
+  for (let i = 1; i < runs.length; i++) {
+    const [a, b] = [runs[i - 1], runs[i]];
+    const pods = b.pods - a.pods;
+    emit({ figure: "feed_controller_marginal_per_pod", from: a.pods, to: b.pods, cpuUsPerPod: +(((b.cpuSeconds - a.cpuSeconds) * 1e6) / pods).toFixed(1), rssKbPerPod: +(((b.rssMb - a.rssMb) * 1024) / pods).toFixed(2) });
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const only = process.argv.find((a) => a.startsWith("--pods="));
   if (only) await feedBenchSize(Number(only.slice(7)), 6);
+  else if (process.argv.includes("--sizes")) {
+    // e.g. --sizes 1000,10000: those sizes (6 samples each) and the marginal cost between them.
+    const list = process.argv[process.argv.indexOf("--sizes") + 1].split(",").map(Number);
+    await feedBenchSizes(list.map((n) => [n, 6]));
+  }
   else await feedBench({ quick: process.argv.includes("--quick") });
 }
