@@ -3,7 +3,7 @@
 // each target; serves /snapshot, /healthz, /readyz and /metrics. SIGTERM/SIGINT stop it.
 import { parseArgs } from "node:util";
 import { ClusterObjects } from "./cluster_objects.js";
-import { FeedController } from "./controller.js";
+import { defaultLogger, FeedController } from "./controller.js";
 import { loadFeedConfig, loadNetworks } from "./config.js";
 import { WasmPluginDelivery } from "./deliver/wasmplugin.js";
 import { FeedHttpServer } from "./http.js";
@@ -34,7 +34,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     http = new FeedHttpServer(controller);
     port = (await http.listen(config.http.port, config.http.address)).port;
   }
-  const log = (level: "info" | "warn" | "error", message: string) => console.error(`${new Date().toISOString()} ${level} ${message}`);
+  const log = defaultLogger;
   const watches = clusters.map((c) => new ClusterWatch(c, kubeConfigs.get(c.clusterId)!, { changed: (id) => controller.changed(id), synced: (id) => controller.markSynced(id), log }));
   await Promise.all(watches.map((w) => w.start()));
   await controller.flush();

@@ -16,6 +16,7 @@ import { CERT_DIR, DEMO_IDENTITIES, writeDemoCerts } from "../demo-certs.js";
 export async function feedScenario(): Promise<boolean> {
   console.log("== the mesh feed: a real API server -> the feed -> passthrough_mtls in the running Envoy (ECDS file)");
   await writeDemoCerts();
+  process.env.FEED_LOG_LEVEL ??= "warn";
   const cluster = await startKubeCluster({ name: "demo-feed" });
   const plugin = new EcdsPlugin("envoy-configs/passthrough_mtls_plugin", "passthrough_mtls.yaml");
   let ok = true;
@@ -37,11 +38,11 @@ export async function feedScenario(): Promise<boolean> {
     await cluster.setPodStatus("default", "httpbin-0", { podIP: "127.0.0.11" });
     const want = `httpbin-0 peer=URI:${DEMO_IDENTITIES.sidecar}\nhello`;
     const mtls = await eventually("mTLS", 15_000, async () => ((await dial(8443)) === want ? true : undefined)).then(() => true, () => false);
-    step(`kubectl: pod httpbin-0 (sa httpbin, tlsMode istio, IP 127.0.0.11)`, `${Date.now() - created} ms later: 127.0.0.11:8443 ${mtls ? "mTLS, verified spiffe://cluster.local/ns/default/sa/httpbin" : "NOT mTLS"}`, mtls);
+    step(`API: pod httpbin-0 created (sa httpbin, tlsMode istio, IP 127.0.0.11)`, `${Date.now() - created} ms later: 127.0.0.11:8443 ${mtls ? "mTLS, verified spiffe://cluster.local/ns/default/sa/httpbin" : "NOT mTLS"}`, mtls);
     await cluster.deletePod("default", "httpbin-0");
     const deleted = Date.now();
     const clear = await eventually("plain", 15_000, async () => ((await dial(8080)) === "plain-8080\nhello" ? true : undefined)).then(() => true, () => false);
-    step("kubectl: delete pod httpbin-0", `${Date.now() - deleted} ms later: 127.0.0.11:8080 ${clear ? "plain passthrough again" : "STILL mTLS"}`, clear);
+    step("API: pod httpbin-0 deleted", `${Date.now() - deleted} ms later: 127.0.0.11:8080 ${clear ? "plain passthrough again" : "STILL mTLS"}`, clear);
     const stats = await envoy.stats();
     console.log(`  Envoy: ECDS config_reload ${stats.get("extension_config_discovery.network_filter.passthrough_mtls.config_reload") ?? 0}, update_rejected ${stats.get("extension_config_discovery.network_filter.passthrough_mtls.update_rejected") ?? 0}; feed: ${run.base}/snapshot/sidecar`);
   } finally {
