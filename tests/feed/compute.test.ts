@@ -293,3 +293,24 @@ describe("feed: one address per network", () => {
     assert.deepEqual(snapshot.workloads.map((w) => [w.uid, w.addresses]), [["c1//Pod/ns/b", ["fd00::1"]], ["c1//Pod/ns/c", ["10.1.1.1"]]]);
   });
 });
+
+describe("feed: what the watch keeps of an object", () => {
+  it("slimming a listed pod (managedFields, containers, most of status dropped) leaves the model unchanged", async () => {
+    const { slim } = await import("../../feed/src/watch.js");
+    const full = () => {
+      const p = pod("default", "a", { ip: "10.0.0.1", node: "n1", labels: { "security.istio.io/tlsMode": "istio", "istio-locality": "r.z" } }) as Record<string, any>;
+      p.metadata.managedFields = [{ manager: "kubelet", fieldsV1: { "f:status": {} } }];
+      p.spec.containers = [{ name: "app", image: "x", ports: [{ containerPort: 80 }] }];
+      p.status.containerStatuses = [{ name: "app", ready: true }];
+      p.status.conditions.push({ type: "PodScheduled", status: "True" });
+      return p;
+    };
+    const slimmed = full();
+    slim("pods", slimmed as never);
+    assert.equal(slimmed.metadata.managedFields, undefined);
+    assert.equal(slimmed.spec.containers, undefined);
+    assert.equal(slimmed.status.containerStatuses, undefined);
+    const model = (p: object) => compute([cluster("c1", [["pods", p], ["nodes", node("n1", "r1", "z1")]])]).workloads;
+    assert.deepEqual(model(slimmed), model(full()));
+  });
+});
