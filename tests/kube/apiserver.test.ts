@@ -262,6 +262,16 @@ describe("real kube-apiserver harness", () => {
       }
     }
     await assert.rejects(asReader.listServiceForAllNamespaces(), (error: { code?: number }) => error.code === 403);
+    // The informer's watch authenticates with the same bearer token.
+    const informer = makeInformer<V1Pod>(reader.kubeConfig, "/api/v1/pods", () => asReader.listPodForAllNamespaces());
+    await informer.start();
+    try {
+      const seen = nextEvent(informer, "add", (pod) => pod.metadata?.name === "watched");
+      await east.createPod({ namespace: "feed-system", name: "watched" });
+      assert.equal((await seen).metadata?.namespace, "feed-system");
+    } finally {
+      await informer.stop();
+    }
   });
 
   it("stop() ends both control planes", async () => {
