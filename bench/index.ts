@@ -9,6 +9,7 @@ import { renderReport } from "./report/render.js";
 import { runtimeOverhead } from "./runtime_overhead.js";
 import { scaleBench } from "./scale/index.js";
 import { envoyBench } from "./envoy/index.js";
+import { feedBench } from "./feed/run.js";
 import { SUBJECTS } from "./scale/subjects.js";
 
 const quick = process.argv.includes("--quick");
@@ -28,5 +29,7 @@ await runtimeOverhead(quick);
 await scaleBench({ quick });
 // The real Envoy, side by side with and without each filter (bench/envoy/README.md).
 await envoyBench({ quick });
+// The mesh feed against a real API server and Envoy (bench/feed/README.md).
+await feedBench({ quick });
 emit({ figure: "run_end", seconds: Math.round((performance.now() - began) / 1000) });
 await renderReport();

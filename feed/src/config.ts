@@ -1,0 +1,168 @@
+// The feed's own configuration file (YAML or JSON); see feed/README.md "Configuration". Every
+// problem is one line naming the field, and the feed does not start.
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { parse } from "yaml";
+import { NetworkResolver } from "./mesh_networks.js";
+import { FILTERS, type FilterName } from "./render.js";
+
+export interface ClusterConfig {
+  /** The cluster id (istiod's cluster name; part of every workload uid). */
+  id: string;
+  /** Path to a kubeconfig for this API server, or "in-cluster" (the pod's service account). */
+  kubeconfig: string;
+}
+
+export interface WasmPluginTarget {
+  /** Which cluster's API server holds the WasmPlugin (a cluster id from `clusters`). */
+  cluster: string;
+  namespace: string;
+  name: string;
+  /** The rest of the WasmPlugin spec (url, selector, type, phase, failStrategy...); pluginConfig is the feed's. */
+  spec: Record<string, unknown>;
+}
+
+export interface TargetConfig {
+  name: string;
+  filter: FilterName;
+  /** The network whose view this target gets (split horizon). */
+  network: string;
+  /** The filter's own fields (localNetwork, role, localWorkload, ...), rendered before the mesh. */
+  config: Record<string, unknown>;
+  ecds?: { file: string; template?: string };
+  wasmPlugin?: WasmPluginTarget;
+}
+
+export interface FeedConfig {
+  trustDomain: string;
+  domainSuffix: string;
+  systemNamespace: string;
+  meshNetworksFile?: string;
+  debounce: { quietMs: number; maxMs: number };
+  http?: { address: string; port: number };
+  /** Directory holding <filter>.wasm, used to validate every snapshot before it is published. */
+  wasmDir: string;
+  clusters: ClusterConfig[];
+  targets: TargetConfig[];
+}
+
+/**
+ * Debounce defaults: 100 ms of quiet is istiod's PILOT_DEBOUNCE_AFTER (a pod's start is a burst
+ * of 3-4 updates within ~100 ms: created, scheduled, IP, Ready, then its EndpointSlice); 1 s at
+ * most, where istiod allows 10 s (PILOT_DEBOUNCE_MAX), because this bound is the freshness a
+ * connection can count on (issue 15 asks for p99 < 1 s from the API write).
+ */
+export const DEFAULT_DEBOUNCE = { quietMs: 100, maxMs: 1000 };
+
+class Reader {
+  constructor(private readonly path: string) {}
+  fail(field: string, reason: string): never {
+    throw new Error(`${this.path}: ${field}: ${reason}`);
+  }
+}
+
+function str(r: Reader, o: Record<string, unknown>, field: string, at: string, fallback?: string): string {
+  const v = o[field];
+  if (v === undefined || v === null) {
+    if (fallback !== undefined) return fallback;
+    r.fail(`${at}${field}`, "missing required field");
+  }
+  if (typeof v !== "string") r.fail(`${at}${field}`, "expected a string");
+  return v;
+}
+
+function int(r: Reader, o: Record<string, unknown>, field: string, at: string, min: number, max: number, fallback: number): number {
+  const v = o[field];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) r.fail(`${at}${field}`, `expected an integer in [${min}, ${max}]`);
+  return v;
+}
+
+function obj(r: Reader, v: unknown, at: string): Record<string, unknown> {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) r.fail(at, "expected an object");
+  return v as Record<string, unknown>;
+}
+
+function known(r: Reader, o: Record<string, unknown>, at: string, fields: string[]): void {
+  for (const k of Object.keys(o)) if (!fields.includes(k)) r.fail(`${at}${k}`, `unknown field (known: ${fields.join(", ")})`);
+}
+
+const TRUST_DOMAIN = /^[a-z0-9._-]+$/;
+const DNS = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+
+export function parseFeedConfig(text: string, path = "feed config"): FeedConfig {
+  const r = new Reader(path);
+  const root = obj(r, parse(text), "(root)");
+  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "http", "wasmDir", "clusters", "targets"]);
+  const base = dirname(path);
+  const rel = (p: string) => (isAbsolute(p) || p === "in-cluster" ? p : resolve(base, p));
+  const trustDomain = str(r, root, "trustDomain", "", "cluster.local");
+  if (!TRUST_DOMAIN.test(trustDomain)) r.fail("trustDomain", "not a SPIFFE trust domain ([a-z0-9._-])");
+  const domainSuffix = str(r, root, "domainSuffix", "", "cluster.local");
+  if (!DNS.test(domainSuffix)) r.fail("domainSuffix", "not a DNS suffix");
+  const systemNamespace = str(r, root, "systemNamespace", "", "istio-system");
+  const meshNetworksFile = root.meshNetworksFile === undefined ? undefined : rel(str(r, root, "meshNetworksFile", ""));
+  const d = root.debounce === undefined ? {} : obj(r, root.debounce, "debounce");
+  known(r, d, "debounce.", ["quietMs", "maxMs"]);
+  const debounce = { quietMs: int(r, d, "quietMs", "debounce.", 0, 60_000, DEFAULT_DEBOUNCE.quietMs), maxMs: int(r, d, "maxMs", "debounce.", 0, 600_000, DEFAULT_DEBOUNCE.maxMs) };
+  if (debounce.maxMs < debounce.quietMs) r.fail("debounce.maxMs", "must be at least quietMs");
+  let http: FeedConfig["http"];
+  if (root.http !== undefined) {
+    const h = obj(r, root.http, "http");
+    known(r, h, "http.", ["address", "port"]);
+    http = { address: str(r, h, "address", "http.", "0.0.0.0"), port: int(r, h, "port", "http.", 0, 65535, 9090) };
+  }
+  const wasmDir = rel(str(r, root, "wasmDir", "", "build"));
+  if (!Array.isArray(root.clusters) || root.clusters.length === 0) r.fail("clusters", "expected a non-empty list");
+  const clusters = (root.clusters as unknown[]).map((c, i) => {
+    const o = obj(r, c, `clusters[${i}]`);
+    known(r, o, `clusters[${i}].`, ["id", "kubeconfig"]);
+    return { id: str(r, o, "id", `clusters[${i}].`), kubeconfig: rel(str(r, o, "kubeconfig", `clusters[${i}].`)) };
+  });
+  const ids = new Set<string>();
+  clusters.forEach((c, i) => {
+    if (ids.has(c.id)) r.fail(`clusters[${i}].id`, `duplicate cluster id ${JSON.stringify(c.id)}`);
+    ids.add(c.id);
+  });
+  if (!Array.isArray(root.targets) || root.targets.length === 0) r.fail("targets", "expected a non-empty list");
+  const names = new Set<string>();
+  const targets = (root.targets as unknown[]).map((t, i): TargetConfig => {
+    const at = `targets[${i}].`;
+    const o = obj(r, t, `targets[${i}]`);
+    known(r, o, at, ["name", "filter", "network", "config", "ecds", "wasmPlugin"]);
+    const name = str(r, o, "name", at);
+    if (!/^[A-Za-z0-9._-]+$/.test(name)) r.fail(`${at}name`, "expected [A-Za-z0-9._-]+ (it is a URL path segment and a metric label)");
+    if (names.has(name)) r.fail(`${at}name`, `duplicate target ${JSON.stringify(name)}`);
+    names.add(name);
+    const filter = str(r, o, "filter", at) as FilterName;
+    if (!FILTERS.includes(filter)) r.fail(`${at}filter`, `expected one of: ${FILTERS.join(", ")}`);
+    const config = o.config === undefined ? {} : obj(r, o.config, `${at}config`);
+    for (const k of ["workloads", "services"]) if (k in config) r.fail(`${at}config.${k}`, "is the feed's to write");
+    let ecds: TargetConfig["ecds"];
+    if (o.ecds !== undefined) {
+      const e = obj(r, o.ecds, `${at}ecds`);
+      known(r, e, `${at}ecds.`, ["file", "template"]);
+      ecds = { file: rel(str(r, e, "file", `${at}ecds.`)), ...(e.template !== undefined && { template: rel(str(r, e, "template", `${at}ecds.`)) }) };
+    }
+    let wasmPlugin: WasmPluginTarget | undefined;
+    if (o.wasmPlugin !== undefined) {
+      const w = obj(r, o.wasmPlugin, `${at}wasmPlugin`);
+      known(r, w, `${at}wasmPlugin.`, ["cluster", "namespace", "name", "spec"]);
+      const cluster = str(r, w, "cluster", `${at}wasmPlugin.`, clusters[0].id);
+      if (!ids.has(cluster)) r.fail(`${at}wasmPlugin.cluster`, `unknown cluster ${JSON.stringify(cluster)}`);
+      const spec = w.spec === undefined ? {} : obj(r, w.spec, `${at}wasmPlugin.spec`);
+      if ("pluginConfig" in spec) r.fail(`${at}wasmPlugin.spec.pluginConfig`, "is the feed's to write");
+      wasmPlugin = { cluster, namespace: str(r, w, "namespace", `${at}wasmPlugin.`), name: str(r, w, "name", `${at}wasmPlugin.`), spec };
+    }
+    return { name, filter, network: str(r, o, "network", at, ""), config, ...(ecds && { ecds }), ...(wasmPlugin && { wasmPlugin }) };
+  });
+  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, ...(http && { http }), wasmDir, clusters, targets };
+}
+
+export function loadFeedConfig(path: string): FeedConfig {
+  return parseFeedConfig(readFileSync(path, "utf8"), path);
+}
+
+export function loadNetworks(config: FeedConfig): NetworkResolver {
+  return config.meshNetworksFile ? NetworkResolver.parse(readFileSync(config.meshNetworksFile, "utf8")) : new NetworkResolver();
+}

@@ -1,0 +1,70 @@
+// The feed's entry point: `tsx feed/src/main.ts --config feed.yaml`. Watches every configured
+// API server, renders and validates the mesh on every (debounced) change, and delivers it to
+// each target; serves /snapshot, /healthz, /readyz and /metrics. SIGTERM/SIGINT stop it.
+import { parseArgs } from "node:util";
+import { ClusterObjects } from "./cluster_objects.js";
+import { defaultLogger, FeedController } from "./controller.js";
+import { loadFeedConfig, loadNetworks } from "./config.js";
+import { WasmPluginDelivery } from "./deliver/wasmplugin.js";
+import { FeedHttpServer } from "./http.js";
+import { ClusterWatch, loadKubeConfig } from "./watch.js";
+
+export interface RunningFeed {
+  controller: FeedController;
+  http?: FeedHttpServer;
+  port?: number;
+  stop(): Promise<void>;
+}
+
+export async function startFeed(configPath: string): Promise<RunningFeed> {
+  const config = loadFeedConfig(configPath);
+  const networks = loadNetworks(config);
+  const kubeConfigs = new Map(config.clusters.map((c) => [c.id, loadKubeConfig(c.kubeconfig)]));
+  const clusters = config.clusters.map((c) => new ClusterObjects(c.id));
+  const needsApply = config.targets.some((t) => t.wasmPlugin);
+  const controller = new FeedController(
+    config,
+    { trustDomain: config.trustDomain, domainSuffix: config.domainSuffix, systemNamespace: config.systemNamespace, networks },
+    clusters,
+    needsApply ? new WasmPluginDelivery(kubeConfigs) : undefined,
+  );
+  let http: FeedHttpServer | undefined;
+  let port: number | undefined;
+  if (config.http) {
+    http = new FeedHttpServer(controller);
+    port = (await http.listen(config.http.port, config.http.address)).port;
+  }
+  const log = defaultLogger;
+  const watches = clusters.map((c) => new ClusterWatch(c, kubeConfigs.get(c.clusterId)!, { changed: (id) => controller.changed(id), synced: (id) => controller.markSynced(id), log }));
+  await Promise.all(watches.map((w) => w.start()));
+  await controller.flush();
+  return {
+    controller,
+    http,
+    port,
+    async stop() {
+      controller.stop();
+      await Promise.all(watches.map((w) => w.stop()));
+      await http?.close();
+    },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { config: { type: "string", short: "c" } } });
+  if (!values.config) {
+    console.error("usage: tsx feed/src/main.ts --config <feed.yaml>");
+    process.exit(2);
+  }
+  startFeed(values.config).then(
+    (feed) => {
+      const stop = () => void feed.stop().then(() => process.exit(0));
+      process.on("SIGTERM", stop);
+      process.on("SIGINT", stop);
+    },
+    (error) => {
+      console.error(`feed: ${(error as Error).message}`);
+      process.exit(1);
+    },
+  );
+}

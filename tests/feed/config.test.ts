@@ -1,0 +1,59 @@
+// The feed's configuration file and the meshNetworks file: every problem is one line naming
+// the field; defaults as documented in feed/README.md.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { DEFAULT_DEBOUNCE, parseFeedConfig } from "../../feed/src/config.js";
+import { NetworkResolver } from "../../feed/src/mesh_networks.js";
+
+const base = { clusters: [{ id: "c1", kubeconfig: "in-cluster" }], targets: [{ name: "t", filter: "passthrough_mtls" }] };
+const parse = (o: object) => parseFeedConfig(JSON.stringify(o), "/etc/feed/feed.yaml");
+
+describe("feed: configuration", () => {
+  it("defaults: trust domain and suffix cluster.local, istio-system, debounce 100/1000 ms, build/ next to the file", () => {
+    const c = parse(base);
+    assert.equal(c.trustDomain, "cluster.local");
+    assert.equal(c.domainSuffix, "cluster.local");
+    assert.equal(c.systemNamespace, "istio-system");
+    assert.deepEqual(c.debounce, DEFAULT_DEBOUNCE);
+    assert.deepEqual(DEFAULT_DEBOUNCE, { quietMs: 100, maxMs: 1000 });
+    assert.equal(c.wasmDir, "/etc/feed/build");
+    assert.equal(c.clusters[0].kubeconfig, "in-cluster");
+    assert.equal(c.targets[0].network, "");
+  });
+
+  for (const [what, edit, message] of [
+    ["an unknown field", { extra: 1 }, /^\/etc\/feed\/feed\.yaml: extra: unknown field/],
+    ["a bad trust domain", { trustDomain: "Cluster.Local" }, /trustDomain: not a SPIFFE trust domain/],
+    ["no clusters", { clusters: [] }, /clusters: expected a non-empty list/],
+    ["a duplicate cluster", { clusters: [{ id: "a", kubeconfig: "x" }, { id: "a", kubeconfig: "y" }] }, /clusters\[1\]\.id: duplicate cluster id "a"/],
+    ["an unknown filter", { targets: [{ name: "t", filter: "probe" }] }, /targets\[0\]\.filter: expected one of: passthrough_mtls, tunnel_port, waypoint_route/],
+    ["workloads in a target's own fields", { targets: [{ name: "t", filter: "tunnel_port", config: { workloads: [] } }] }, /targets\[0\]\.config\.workloads: is the feed's to write/],
+    ["a WasmPlugin on an unknown cluster", { targets: [{ name: "t", filter: "tunnel_port", wasmPlugin: { cluster: "zz", namespace: "n", name: "w" } }] }, /targets\[0\]\.wasmPlugin\.cluster: unknown cluster "zz"/],
+    ["maxMs below quietMs", { debounce: { quietMs: 500, maxMs: 100 } }, /debounce\.maxMs: must be at least quietMs/],
+  ] as const) {
+    it(`refuses ${what} with one line naming the field`, () => {
+      assert.throws(() => parse({ ...base, ...edit }), (e: unknown) => message.test((e as Error).message) && !(e as Error).message.includes("\n"));
+    });
+  }
+});
+
+describe("feed: meshNetworks", () => {
+  it("reads Istio's format: fromRegistry per cluster, fromCidr per IP (least specific first), gateways counted", () => {
+    const r = NetworkResolver.parse(`
+networks:
+  wide: { endpoints: [{ fromCidr: 10.0.0.0/8 }] }
+  narrow: { endpoints: [{ fromCidr: 10.1.0.0/16 }, { fromRegistry: c2 }], gateways: [{ address: 1.2.3.4, port: 15443 }] }
+  v6: { endpoints: [{ fromCidr: "fd00::/8" }] }
+`);
+    assert.equal(r.registryNetwork("c2"), "narrow");
+    assert.equal(r.registryNetwork("c1"), "");
+    assert.equal(r.cidrNetwork("10.1.2.3"), "wide");
+    assert.equal(r.cidrNetwork("fd00::5"), "v6");
+    assert.equal(r.cidrNetwork("192.168.0.1"), "");
+    assert.equal(r.gatewaysIgnored, 1);
+  });
+
+  it("refuses a bad CIDR naming the network", () => {
+    assert.throws(() => NetworkResolver.parse("networks: { n1: { endpoints: [{ fromCidr: 10.0.0.0/40 }] } }"), /meshNetworks\.networks\.n1\.endpoints: fromCidr is not a CIDR: "10\.0\.0\.0\/40"/);
+  });
+});

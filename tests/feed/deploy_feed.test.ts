@@ -1,0 +1,111 @@
+// The deployment manifests (feed/deploy/) against a real kube-apiserver: every object passes
+// the server's own validation (server-side dry run; the WasmPlugin with Istio's CRD schema), the
+// ClusterRole lets the feed list and watch exactly what it reads and nothing else, and the
+// WasmPlugin delivery applies the snapshot as spec.pluginConfig and refuses, loudly and before
+// sending, an object past etcd's request limit, which the real etcd indeed refuses.
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { AuthorizationV1Api, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from "@kubernetes/client-node";
+import { parseAllDocuments } from "yaml";
+import { parseFeedConfig } from "../../feed/src/config.js";
+import { ETCD_MAX_REQUEST_BYTES, MAX_OBJECT_BYTES, TooLargeError, WasmPluginDelivery, wasmPluginObject } from "../../feed/src/deliver/wasmplugin.js";
+import { loadKubeConfig } from "../../feed/src/watch.js";
+import { startKubeCluster, type KubeCluster } from "../support/kube.js";
+import { REPO_ROOT } from "../support/paths.js";
+import { feedKubeconfig } from "./harness.js";
+
+const DEPLOY = join(REPO_ROOT, "feed/deploy");
+
+function manifests(): KubernetesObject[] {
+  return readdirSync(DEPLOY)
+    .filter((f) => f.endsWith(".yaml"))
+    .sort((a, b) => (a === "namespace.yaml" ? -1 : b === "namespace.yaml" ? 1 : a.localeCompare(b)))
+    .flatMap((f) => parseAllDocuments(readFileSync(join(DEPLOY, f), "utf8")).map((d) => d.toJS() as KubernetesObject));
+}
+
+describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API server", () => {
+  let cluster: KubeCluster;
+  let feedConfig: string;
+
+  before(async () => {
+    cluster = await startKubeCluster({ name: "feed-deploy" });
+    feedConfig = await feedKubeconfig(cluster);
+  });
+
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  it("every manifest passes the API server's validation (server-side dry run)", async () => {
+    const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
+    const objects = manifests();
+    assert.deepEqual(objects.map((o) => o.kind).sort(), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount"]);
+    for (const o of objects) {
+      const stored = await api.patch(o, undefined, "All", "feed-test", true, PatchStrategy.ServerSideApply);
+      assert.equal(stored.kind, o.kind);
+    }
+  });
+
+  it("the shipped ConfigMap's feed.yaml is a valid feed configuration", () => {
+    const cm = manifests().find((o) => o.kind === "ConfigMap") as KubernetesObject & { data: Record<string, string> };
+    const config = parseFeedConfig(cm.data["feed.yaml"], "/etc/mesh-feed/feed.yaml");
+    assert.equal(config.clusters[0].kubeconfig, "in-cluster");
+    assert.equal(config.targets[0].wasmPlugin?.namespace, "istio-system");
+  });
+
+  it("least privilege: the feed's ServiceAccount may list and watch what it reads, and nothing more", async () => {
+    const authz = cluster.kubeConfig.makeApiClient(AuthorizationV1Api);
+    const can = async (verb: string, group: string, resource: string, namespace?: string) =>
+      (await authz.createSubjectAccessReview({ body: { spec: { user: "system:serviceaccount:mesh-feed:mesh-feed", groups: ["system:serviceaccounts", "system:serviceaccounts:mesh-feed", "system:authenticated"], resourceAttributes: { verb, group, resource, namespace } } } })).status?.allowed ?? false;
+    const read = [["", "pods"], ["", "services"], ["", "namespaces"], ["", "nodes"], ["discovery.k8s.io", "endpointslices"], ["gateway.networking.k8s.io", "gateways"], ["gateway.networking.k8s.io", "gatewayclasses"]];
+    for (const [group, resource] of read) {
+      for (const verb of ["list", "watch"]) assert.equal(await can(verb, group, resource), true, `${verb} ${resource}`);
+      for (const verb of ["get", "create", "update", "patch", "delete"]) assert.equal(await can(verb, group, resource), false, `${verb} ${resource} must be refused`);
+    }
+    for (const [group, resource] of [["", "secrets"], ["", "configmaps"], ["networking.istio.io", "envoyfilters"]]) assert.equal(await can("list", group, resource), false, `list ${resource}`);
+    assert.equal(await can("patch", "extensions.istio.io", "wasmplugins", "istio-system"), true);
+    assert.equal(await can("patch", "extensions.istio.io", "wasmplugins", "default"), false);
+    assert.equal(await can("delete", "extensions.istio.io", "wasmplugins", "istio-system"), false);
+  });
+
+  it("applies a target's snapshot as a WasmPlugin (Istio's schema) with the feed's own RBAC", async () => {
+    const config = parseFeedConfig(
+      JSON.stringify({
+        clusters: [{ id: "c1", kubeconfig: feedConfig }],
+        targets: [{ name: "pm", filter: "passthrough_mtls", wasmPlugin: { cluster: "c1", namespace: "istio-system", name: "passthrough-mtls", spec: { url: "oci://registry.example/pm:1", type: "NETWORK", phase: "AUTHN", failStrategy: "FAIL_CLOSE" } } }],
+      }),
+      "/tmp/feed.json",
+    );
+    const delivery = new WasmPluginDelivery(new Map([["c1", loadKubeConfig(feedConfig)]]));
+    const snapshot = { workloads: [{ uid: "u", addresses: ["10.0.0.1"], tlsMode: "istio", identity: "spiffe://cluster.local/ns/a/sa/b" }], services: [] };
+    await delivery.apply(config.targets[0], "1-1", snapshot);
+    const stored = (await cluster.objects.read({ apiVersion: "extensions.istio.io/v1alpha1", kind: "WasmPlugin", metadata: { namespace: "istio-system", name: "passthrough-mtls" } })) as KubernetesObject & { spec: Record<string, unknown> };
+    assert.deepEqual(stored.spec.pluginConfig, snapshot);
+    assert.equal(stored.spec.type, "NETWORK");
+    assert.equal(stored.metadata?.annotations?.["mesh-feed/version"], "1-1");
+    // An update replaces the configuration (server-side apply by the same field manager).
+    await delivery.apply(config.targets[0], "1-2", { workloads: [], services: [] });
+    const updated = (await cluster.objects.read({ apiVersion: "extensions.istio.io/v1alpha1", kind: "WasmPlugin", metadata: { namespace: "istio-system", name: "passthrough-mtls" } })) as KubernetesObject & { spec: Record<string, unknown> };
+    assert.deepEqual(updated.spec.pluginConfig, { workloads: [], services: [] });
+  });
+
+  it(`refuses, before sending, a WasmPlugin over ${MAX_OBJECT_BYTES} bytes; etcd itself refuses one over ${ETCD_MAX_REQUEST_BYTES}`, async () => {
+    const config = parseFeedConfig(
+      JSON.stringify({ clusters: [{ id: "c1", kubeconfig: feedConfig }], targets: [{ name: "pm", filter: "passthrough_mtls", wasmPlugin: { cluster: "c1", namespace: "istio-system", name: "big", spec: { url: "oci://registry.example/pm:1", type: "NETWORK" } } }] }),
+      "/tmp/feed.json",
+    );
+    const workloads = Array.from({ length: 11000 }, (_, i) => ({ uid: `cluster1//Pod/default/pod-${i}`, addresses: [`10.1.${i >> 8}.${i & 255}`], identity: `spiffe://cluster.local/ns/default/sa/sa-${i}`, tlsMode: "istio" }));
+    const big = { workloads, services: [] };
+    const bytes = Buffer.byteLength(JSON.stringify(wasmPluginObject(config.targets[0], "1-1", big)));
+    assert.ok(bytes > ETCD_MAX_REQUEST_BYTES, `the test object is ${bytes} bytes`);
+    const delivery = new WasmPluginDelivery(new Map([["c1", loadKubeConfig(feedConfig)]]));
+    await assert.rejects(delivery.apply(config.targets[0], "1-1", big), (e: unknown) => e instanceof TooLargeError && /over 1507328 \(etcd's request limit 1572864 less 64 KiB\)/.test((e as Error).message));
+    // The same object sent anyway (admin credentials, bypassing the feed's check): etcd refuses it.
+    await assert.rejects(cluster.apply(wasmPluginObject(config.targets[0], "1-1", big)), (e: unknown) => /request is too large|too large/i.test(String((e as { body?: unknown }).body ?? (e as Error).message)));
+    // And one just under the feed's limit goes through: the limit is not needlessly low.
+    const fits = { workloads: workloads.slice(0, Math.floor((workloads.length * MAX_OBJECT_BYTES) / bytes) - 50), services: [] };
+    await delivery.apply(config.targets[0], "1-2", fits);
+  });
+});

@@ -1,0 +1,75 @@
+// Runs the feed against real API servers (tests/support/kube.ts) the way it is deployed: the
+// shipped RBAC (feed/deploy/rbac.yaml) applied, the feed authenticated as its ServiceAccount
+// with a real bound token, its configuration written to a file and loaded by startFeed.
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import type { TargetConfig } from "../../feed/src/config.js";
+import { startFeed, type RunningFeed } from "../../feed/src/main.js";
+import type { KubeCluster } from "../support/kube.js";
+import { REPO_ROOT } from "../support/paths.js";
+
+export const RBAC_MANIFEST = join(REPO_ROOT, "feed/deploy/rbac.yaml");
+
+/** Applies the shipped RBAC and returns a kubeconfig of the feed's ServiceAccount. */
+export async function feedKubeconfig(cluster: KubeCluster): Promise<string> {
+  // Created only when missing: re-applying a namespace would drop labels the test gave it
+  // (server-side apply removes fields the same manager no longer sets).
+  for (const name of ["mesh-feed", "istio-system"]) {
+    try {
+      await cluster.core.createNamespace({ body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } });
+    } catch (error) {
+      if ((error as { code?: number }).code !== 409) throw error;
+    }
+  }
+  await cluster.applyYaml(readFileSync(RBAC_MANIFEST, "utf8"));
+  return (await cluster.serviceAccountKubeconfig("mesh-feed", "mesh-feed")).path;
+}
+
+export interface FeedRun {
+  feed: RunningFeed;
+  base: string;
+  dir: string;
+}
+
+export type TargetInput = Omit<TargetConfig, "network" | "config"> & Partial<Pick<TargetConfig, "network" | "config">>;
+
+export async function runFeed(clusters: Array<{ id: string; cluster: KubeCluster }>, targets: TargetInput[], extra: Record<string, unknown> = {}): Promise<FeedRun> {
+  mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
+  const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "feed-run-"));
+  const clusterConfigs = [];
+  for (const c of clusters) clusterConfigs.push({ id: c.id, kubeconfig: await feedKubeconfig(c.cluster) });
+  const config = {
+    trustDomain: "cluster.local",
+    wasmDir: join(REPO_ROOT, "build"),
+    http: { address: "127.0.0.1", port: 0 },
+    debounce: { quietMs: 100, maxMs: 1000 },
+    clusters: clusterConfigs,
+    targets,
+    ...extra,
+  };
+  const path = join(dir, "feed.yaml");
+  writeFileSync(path, stringify(config));
+  const feed = await startFeed(path);
+  return { feed, base: `http://127.0.0.1:${feed.port}`, dir };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
+/** Polls `attempt` until it returns a value (not undefined) or `timeoutMs` passes; returns it and the time it took. */
+export async function eventually<T>(what: string, timeoutMs: number, attempt: () => Promise<T | undefined>, everyMs = 25): Promise<{ value: T; ms: number }> {
+  const started = Date.now();
+  let last: unknown;
+  while (Date.now() - started < timeoutMs) {
+    try {
+      const v = await attempt();
+      if (v !== undefined) return { value: v, ms: Date.now() - started };
+    } catch (error) {
+      last = error;
+    }
+    await sleep(everyMs);
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ""}`);
+}
