@@ -22,6 +22,7 @@ import {
   addedClusters,
   addedListeners,
   assertEcdsReference,
+  currentHookup,
   assertIstioSdsSecrets,
   assertMatchesCatchAllTcpProxy,
   assertPluginConfigsPinned,
@@ -73,8 +74,9 @@ const yamlFiles = (): string[] => yamlFilesIn(DIR);
 const clientEf = () => only(inFile("client-envoyfilter.yaml"), "EnvoyFilter in client-envoyfilter.yaml");
 const serverEf = () => only(inFile("server-envoyfilter.yaml"), "EnvoyFilter in server-envoyfilter.yaml");
 const hookups = () => inFile("wasmplugin-hookup.yaml").map((m) => m.doc);
-const clientHookup = () => hookups().find((d) => d.metadata.name === "tunnel-port-client-ecds");
-const serverHookup = () => hookups().find((d) => d.metadata.name.startsWith("tunnel-port-server-ecds"));
+// As a 1.30+ proxy gets them (the 1.29 copies keyed on proxyVersion dropped; tests/istio runs istiod).
+const clientHookup = () => currentHookup(hookups().find((d) => d.metadata.name === "tunnel-port-client-ecds"));
+const serverHookup = () => currentHookup(hookups().find((d) => d.metadata.name.startsWith("tunnel-port-server-ecds")));
 const wasmPlugins = () => ofKind("WasmPlugin").map((m) => m.doc);
 const wasmPluginOfRole = (role: string): Json => {
   const found = wasmPlugins().filter((wp) => wp.spec.pluginConfig?.role === role);
