@@ -68,14 +68,14 @@ export async function startSidecar(
   d: Dump,
   certs: MeshCerts,
   serviceAccount: string,
-  options: { ecds: "ecdsAgent" | "ecdsAgentFetchFailed" | "ecds"; name: string; readyTimeoutMs?: number },
+  options: { ecds: "ecdsAgent" | "ecdsAgentFetchFailed" | "ecds"; name: string; readyTimeoutMs?: number; nodeIp?: string; pod?: string },
 ): Promise<IstioSidecar> {
   const xdsDir = mkdtempSync(join(REPO_ROOT, ".tmp", `istio-xds-${options.name}-`));
   const translation = translate(d, xdsDir, {
     certChain: readFileSync(join(certs.dir, `${serviceAccount}.crt`), "utf8"),
     key: readFileSync(join(certs.dir, `${serviceAccount}.key`), "utf8"),
     rootCa: certs.ca.cert,
-  }, { ecds: options.ecds, adminPort: 15000, nodeId: `sidecar~${CLIENT_IP}~sleep-0.default~default.svc.cluster.local` });
+  }, { ecds: options.ecds, adminPort: 15000, nodeId: `sidecar~${options.nodeIp ?? CLIENT_IP}~${options.pod ?? "sleep-0"}.default~default.svc.cluster.local` });
   const envoy = await EnvoyProcess.start({
     name: options.name,
     adminPort: 15000,

@@ -373,11 +373,13 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
   describe("server-envoyfilter.yaml", () => {
     const wasmOfInternal = (internal: Json) => internal.filter_chains[0].filters[0];
 
-    it("adds two listeners and two clusters, all on the inbound side", () => {
+    it("adds two listeners and two clusters, all on the inbound side, and removes ambient istiod's connect_terminate", () => {
       assert.deepEqual(
         serverEf().spec.configPatches.map((p: Json) => `${p.applyTo}/${p.patch.operation}/${p.match.context}`),
-        ["LISTENER/ADD/SIDECAR_INBOUND", "LISTENER/ADD/SIDECAR_INBOUND", "CLUSTER/ADD/SIDECAR_INBOUND", "CLUSTER/ADD/SIDECAR_INBOUND"],
+        ["LISTENER/ADD/SIDECAR_INBOUND", "LISTENER/ADD/SIDECAR_INBOUND", "CLUSTER/ADD/SIDECAR_INBOUND", "CLUSTER/ADD/SIDECAR_INBOUND", "LISTENER/REMOVE/SIDECAR_INBOUND"],
       );
+      // What the REMOVE does on an ambient-enabled istiod is shown by its own generation (tests/istio).
+      assert.equal(serverEf().spec.configPatches[4].match.listener.name, "connect_terminate");
     });
 
     it("selects exactly the pod whose address is the server role's localWorkload", () => {
