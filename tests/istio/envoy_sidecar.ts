@@ -14,7 +14,7 @@ import { translate, type Translation } from "./xds_files.js";
 
 export const CLIENT_IP = "10.244.1.5";
 /** Every mesh address of mesh.go a test binds or dials, plus one outside the mesh. */
-export const MESH_IPS = ["10.244.1.5", "10.244.1.17", "10.244.2.9", "10.244.3.4", "10.244.1.30", "10.244.1.21", "10.250.0.1"];
+export const MESH_IPS = ["10.244.1.5", "10.244.1.17", "10.244.2.9", "10.244.3.4", "10.244.1.30", "10.244.1.21", "10.250.0.1", "10.250.0.2"];
 
 function requireTestNamespace(): void {
   if (process.env.MESH_TEST_NETNS !== "1") {
@@ -75,12 +75,21 @@ export async function startSidecar(
     certChain: readFileSync(join(certs.dir, `${serviceAccount}.crt`), "utf8"),
     key: readFileSync(join(certs.dir, `${serviceAccount}.key`), "utf8"),
     rootCa: certs.ca.cert,
-  }, { ecds: options.ecds, adminPort: 15000, nodeId: `sidecar~${options.nodeIp ?? CLIENT_IP}~${options.pod ?? "sleep-0"}.default~default.svc.cluster.local` });
+  }, { ecds: options.ecds, adminPort: 15000, wasmDir: join(REPO_ROOT, "build"), nodeId: `sidecar~${options.nodeIp ?? CLIENT_IP}~${options.pod ?? "sleep-0"}.default~default.svc.cluster.local` });
   const envoy = await EnvoyProcess.start({
     name: options.name,
     adminPort: 15000,
     config: translation.bootstrap,
     readyTimeoutMs: options.readyTimeoutMs ?? 30_000,
   });
+  // /ready says LIVE even when Envoy refused istiod's listeners or clusters: require both
+  // updates accepted, none rejected.
+  const stats = await envoy.waitForStats((s) => (s.get("listener_manager.lds.update_success") ?? 0) >= 1 && (s.get("cluster_manager.cds.update_success") ?? 0) >= 1, 10_000);
+  const refused = ["listener_manager.lds.update_rejected", "cluster_manager.cds.update_rejected"].filter((n) => (stats.get(n) ?? 0) > 0);
+  if (refused.length > 0 || (stats.get("listener_manager.lds.update_success") ?? 0) < 1) {
+    const log = envoy.log().split("\n").filter((l) => /rejected|error/.test(l)).slice(0, 5).join("\n");
+    await envoy.stop();
+    throw new Error(`Envoy refused istiod's config (${refused.join(", ") || "no LDS update"}):\n${log}`);
+  }
   return { envoy, translation };
 }

@@ -166,15 +166,20 @@ for (const { era, label } of ERAS) {
         const withDr = cluster(loadDump(era, "passthrough_mtls", "A"), "outbound|5432||postgres.data.svc.cluster.local");
         assertSdsTls(withDr);
         const without = cluster(loadDump(era, "passthrough_mtls", "A-without-destinationrule"), "outbound|5432||postgres.data.svc.cluster.local");
-        const match = (without.transportSocketMatches ?? []).find((m: Json) => m.match?.tlsMode === "istio");
-        assert.ok(match, "auto mTLS: a tlsMode=istio transport socket match");
-        assert.equal(match.transportSocket.name, "envoy.transport_sockets.tls");
+        // Auto mTLS: every endpoint has a sidecar (tlsMode istio), so the cluster's own transport
+        // socket is Istio mTLS verifying the service account, no DestinationRule needed.
+        assert.equal(without.type, "ORIGINAL_DST");
+        assertSdsTls(without);
+        assert.deepEqual(without.transportSocket.typedConfig.commonTlsContext.combinedValidationContext.defaultValidationContext.matchSubjectAltNames,
+          [{ exact: "spiffe://cluster.local/ns/data/sa/postgres" }]);
       });
 
       it("a 1.29 proxy on this istiod asks for the old name, which this istiod does not serve (upgrade with revisions)", () => {
         const d = loadDump(era, "passthrough_mtls", "B", "client-proxy-1.29");
         const old = wasmPluginName("istio-system", "passthrough-mtls");
-        assert.deepEqual(d.meta.ecdsRequested.filter((n) => n.includes("passthrough-mtls")), [old]);
+        const names = filterNames(chain(listener(d, "virtualOutbound"), CATCH_ALL));
+        assert.ok(names.includes(old) && !names.includes(trafficExtensionName("istio-system", "passthrough-mtls")), names.join(", "));
+        assert.ok(d.meta.ecdsRequested.includes(old));
         assert.equal(served(d.ecds, old), undefined);
       });
     });

@@ -43,7 +43,17 @@ export interface Translation {
 
 type EcdsSet = "ecdsAgent" | "ecdsAgentFetchFailed" | "ecds";
 
-const typeOf = (node: Json): string | undefined => node?.typedConfig?.["@type"] ?? node?.typed_config?.["@type"];
+const TYPED_STRUCTS = new Set(["type.googleapis.com/udpa.type.v1.TypedStruct", "type.googleapis.com/xds.type.v3.TypedStruct"]);
+
+/** The extension type of a node's typed config, looking through a TypedStruct (how Istio ships its own). */
+function typeOf(node: Json): string | undefined {
+  const typed = node?.typedConfig ?? node?.typed_config;
+  const type = typed?.["@type"];
+  return type && TYPED_STRUCTS.has(type) ? (typed.typeUrl ?? typed.type_url) : type;
+}
+
+/** Where route A's manifests mount the module in the pod (a ConfigMap), and where it is here. */
+const POD_WASM_DIR = "/var/local/lib/wasm/";
 
 /** Removes every array element whose typed config is istio-proxy-only, recording where. */
 function strip(node: Json, path: string, out: Stripped[]): void {
@@ -63,7 +73,8 @@ function strip(node: Json, path: string, out: Stripped[]): void {
 
 const safe = (name: string): string => name.replace(/[^A-Za-z0-9._-]/g, "_");
 
-export function translate(d: Dump, dir: string, secrets: Secrets, options: { ecds: EcdsSet; adminPort: number; nodeId: string }): Translation {
+export function translate(d: Dump, dir: string, secrets: Secrets, options: { ecds: EcdsSet; adminPort: number; nodeId: string; wasmDir: string }): Translation {
+  const wasmDir = options.wasmDir;
   mkdirSync(dir, { recursive: true });
   const stripped: Stripped[] = [];
   const unserved: string[] = [];
@@ -117,6 +128,10 @@ export function translate(d: Dump, dir: string, secrets: Secrets, options: { ecd
       const cla = endpoints.find((e: Json) => e.clusterName === name);
       const resources = [{ "@type": "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment", ...(cla ?? { clusterName: name }) }];
       node.edsClusterConfig.edsConfig = pathSource(node.edsClusterConfig.edsConfig, file("eds", name, resources));
+    }
+    // Route A's module file, mounted into istio-proxy from a ConfigMap: here the build output.
+    if (typeof node.filename === "string" && node.filename.startsWith(POD_WASM_DIR)) {
+      node.filename = join(wasmDir, node.filename.slice(POD_WASM_DIR.length));
     }
     if (node.sdsConfig && typeof node.name === "string") {
       node.sdsConfig = pathSource(node.sdsConfig, file("sds", node.name, [secretResource(node.name)]));

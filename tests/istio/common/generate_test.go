@@ -205,7 +205,7 @@ func generate(t *testing.T, s *xds.FakeDiscoveryServer, ps proxySpec, version, r
 	}
 	gen := s.Discovery.Generators[v3.ExtensionConfigurationType]
 	resources, _, err := gen.Generate(proxy, &model.WatchedResource{TypeUrl: v3.ExtensionConfigurationType, ResourceNames: requested},
-		&model.PushRequest{Full: true, Forced: true, Push: s.PushContext(), Start: time.Now()})
+		&model.PushRequest{Forced: true, Push: s.PushContext(), Start: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
