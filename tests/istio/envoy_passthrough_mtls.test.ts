@@ -10,7 +10,7 @@ import { startTlsPod, type TlsPod } from "../support/pods.js";
 import { exchange, startBackend, type Backend } from "../support/tcp.js";
 import { spiffe } from "../support/certs.js";
 import { ERAS, loadDump, trafficExtensionName } from "./dump.js";
-import { CLIENT_IP, meshCerts, meshNetwork, type IstioSidecar, type MeshCerts, startSidecar } from "./envoy_sidecar.js";
+import { CLIENT_IP, closeWithin, meshCerts, meshNetwork, type IstioSidecar, type MeshCerts, startSidecar } from "./envoy_sidecar.js";
 
 const SLEEP = `URI:${spiffe("default", "sleep")}`;
 const dial = (host: string, port: number, payload: string) => exchange(host, port, payload, 10_000, CLIENT_IP);
@@ -64,7 +64,7 @@ for (const { era, label } of ERAS) {
       after(async () => {
         net?.release();
         await sidecar?.envoy.stop();
-        if (pods) for (const p of Object.values(pods)) await p.close();
+        if (pods) await closeWithin(Object.values(pods));
       });
 
       it("takes istiod's listeners and clusters; the istio-proxy-only extensions removed are Istio's telemetry ones; every ECDS name is served", (t) => {
@@ -119,7 +119,7 @@ for (const { era, label } of ERAS) {
     after(async () => {
       net?.release();
       await sidecar?.envoy.stop();
-      if (pods) for (const p of Object.values(pods)) await p.close();
+      if (pods) await closeWithin(Object.values(pods));
     });
 
     it("Envoy accepts the stand-in (the hookup lists the RBAC type URL) and the catch-all chain closes every connection", async () => {
@@ -128,10 +128,15 @@ for (const { era, label } of ERAS) {
       assert.match(dump, /envoy\.extensions\.filters\.network\.rbac\.v3\.RBAC/);
       const recorder = await startRecorder("10.250.0.2", 9000);
       try {
-        for (const [host, port] of [["10.244.1.17", 9999], ["10.250.0.1", 9000], ["10.250.0.2", 9000]] as const) {
+        // Client-first destinations: nothing comes back, nothing gets through.
+        for (const [host, port] of [["10.244.1.17", 9999], ["10.250.0.2", 9000]] as const) {
           const reply = await dial(host, port, "must not pass");
           assert.equal(reply.received.length, 0, `${host}:${port} got bytes`);
         }
+        // A server-first destination: its greeting can come back before the close (the RBAC
+        // filter only sees the client's bytes), the client's bytes never arrive: no echo.
+        const serverFirst = await dial("10.250.0.1", 9000, "must not pass");
+        assert.equal(serverFirst.received.toString().includes("must not pass"), false);
       } finally {
         await recorder.close();
       }

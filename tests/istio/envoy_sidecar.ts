@@ -93,3 +93,11 @@ export async function startSidecar(
   }
   return { envoy, translation };
 }
+
+/**
+ * Closes test servers, waiting at most `ms` for each: a TLS pod that got plain bytes (a refused
+ * connection) keeps its half-made handshake open and would hold server.close() forever.
+ */
+export async function closeWithin(servers: { close(): Promise<void> }[], ms = 2000): Promise<void> {
+  await Promise.all(servers.map((s) => Promise.race([s.close(), new Promise<void>((done) => setTimeout(done, ms))])));
+}

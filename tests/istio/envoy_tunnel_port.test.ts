@@ -16,7 +16,7 @@ import { spiffe } from "../support/certs.js";
 import { hboneConnect } from "../support/hbone.js";
 import { exchange, startBackend, type Backend } from "../support/tcp.js";
 import { ERAS, loadDump } from "./dump.js";
-import { CLIENT_IP, meshCerts, meshNetwork, type IstioSidecar, type MeshCerts, startSidecar } from "./envoy_sidecar.js";
+import { CLIENT_IP, closeWithin, meshCerts, meshNetwork, type IstioSidecar, type MeshCerts, startSidecar } from "./envoy_sidecar.js";
 
 const SERVER_IP = "10.244.1.21";
 const counter = async (s: IstioSidecar, name: string) => (await s.envoy.stats()).get(`wasmcustom.tunnel_port.${name}`) ?? 0;
@@ -69,7 +69,7 @@ for (const { era, label } of ERAS) {
       after(async () => {
         net?.release();
         await sidecar?.envoy.stop();
-        await app?.close();
+        if (app) await closeWithin([app]);
       });
 
       it("ready; only istio.* extensions removed; every ECDS name served", () => {
