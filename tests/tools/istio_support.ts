@@ -26,7 +26,32 @@ export const STRING_VALUE_TYPE = "type.googleapis.com/google.protobuf.StringValu
 export const CATCH_ALL_CHAIN = "virtualOutbound-catchall-tcp";
 export const TCP_PROXY = "envoy.filters.network.tcp_proxy";
 export const WASM_FILTER = "envoy.filters.network.wasm";
-export const ECDS_PREFIX = "extensions.istio.io/wasmplugin/";
+export const RBAC_TYPE = "type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC";
+/** istiod 1.30+ serves a WasmPlugin as a translated TrafficExtension (tests/istio proves it). */
+export const ECDS_PREFIX = "extensions.istio.io/trafficextension/";
+export const ECDS_SUFFIX = "~istio-translated-wasmplugin";
+/** The hookups' proxyVersion keys: 1.30 and later, 1.29 and earlier (old ECDS name). */
+export const PROXY_1_30_PLUS = String.raw`^1\.([3-9][0-9])([.-].*)?$`;
+export const PROXY_1_29_OR_OLDER = String.raw`^1\.([0-9]|[12][0-9])([.-].*)?$`;
+
+/**
+ * A hookup EnvoyFilter's patches as a 1.30+ proxy gets them: the copies keyed on 1.29 and older
+ * dropped, the proxyVersion match of the others removed (the rest of the patch is unchanged).
+ */
+export function currentPatches(efOrPatches: Json): Json[] {
+  const patches: Json[] = Array.isArray(efOrPatches) ? efOrPatches : efOrPatches.spec.configPatches;
+  return patches
+    .filter((p) => p.match?.proxy?.proxyVersion !== PROXY_1_29_OR_OLDER)
+    .map((p) => {
+      if (p.match?.proxy?.proxyVersion !== PROXY_1_30_PLUS) return p;
+      const copy = structuredClone(p);
+      delete copy.match.proxy;
+      return copy;
+    });
+}
+
+/** A hookup EnvoyFilter with currentPatches only. */
+export const currentHookup = (ef: Json): Json => ({ ...ef, spec: { ...ef.spec, configPatches: currentPatches(ef) } });
 export const HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
 
 /** `build/<filter>.wasm`. */
@@ -141,7 +166,7 @@ export function assertRejectsBadWasmPluginMatch(wp: Json): void {
 }
 
 /** The name of the ECDS resource istiod serves for a WasmPlugin. */
-export const ecdsName = (wp: Json): string => `${ECDS_PREFIX}${wp.metadata.namespace}.${wp.metadata.name}`;
+export const ecdsName = (wp: Json): string => `${ECDS_PREFIX}${wp.metadata.namespace}.${wp.metadata.name}${ECDS_SUFFIX}`;
 
 /**
  * An ECDS reference to `wp` as the hookups write it: the plugin's resource name, the wasm type,
@@ -149,7 +174,8 @@ export const ecdsName = (wp: Json): string => `${ECDS_PREFIX}${wp.metadata.names
  */
 export function assertEcdsReference(reference: Json, wp: Json, options: { ads?: boolean; initialFetchTimeout?: boolean } = {}): void {
   assert.equal(reference.name, ecdsName(wp));
-  assert.deepEqual(reference.config_discovery.type_urls, [WASM_TYPE]);
+  // The Wasm type, and the network RBAC type of pilot-agent's stand-in for a module it cannot fetch.
+  assert.deepEqual(reference.config_discovery.type_urls, [WASM_TYPE, RBAC_TYPE]);
   if (options.ads !== false) assert.deepEqual(reference.config_discovery.config_source.ads, {});
   if (options.initialFetchTimeout !== false) assert.equal(reference.config_discovery.config_source.initial_fetch_timeout, "0s");
 }

@@ -28,6 +28,7 @@ import {
   addedClusters,
   addedListeners,
   assertEcdsReference,
+  currentHookup,
   assertIstioSdsSecrets,
   assertMatchesCatchAllTcpProxy,
   assertPluginConfigsPinned,
@@ -103,7 +104,8 @@ const yamlFiles = (): string[] => yamlFilesIn(DIR);
 const routeA = () => only(inFile("envoyfilter.yaml"), "EnvoyFilter in envoyfilter.yaml");
 /** Route B: the WasmPlugin and its hookup EnvoyFilter. */
 const wasmPlugin = () => only(inFile("wasmplugin.yaml").filter((m) => m.doc.kind === "WasmPlugin"), "WasmPlugin in wasmplugin.yaml");
-const hookup = () => only(inFile("wasmplugin.yaml").filter((m) => m.doc.kind === "EnvoyFilter"), "EnvoyFilter in wasmplugin.yaml");
+// As a 1.30+ proxy gets it (the 1.29 copy keyed on proxyVersion dropped; tests/istio runs istiod).
+const hookup = () => currentHookup(only(inFile("wasmplugin.yaml").filter((m) => m.doc.kind === "EnvoyFilter"), "EnvoyFilter in wasmplugin.yaml"));
 
 /** The plain client config these manifests translate (proven in the real Envoy by tests/mesh). */
 const plainClient = (): Json => plainConfig("waypoint_route_client.yaml");

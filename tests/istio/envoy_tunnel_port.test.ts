@@ -1,0 +1,126 @@
+// tunnel_port in the real Envoy, fed what istiod generated from istio/tunnel_port, for every
+// supported era and both routes, one sidecar at a time (both would take 15001/15006/15000 of one
+// network namespace):
+// - the SERVER sidecar of my-service-0 (10.244.1.21) terminates an HBONE CONNECT on 15008 (made
+//   by hand, over mTLS with the client's certificate), authorizes the service port and lets the
+//   filter check it before the application (10.244.1.21:9376) is connected;
+// - the CLIENT sidecar tunnels a pod-IP connection to that pod's 15008 over Istio mTLS, where a
+//   stand-in HBONE terminator records what arrived (authority, service port, peer identity).
+// Runs inside the test network namespace (npm run test:istio).
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createSecureServer, type Http2SecureServer, type ServerHttp2Stream } from "node:http2";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { spiffe } from "../support/certs.js";
+import { hboneConnect } from "../support/hbone.js";
+import { exchange, startBackend, type Backend } from "../support/tcp.js";
+import { ERAS, loadDump } from "./dump.js";
+import { CLIENT_IP, closeWithin, meshCerts, meshNetwork, type IstioSidecar, type MeshCerts, startSidecar } from "./envoy_sidecar.js";
+
+const SERVER_IP = "10.244.1.21";
+const counter = async (s: IstioSidecar, name: string) => (await s.envoy.stats()).get(`wasmcustom.tunnel_port.${name}`) ?? 0;
+
+interface Terminator {
+  server: Http2SecureServer;
+  seen: { authority: string; servicePort: string | undefined; peer: string }[];
+}
+
+/** An HBONE terminator on the pod's 15008: mTLS from the mesh CA, HTTP/2 CONNECT, then echo. */
+function startTerminator(certs: MeshCerts): Promise<Terminator> {
+  const t: Terminator = {
+    seen: [],
+    server: createSecureServer({
+      cert: readFileSync(join(certs.dir, "my-service.crt")),
+      key: readFileSync(join(certs.dir, "my-service.key")),
+      ca: readFileSync(join(certs.dir, "ca.crt")),
+      requestCert: true,
+      rejectUnauthorized: true,
+    }),
+  };
+  t.server.on("stream", (stream: ServerHttp2Stream, headers) => {
+    if (headers[":method"] !== "CONNECT") return stream.respond({ ":status": 405 }, { endStream: true });
+    const peer = (stream.session?.socket as any)?.getPeerCertificate?.()?.subjectaltname ?? "";
+    const seen = { authority: String(headers[":authority"]), servicePort: headers["x-tunnel-service-port"] as string | undefined, peer };
+    t.seen.push(seen);
+    stream.respond({ ":status": 200 });
+    stream.write(`pod authority=${seen.authority}\n`);
+    stream.pipe(stream);
+  });
+  return new Promise((done) => t.server.listen(15008, SERVER_IP, () => done(t)));
+}
+
+for (const { era, label } of ERAS) {
+  for (const route of ["A", "B"]) {
+    describe(`tunnel_port route ${route}, istiod ${label}, real Envoy: server sidecar`, () => {
+      let certs: MeshCerts;
+      let net: { release(): void };
+      let app: Backend;
+      let sidecar: IstioSidecar;
+
+      before(async () => {
+        certs = await meshCerts();
+        net = meshNetwork();
+        app = await startBackend("app", SERVER_IP, 9376);
+        sidecar = await startSidecar(loadDump(era, "tunnel_port", route, "server"), certs, "my-service",
+          { ecds: "ecdsAgent", name: `tp-server-${era}-${route}`, nodeIp: SERVER_IP, pod: "my-service-0" });
+      });
+
+      after(async () => {
+        net?.release();
+        await sidecar?.envoy.stop();
+        if (app) await closeWithin([app]);
+      });
+
+      it("ready; only istio.* extensions removed; every ECDS name served", () => {
+        assert.ok(sidecar.translation.stripped.every((s) => s.name.startsWith("istio.")));
+        assert.deepEqual(sidecar.translation.unserved, []);
+      });
+
+      it("a tunnel for service port 80 to this pod's target port reaches the application", async () => {
+        const r = await hboneConnect(`${SERVER_IP}:15008`, `${SERVER_IP}:9376`, { "x-tunnel-service-port": "80" }, certs.dir, "sleep", "hello");
+        assert.equal(r.status, 200);
+        assert.equal(r.received.toString(), "app\nhello");
+        assert.equal(await counter(sidecar, "server.accepted"), 1);
+      });
+
+      it("the RBAC example denies service port 81 with 403; a tunnel without the port header is refused by the filter", async () => {
+        const before = app.accepted;
+        assert.equal((await hboneConnect(`${SERVER_IP}:15008`, `${SERVER_IP}:9376`, { "x-tunnel-service-port": "81" }, certs.dir, "sleep")).status, 403);
+        const missing = await hboneConnect(`${SERVER_IP}:15008`, `${SERVER_IP}:9376`, {}, certs.dir, "sleep");
+        assert.equal(missing.received.includes("app"), false);
+        assert.equal(app.accepted, before);
+        assert.equal(await counter(sidecar, "server.refused_missing_port"), 1);
+      });
+    });
+
+    describe(`tunnel_port route ${route}, istiod ${label}, real Envoy: client sidecar`, () => {
+      let certs: MeshCerts;
+      let net: { release(): void };
+      let terminator: Terminator;
+      let sidecar: IstioSidecar;
+
+      before(async () => {
+        certs = await meshCerts();
+        net = meshNetwork();
+        terminator = await startTerminator(certs);
+        sidecar = await startSidecar(loadDump(era, "tunnel_port", route), certs, "sleep", { ecds: "ecdsAgent", name: `tp-client-${era}-${route}` });
+      });
+
+      after(async () => {
+        net?.release();
+        await sidecar?.envoy.stop();
+        await new Promise((done) => terminator?.server.close(done));
+      });
+
+      it("a connection to the pod's IP is tunnelled to its 15008 over Istio mTLS with the client's identity", async () => {
+        const reply = await exchange(SERVER_IP, 9376, "through the tunnel", 10_000, CLIENT_IP);
+        assert.equal(reply.received.toString(), `pod authority=${SERVER_IP}:9376\nthrough the tunnel`);
+        assert.equal(terminator.seen.length, 1);
+        assert.equal(terminator.seen[0].authority, `${SERVER_IP}:9376`);
+        assert.equal(terminator.seen[0].peer, `URI:${spiffe("default", "sleep")}`);
+        assert.equal(await counter(sidecar, "client.tunneled"), 1);
+      });
+    });
+  }
+}
