@@ -240,8 +240,13 @@ function waypointTopology(): Topology {
   };
 }
 
-/** Runs `count` connections to host:port as the captured generator user, one at a time. */
-function connectionBatch(host: string, port: number, count: number): Promise<void> {
+/**
+ * Runs `count` connections to host:port as the captured generator user, one at a time. Any
+ * failed connection fails the batch, except in a warm-up (`tolerant`): there the first
+ * connections may time out while the sidecar, ~50x slower under callgrind, sets up its upstream
+ * (seen: 2 of 20 reset while tunnel_port's HTTP/2 pool made its first TLS handshake).
+ */
+function connectionBatch(host: string, port: number, count: number, tolerant = false): Promise<void> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, ["bench/envoy/connection_client.mjs", host, String(port), String(count)], {
       uid: GENERATOR_UID,
@@ -252,7 +257,16 @@ function connectionBatch(host: string, port: number, count: number): Promise<voi
     child.stdout.on("data", (chunk) => (out += chunk));
     child.stderr.on("data", (chunk) => (out += chunk));
     child.on("error", fail);
-    child.on("close", (code) => (code === 0 ? done() : fail(new Error(`connection batch to ${host}:${port}: ${out.trim().slice(0, 400)}`))));
+    child.on("close", (code) => {
+      let ok = 0;
+      try {
+        ok = JSON.parse(out.trim().split("\n").at(-1) ?? "{}").ok ?? 0;
+      } catch {
+        // not the client's summary line: the batch failed
+      }
+      if (code === 0 || (tolerant && ok > count / 2)) done();
+      else fail(new Error(`connection batch to ${host}:${port}: ${out.trim().slice(0, 400)}`));
+    });
   });
 }
 
@@ -337,7 +351,7 @@ async function measureSidecar(envoy: CallgrindEnvoy, sidecar: SidecarSpec, timin
     await envoy.instrument();
     for (const spec of sidecar.paths) {
       const began = performance.now();
-      await connectionBatch(spec.host, spec.port, timings.warmup);
+      await connectionBatch(spec.host, spec.port, timings.warmup, true);
       await drained(envoy, sidecar.outbound);
       const batches: Batch[] = [];
       for (const run of [1, 2]) batches.push(await measuredBatch(envoy, sidecar.outbound, spec, timings.connections, `${spec.path}-${run}`));
@@ -481,9 +495,11 @@ export async function callgrindBench(timings: CallgrindTimings, log: (m: string)
 }
 
 /**
- * Two batches of 50 connections differed by up to 1.2% (amortized work: allocator refills, table
- * growth); 100 keeps that under 1% in --quick, and the full run takes four times as many.
+ * Two batches of 50 connections after a warm-up of 20 differed by up to 2.4%: the first batch
+ * still paid for V8 tiering the wasm callbacks up and for tcmalloc filling its caches. A warm-up
+ * of 60 and batches of 100 keep the two within ~1% in --quick; the full run takes four times as
+ * many.
  */
 export function callgrindTimings(quick: boolean): CallgrindTimings {
-  return quick ? { warmup: 20, connections: 100 } : { warmup: 50, connections: 400 };
+  return quick ? { warmup: 60, connections: 100 } : { warmup: 200, connections: 400 };
 }

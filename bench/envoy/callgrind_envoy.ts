@@ -16,6 +16,12 @@ import { REPO_ROOT } from "../../tests/support/paths.js";
 
 const run = promisify(execFile);
 
+/** Every Envoy started under valgrind, killed if this process exits without stopping it. */
+const running = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
 /** One dump of one thread: its instruction count (event Ir) and the file holding its call graph. */
 export interface ThreadCount {
   thread: number;
@@ -64,7 +70,8 @@ export class CallgrindEnvoy {
     const child = spawn("valgrind", args, { stdio: ["ignore", "ignore", stderr], cwd: REPO_ROOT });
     closeSync(stderr);
     const envoy = new CallgrindEnvoy(child, dir, adminPort);
-    process.on("exit", () => child.kill("SIGKILL"));
+    running.add(child);
+    child.on("exit", () => running.delete(child));
     const deadline = Date.now() + readyTimeoutMs;
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`Envoy under callgrind exited during start-up:\n${envoy.logTail()}`);
