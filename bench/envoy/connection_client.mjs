@@ -37,7 +37,7 @@ function once() {
       done(error ?? (/^HTTP\/1\.[01] 200 /.test(response) ? undefined : `unexpected response: ${JSON.stringify(response.slice(0, 80))}`));
     };
     // Generous: the sidecar runs under callgrind, ~50-100x slower than native.
-    const timer = setTimeout(() => finish("timeout after 30 s"), 30_000);
+    const timer = setTimeout(() => finish("timeout after 120 s"), 120_000);
     socket.setEncoding("utf8");
     socket.on("connect", () => socket.write(REQUEST));
     socket.on("data", (chunk) => {
