@@ -170,7 +170,7 @@ function passthroughTopology(): Topology {
     ratios: [
       { arm: { filter: PT, variant: "with", path: "plain" }, baseline: { filter: PT, variant: "without", path: "plain" }, target: 1.05, why: "the filter's decision on the plain path vs no filter" },
       { arm: { filter: PT, variant: "with", path: "mtls" }, baseline: { filter: PT, variant: "native", path: "mtls" }, target: 1.1, why: "the filter's mTLS job vs Envoy's native per-pod config" },
-      { arm: { filter: "noop", variant: "with", path: "plain" }, baseline: { filter: PT, variant: "without", path: "plain" }, why: "an empty wasm filter vs no filter: the floor of any wasm filter" },
+      { arm: { filter: "noop", variant: "with", path: "plain" }, baseline: { filter: PT, variant: "without", path: "plain" }, why: "the empty AssemblyScript filter (the runtime with all 7 per-connection callbacks) vs no filter" },
       ...FLOOR_FIXTURES.map((fixture) => ({ arm: { filter: `fixture_${fixture}`, variant: "with", path: "plain" }, baseline: { filter: PT, variant: "without", path: "plain" }, why: FLOOR_WHY[fixture] })),
       { arm: { filter: "control", variant: "without", path: "plain", control: true }, baseline: { filter: PT, variant: "without", path: "plain" }, why: "A/A control: the same config in a second process" },
     ],
@@ -477,14 +477,19 @@ async function runTopology(topology: Topology, timings: CallgrindTimings, log: (
 
 export const TOPOLOGIES = { passthrough_mtls: passthroughTopology, tunnel_port: tunnelPortTopology, waypoint_route: waypointTopology } as const;
 
-/** The instruction-count A/B of every topology (or `only` those); one failed topology does not stop the others. */
-export async function callgrindBench(timings: CallgrindTimings, log: (m: string) => void, only?: string[]): Promise<void> {
+/**
+ * The instruction-count A/B of every topology (or `only` those, and of those only the sidecars
+ * named in `sidecars`); one failed topology does not stop the others.
+ */
+export async function callgrindBench(timings: CallgrindTimings, log: (m: string) => void, only?: string[], sidecars?: string[]): Promise<void> {
   requireValgrind();
   const began = performance.now();
   for (const [name, make] of Object.entries(TOPOLOGIES)) {
     if (only && !only.includes(name)) continue;
     try {
-      await runTopology(make(), timings, log);
+      const topology = make();
+      if (sidecars) topology.sidecars = topology.sidecars.filter((s) => sidecars.includes(s.name));
+      await runTopology(topology, timings, log);
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       log(`callgrind ${name}: ${message}`);
