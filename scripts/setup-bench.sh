@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs the load generators the real-Envoy benchmark drives (bench/envoy/): wrk (new
 # connections per second and time to first byte), h2load (from nghttp2-client) and iperf3 (bulk
-# throughput). Idempotent: does nothing when all three are on PATH. Installs only with apt-get as
+# throughput), and valgrind (callgrind: the instruction-count A/B, bench/envoy/callgrind.ts).
+# Idempotent: does nothing when all of them are on PATH. Installs only with apt-get as
 # root; otherwise it fails loudly, naming what is missing, instead of letting the bench skip.
 set -euo pipefail
 
 # command on PATH -> Debian package that provides it
-declare -A PACKAGE_OF=([wrk]=wrk [h2load]=nghttp2-client [iperf3]=iperf3)
+declare -A PACKAGE_OF=([wrk]=wrk [h2load]=nghttp2-client [iperf3]=iperf3 [valgrind]=valgrind [callgrind_control]=valgrind)
 
 missing=()
-for tool in wrk h2load iperf3; do
+for tool in wrk h2load iperf3 valgrind callgrind_control; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${PACKAGE_OF[$tool]}")
 done
 if [ "${#missing[@]}" -eq 0 ]; then
@@ -30,6 +31,6 @@ if ! apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
   apt-get install -y --no-install-recommends "${missing[@]}" >&2
 fi
 
-for tool in wrk h2load iperf3; do
+for tool in wrk h2load iperf3 valgrind callgrind_control; do
   command -v "$tool" >/dev/null 2>&1 || { echo "setup-bench: $tool still missing after install" >&2; exit 1; }
 done

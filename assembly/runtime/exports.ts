@@ -1,5 +1,6 @@
-// The callbacks Envoy calls. Every filter's entry file re-exports this module; one that reads or
-// changes connection bytes also re-exports ./exports_data (the data callbacks). Envoy calls into
+// The callbacks Envoy calls. A filter's entry file re-exports this module (or, when its
+// connections keep no state, ./exports_stateless, which Envoy enters fewer times per
+// connection); one that reads or changes connection bytes also re-exports ./exports_data. Envoy calls into
 // the VM only for callbacks the module exports, so a filter that decides in on_new_connection
 // and exports no data callback is out of the data path once it has decided.
 //
@@ -8,31 +9,14 @@
 // gets the neutral answer instead of a trap.
 // Imported for its side effect: the abort override (asconfig `use abort=`) must be compiled in.
 import "./abort";
-import { getBufferBytes } from "./buffer";
-import { HostBufferSource } from "./config_source";
-import { ConnectionContext, factoryFor, RootContext } from "./context";
+import { ConnectionContext } from "./context";
 import { connections } from "./connections";
-import { logError } from "./log";
-import { getPropertyString, propertyPath } from "./property";
-import { BufferType, FilterStatus, PeerType } from "./types";
+import { configureRoot, createRoot, roots, startRoot, tickRoot } from "./roots";
+import { FilterStatus, PeerType } from "./types";
 
 export { malloc } from "./host_value";
 
-const roots = new Map<u32, RootContext>();
-const ROOT_ID_PATH = propertyPath(["plugin_root_id"]);
-
-
 export function proxy_abi_version_0_2_1(): void {}
-
-function createRoot(id: u32): void {
-  const rootId = getPropertyString(ROOT_ID_PATH);
-  const factory = factoryFor(rootId === null ? "" : rootId);
-  if (factory === null) {
-    logError("no filter is registered in this module");
-    return;
-  }
-  roots.set(id, factory(id));
-}
 
 function createConnection(id: u32, rootContextId: u32): void {
   if (!roots.has(rootContextId)) return;
@@ -54,28 +38,16 @@ export function proxy_on_context_create(contextId: u32, rootContextId: u32): voi
   else createConnection(contextId, rootContextId);
 }
 
-function readBuffer(type: BufferType, size: u32): ArrayBuffer {
-  if (size == 0) return new ArrayBuffer(0);
-  const bytes = getBufferBytes(type, 0, size);
-  return bytes === null ? new ArrayBuffer(0) : bytes;
-}
-
 export function proxy_on_vm_start(rootContextId: u32, vmConfigurationSize: u32): u32 {
-  if (!roots.has(rootContextId)) return 0;
-  const vmConfiguration = readBuffer(BufferType.VmConfiguration, vmConfigurationSize);
-  return roots.get(rootContextId).onStart(vmConfiguration) ? 1 : 0;
+  return startRoot(rootContextId, vmConfigurationSize);
 }
 
 export function proxy_on_configure(rootContextId: u32, configurationSize: u32): u32 {
-  if (!roots.has(rootContextId)) return 0;
-  // A configuration larger than 2 GB cannot be addressed by a wasm32 reader anyway.
-  const size = configurationSize > <u32>i32.MAX_VALUE ? 0 : <i32>configurationSize;
-  const configuration = new HostBufferSource(BufferType.PluginConfiguration, size);
-  return roots.get(rootContextId).onConfigureSource(configuration) ? 1 : 0;
+  return configureRoot(rootContextId, configurationSize);
 }
 
 export function proxy_on_tick(rootContextId: u32): void {
-  if (roots.has(rootContextId)) roots.get(rootContextId).onTick();
+  tickRoot(rootContextId);
 }
 
 export function proxy_on_new_connection(contextId: u32): FilterStatus {

@@ -13,9 +13,25 @@ export function currentLogLevel(): LogLevel {
   return <LogLevel>load<u32>(levelSlot);
 }
 
-/** True when a message at `level` would be printed. One host call. */
+/**
+ * The level read at the last configuration (or start, or tick) of the plugin. Envoy has no
+ * callback for a level change and reading it is a host call (~1 µs in Envoy), so connections
+ * read this copy instead: a level changed at run time (`/logging?wasm=debug`) reaches the
+ * filter's own lines at its next configuration (an xDS/ECDS update or a restart), not at once.
+ */
+let cachedLevel: LogLevel = LogLevel.Info;
+let levelRead = false;
+
+/** Reads the host's level into the copy logEnabled checks (the runtime calls it per configuration). */
+export function refreshLogLevel(): void {
+  cachedLevel = currentLogLevel();
+  levelRead = true;
+}
+
+/** True when a message at `level` would be printed. No host call once the level was read. */
 export function logEnabled(level: LogLevel): bool {
-  return level >= currentLogLevel();
+  if (!levelRead) refreshLogLevel();
+  return level >= cachedLevel;
 }
 
 /**

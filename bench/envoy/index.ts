@@ -1,8 +1,10 @@
 // The real-Envoy benchmark: A/B runs of each filter's topology with and without the filter (and
-// Envoy's native equivalent where one exists), and the 100k-pod passthrough_mtls load. Figures
+// Envoy's native equivalent where one exists), the 100k-pod passthrough_mtls load, and the same
+// A/B counted in instructions under callgrind. Figures
 // are JSON lines (bench/emit.ts). One failed topology emits an error figure; the others still run.
 import { emit } from "../emit.js";
 import type { AbTimings } from "./ab.js";
+import { callgrindBench, callgrindTimings } from "./callgrind.js";
 import { passthroughMtlsAb } from "./passthrough_mtls.js";
 import { pods100k } from "./pods_100k.js";
 import { tunnelPortAb } from "./tunnel_port.js";
@@ -39,4 +41,7 @@ export async function envoyBench(opts: { quick: boolean }): Promise<void> {
   await guarded("envoy_ab", "tunnel_port", () => tunnelPortAb(t, log));
   await guarded("envoy_ab", "waypoint_route", () => waypointRouteAb(t, log));
   await guarded("envoy_100k_pods", "passthrough_mtls", () => pods100k(100_000, log));
+  // The same topologies counted in instructions under callgrind: ratios that do not move with
+  // the machine's load (callgrind.ts).
+  await guarded("envoy_instructions", "callgrind", () => callgrindBench(callgrindTimings(opts.quick), log));
 }

@@ -43,6 +43,10 @@ export function nativeMtls(admin: number, outbound: number): any {
   const mtls = config.static_resources.clusters.find((cluster: any) => cluster.name === "outbound_mtls_passthrough");
   const tls = structuredClone(mtls.transport_socket);
   tls.typed_config.common_tls_context.validation_context.match_typed_subject_alt_names = [{ san_type: "URI", matcher: { exact: MTLS_POD_IDENTITY } }];
-  config.static_resources.clusters.push({ ...structuredClone(mtls), name: NATIVE_POD_CLUSTER, transport_socket: tls });
+  // Circuit breakers raised: an earlier run saw upstream_cx_overflow on this per-pod cluster
+  // (16 concurrent wrk connections, all to one host, on a saturated machine), which dropped
+  // connections only in this arm; the comparison is about per-connection work, not limits.
+  const unlimited = { max_connections: 1_000_000, max_pending_requests: 1_000_000, max_requests: 1_000_000, max_retries: 1_000_000 };
+  config.static_resources.clusters.push({ ...structuredClone(mtls), name: NATIVE_POD_CLUSTER, transport_socket: tls, circuit_breakers: { thresholds: [unlimited] } });
   return config;
 }

@@ -23,16 +23,16 @@ import { MTLS_POD, NATIVE_POD_CLUSTER, nativeMtls, PLAIN_POD, shipped, withWasmF
 import { startUpstream } from "./upstream.js";
 
 const FILTER = "passthrough_mtls";
-const SIDECARS = {
+export const SIDECARS = {
   without: { admin: 15010, outbound: 15011 },
   control: { admin: 15110, outbound: 15111 },
   with: { admin: 15020, outbound: 15021 },
   native: { admin: 15030, outbound: 15031 },
   noop: { admin: 15100, outbound: 15101 },
 } as const;
-const POD_ENVOY_ADMIN = 15040;
+export const POD_ENVOY_ADMIN = 15040;
 /** The suite's no-op filter where passthrough_mtls sits: the runtime's own cost. */
-const NOOP_FILTER = wasmNetworkFilter({ name: "noop", wasm: "build/noop.wasm", configuration: "" });
+export const NOOP_FILTER = wasmNetworkFilter({ name: "noop", wasm: "build/noop.wasm", configuration: "" });
 
 export async function passthroughMtlsAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
   const upstream = await startUpstream(POD_ENVOY_ADMIN, PLAIN_POD, MTLS_POD);

@@ -10,6 +10,7 @@
 //           the per-service config a control plane would have to generate.
 // There is no "without" arm: without the filter (or a per-service config) nothing tunnels.
 // The app is a fast Envoy (upstream.ts appEnvoyConfig): HTTP answered directly, iperf3 relayed.
+import type { ChildProcess } from "node:child_process";
 import { BenchEnvoys } from "./bench_envoys.js";
 import { parse } from "yaml";
 import { socketAddress, tcpProxy } from "../../tests/support/envoy_config.js";
@@ -18,16 +19,16 @@ import { atLeast, emitRatios, runAb, type AbTimings, type Arm } from "./ab.js";
 import { appEnvoyConfig, startIperfServer } from "./upstream.js";
 
 const FILTER = "tunnel_port";
-const VIP = "127.10.0.2";
+export const VIP = "127.10.0.2";
 const POD = "127.0.0.21";
 const TARGET_PORT = 9376;
 const POD_IDENTITY = "spiffe://cluster.local/ns/default/sa/my-service";
 const APP_ADMIN = 15070;
 const IPERF_BACKEND = { host: "127.0.0.1", port: 5203 };
-const CLIENTS = { with: { admin: 15050, outbound: 15051 }, native: { admin: 15060, outbound: 15061 } } as const;
-const NATIVE_CLUSTER = "outbound|80||admin.default.svc.cluster.local";
+export const CLIENTS = { with: { admin: 15050, outbound: 15051 }, native: { admin: 15060, outbound: 15061 } } as const;
+export const NATIVE_CLUSTER = "outbound|80||admin.default.svc.cluster.local";
 
-function shippedClient(admin: number, outbound: number): any {
+export function shippedClient(admin: number, outbound: number): any {
   const config = parse(shippedConfig("tunnel_port_client.yaml"));
   config.admin.address.socket_address.port_value = admin;
   const outboundListener = config.static_resources.listeners.find((l: any) => l.name === "virtualOutbound");
@@ -36,7 +37,7 @@ function shippedClient(admin: number, outbound: number): any {
 }
 
 /** Envoy-native HBONE to the one endpoint: per-VIP chain, static cluster, literal authority and header. */
-function nativeClient(admin: number, outbound: number): any {
+export function nativeClient(admin: number, outbound: number): any {
   const config = shippedClient(admin, outbound);
   const listener = config.static_resources.listeners.find((l: any) => l.name === "virtualOutbound");
   const catchAll = { name: "virtualOutbound-catchall-tcp", filters: [tcpProxy("virtualOutbound", "PassthroughCluster")] };
@@ -74,12 +75,27 @@ function nativeClient(admin: number, outbound: number): any {
   return config;
 }
 
-export async function tunnelPortAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
+/**
+ * The server side both arms tunnel to: the app (HTTP answered, iperf3 relayed to its own server)
+ * and p1's sidecar running the shipped tunnel_port_server.yaml. Returns the iperf3 server.
+ */
+export async function startTunnelPortServerSide(envoys: BenchEnvoys): Promise<ChildProcess> {
   const iperf = startIperfServer(IPERF_BACKEND.host, IPERF_BACKEND.port);
-  const envoys = new BenchEnvoys();
   try {
     await envoys.start("tp-app", appEnvoyConfig(APP_ADMIN, POD, TARGET_PORT, IPERF_BACKEND), APP_ADMIN);
     await envoys.start("tp-server", shippedConfig("tunnel_port_server.yaml"), 15000, POD);
+  } catch (error) {
+    await envoys.stopAll();
+    if (iperf.exitCode === null) iperf.kill("SIGTERM");
+    throw error;
+  }
+  return iperf;
+}
+
+export async function tunnelPortAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
+  const envoys = new BenchEnvoys();
+  const iperf = await startTunnelPortServerSide(envoys);
+  try {
     const withFilter = await envoys.start("tp-with", shippedClient(CLIENTS.with.admin, CLIENTS.with.outbound), CLIENTS.with.admin);
     const native = await envoys.start("tp-native", nativeClient(CLIENTS.native.admin, CLIENTS.native.outbound), CLIENTS.native.admin);
     const url = `http://${VIP}:80/`;

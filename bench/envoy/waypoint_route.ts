@@ -13,6 +13,7 @@
 //           for double HBONE Istio's shape: an internal listener originating the outer CONNECT),
 //           i.e. what a control plane would have to generate and re-push on every health change.
 // There is no "without" arm: without the filter (or such config) nothing reaches a waypoint.
+import type { ChildProcess } from "node:child_process";
 import { BenchEnvoys } from "./bench_envoys.js";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -25,7 +26,7 @@ import { atLeast, emitRatios, runAb, type AbTimings, type Arm } from "./ab.js";
 import { appEnvoyConfig, startIperfServer } from "./upstream.js";
 
 const FILTER = "waypoint_route";
-const VIP = "127.10.1.1";
+export const VIP = "127.10.1.1";
 const HOSTNAME_AUTHORITY = "my-svc.default.svc.cluster.local:80";
 const WAYPOINT_IDENTITY = "spiffe://cluster.local/ns/default/sa/waypoint";
 const GATEWAY_IDENTITY = "spiffe://cluster.local/ns/istio-system/sa/eastwest";
@@ -33,7 +34,7 @@ const LOCAL_WAYPOINT = "127.0.0.41";
 const GATEWAY = "127.0.0.51";
 const PLUGIN_DIR = "envoy-configs/waypoint_route_plugin";
 const PLUGIN_FILE = "waypoint_route.yaml";
-const CLIENTS = {
+export const CLIENTS = {
   withHbone: { admin: 15080, outbound: 15081 },
   withDouble: { admin: 15082, outbound: 15083 },
   nativeHbone: { admin: 15090, outbound: 15091 },
@@ -45,7 +46,7 @@ const BACKENDS = [
 ];
 
 /** A private copy of the ECDS plugin file, optionally with the local waypoint marked unhealthy. */
-function pluginCopy(localWaypointHealthy: boolean): string {
+export function pluginCopy(localWaypointHealthy: boolean): string {
   mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
   const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-waypoint-plugin-"));
   const text = readFileSync(join(REPO_ROOT, PLUGIN_DIR, PLUGIN_FILE), "utf8");
@@ -58,7 +59,7 @@ function pluginCopy(localWaypointHealthy: boolean): string {
   return dir;
 }
 
-function withClient(ports: { admin: number; outbound: number }, pluginDir: string): any {
+export function withClient(ports: { admin: number; outbound: number }, pluginDir: string): any {
   const config = parse(shippedConfig("waypoint_route_client.yaml").replaceAll(PLUGIN_DIR, pluginDir));
   config.admin.address.socket_address.port_value = ports.admin;
   config.static_resources.listeners.find((l: any) => l.name === "virtualOutbound").address.socket_address.port_value = ports.outbound;
@@ -96,7 +97,7 @@ function tunnelProxy(shipped: any, statPrefix: string, cluster: string, authorit
   return proxy;
 }
 
-function nativeClient(ports: { admin: number; outbound: number }, double: boolean): any {
+export function nativeClient(ports: { admin: number; outbound: number }, double: boolean): any {
   const shipped = withClient(ports, PLUGIN_DIR);
   const outbound = shipped.static_resources.listeners.find((l: any) => l.name === "virtualOutbound");
   const passthrough = shipped.static_resources.clusters.find((c: any) => c.name === "PassthroughCluster");
@@ -126,15 +127,31 @@ function nativeClient(ports: { admin: number; outbound: number }, double: boolea
   return shipped;
 }
 
-export async function waypointRouteAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
+/**
+ * Everything past the client sidecar, from the shipped configs: both waypoints (local, and the
+ * remote one on net2), net2's east-west gateway and each waypoint's backend app. Returns the
+ * backends' iperf3 servers.
+ */
+export async function startWaypointSide(envoys: BenchEnvoys): Promise<ChildProcess[]> {
   const iperfs = BACKENDS.map((b) => startIperfServer("127.0.0.1", b.iperf));
-  const envoys = new BenchEnvoys();
   try {
     for (const [index, b] of BACKENDS.entries()) await envoys.start(`wp-app${index}`, appEnvoyConfig(b.admin, b.host, 9080, { host: "127.0.0.1", port: b.iperf }), b.admin);
     await envoys.start("wp-local", shippedConfig("waypoint_route_waypoint.yaml"), 15000, LOCAL_WAYPOINT);
     const remote = shippedConfig("waypoint_route_waypoint.yaml").replaceAll("address: 127.0.0.41,", "address: 127.0.0.61,").replaceAll("address: 127.0.0.42,", "address: 127.0.0.62,");
     await envoys.start("wp-remote", remote, 15000, "127.0.0.61");
     await envoys.start("wp-gateway", shippedConfig("waypoint_route_eastwest.yaml"), 15000, GATEWAY);
+  } catch (error) {
+    await envoys.stopAll();
+    for (const iperf of iperfs) if (iperf.exitCode === null) iperf.kill("SIGTERM");
+    throw error;
+  }
+  return iperfs;
+}
+
+export async function waypointRouteAb(timings: AbTimings, log: (message: string) => void): Promise<void> {
+  const envoys = new BenchEnvoys();
+  const iperfs = await startWaypointSide(envoys);
+  try {
     const withHbone = await envoys.start("wp-with-hbone", withClient(CLIENTS.withHbone, pluginCopy(true)), CLIENTS.withHbone.admin);
     const withDouble = await envoys.start("wp-with-double", withClient(CLIENTS.withDouble, pluginCopy(false)), CLIENTS.withDouble.admin);
     const nativeHbone = await envoys.start("wp-native-hbone", nativeClient(CLIENTS.nativeHbone, false), CLIENTS.nativeHbone.admin);

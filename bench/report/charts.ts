@@ -5,6 +5,7 @@
 import * as vega from "vega";
 import * as vl from "vega-lite";
 import { envoyValues, VARIANTS } from "./envoy_values.js";
+import { instructionArm } from "./instructions.js";
 import { measured, num, str, type Results } from "./results.js";
 
 type Row = Record<string, string | number>;
@@ -203,7 +204,31 @@ async function envoyAb(results: Results): Promise<Chart[]> {
   return charts;
 }
 
+/** Instructions per connection (worker thread, callgrind) per arm, grouped by filter / path. */
+async function instructions(results: Results): Promise<Chart | undefined> {
+  const values = measured(results, "envoy_instructions")
+    .filter((f) => num(f.value) !== undefined)
+    .map((f) => ({ measured: instructionArm(f), variant: str(f.variant), value: num(f.value)! }));
+  if (values.length === 0) return undefined;
+  const title = "Real Envoy under callgrind: instructions per connection (worker thread)";
+  return {
+    file: "envoy_instructions.svg",
+    title,
+    svg: await draw(title, values, {
+      encoding: {
+        y: { field: "measured", type: "nominal", title: "filter / path", axis: { labelLimit: 0 } },
+        yOffset: { field: "variant", sort: VARIANTS },
+        x: { field: "value", type: "quantitative", title: "instructions per connection", axis: { format: "~s" } },
+      },
+      layer: [
+        { mark: "bar", encoding: { color: { field: "variant", type: "nominal", title: "variant", sort: VARIANTS } } },
+        { mark: { type: "text", align: "left", dx: 4 }, encoding: { text: { field: "value", type: "quantitative", format: ",.0f" } } },
+      ],
+    }),
+  };
+}
+
 export async function drawCharts(results: Results): Promise<Chart[]> {
-  const single = await Promise.all([decisionCost(results), vmMemory(results), openConnections(results), configLoad(results), footprint(results)]);
+  const single = await Promise.all([decisionCost(results), vmMemory(results), openConnections(results), configLoad(results), footprint(results), instructions(results)]);
   return [...single.filter((c): c is Chart => c !== undefined), ...(await envoyAb(results))];
 }

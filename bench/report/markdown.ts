@@ -3,6 +3,7 @@
 // reads "not measured", one that failed reads "failed" with its error listed below the table.
 import { ENVOY_METRICS, type Chart } from "./charts.js";
 import { CONTROL_LABEL, envoyValues, isControl, VARIANTS } from "./envoy_values.js";
+import { instructionsSection, instructionTargetRows } from "./instructions.js";
 import { measured, named, num, str, type Figure, type Results } from "./results.js";
 
 export const FILTERS = ["passthrough_mtls", "tunnel_port_client", "tunnel_port_server", "waypoint_route"];
@@ -94,6 +95,8 @@ function targetsSection(results: Results): string {
     rows.push([where, `real Envoy: ${str(f.metric)}${compared} (target ${str(f.target)}${unit})`, f.error ? "failed" : `${fmt(num(f.value))}${unit}`, envoyVerdict(f)]);
   }
   if (!named(results, "envoy_ab_ratio").some((f) => !isControl(f))) rows.push(["all", "real Envoy with/without ratios", NOT_MEASURED, NOT_MEASURED]);
+  rows.push(...instructionTargetRows(results));
+  if (named(results, "envoy_instructions_ratio").length === 0) rows.push(["all", "real Envoy instructions per connection (callgrind) ratios", NOT_MEASURED, NOT_MEASURED]);
   for (const f of named(results, "vm_cost_ratio_open_vs_idle").filter((x) => x.target !== undefined)) {
     rows.push([str(f.runtime), `runtime (no-op filter): cost with ${fmt(num(f.open_connections))} open / 0 open ≤ 1.5`, fmt(num(f.value)), verdict(f)]);
   }
@@ -367,6 +370,8 @@ export function renderMarkdown(results: Results, charts: readonly Chart[], chart
     runtimeSection(results),
     "",
     "## Real Envoy",
+    instructionsSection(results),
+    "",
     envoySection(results),
     "",
     "## Charts",

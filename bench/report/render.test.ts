@@ -31,6 +31,18 @@ const FIGURES = [
   { figure: "envoy_noise_floor", filter: "control", topology: "passthrough_mtls", path: "plain", variant: "without", baseline: "without", control: true, metric: "ttfb_p99_us", unit: "us", min: -20, median: 10, max: 40, rounds: 3, per_round: [-20, 10, 40], max_deviation: 40, target: "< 100", target_margin: 100, judgeable: true },
 ];
 
+// The instruction-count A/B (bench/envoy/callgrind.ts).
+const INSTRUCTIONS = [
+  { figure: "envoy_instructions", filter: "passthrough_mtls", variant: "without", path: "plain", metric: "instructions_per_conn", value: 113047, unit: "instructions", thread: "worker", per_run: [113992, 112102], all_threads_value: 113392, connections: 100, warmup: 60, runs: 2, idle_share: 0.0001 },
+  { figure: "envoy_instructions", filter: "passthrough_mtls", variant: "with", path: "plain", metric: "instructions_per_conn", value: 149308, unit: "instructions", thread: "worker", per_run: [148623, 149993], all_threads_value: 149610, connections: 100, warmup: 60, runs: 2, idle_share: 0.0001 },
+  { figure: "envoy_instructions", filter: "tunnel_port", variant: "with", path: "hbone", error: "connection batch to 127.10.0.2:80: timeout" },
+  { figure: "envoy_instructions_repeat", filter: "passthrough_mtls", variant: "without", path: "plain", per_run: [113992, 112102], deviation: 0.0167, target: "< 0.01", met: false },
+  { figure: "envoy_instructions_repeat", filter: "passthrough_mtls", variant: "with", path: "plain", per_run: [148623, 149993], deviation: 0.0092, target: "< 0.01", met: true },
+  { figure: "envoy_instructions_ratio", topology: "passthrough_mtls", filter: "passthrough_mtls", path: "plain", variant: "with", baseline: "without", value: 1.3208, unit: "ratio", added_per_conn: 36261, arm_value: 149308, baseline_value: 113047, target: "<= 1.05", met: false, why: "the decision vs no filter" },
+  { figure: "envoy_instructions_ratio", topology: "tunnel_port", filter: "tunnel_port", path: "hbone", variant: "with", baseline: "native", error: "not measured: arm failed (see its error figure)" },
+  { figure: "envoy_instructions_wall", seconds: 420, warmup: 60, connections: 100, load_average: 33.9 },
+];
+
 async function render(lines: string[]): Promise<{ markdown: string; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), "bench-report-"));
   const results = join(dir, "results.jsonl");
@@ -90,6 +102,26 @@ describe("benchmark report", () => {
     assert.ok(row(markdown, "bulk throughput, control / without", "not measured"), "a missing noise-floor metric reads not measured");
     assert.ok(markdown.includes("up to ±18.8% in connection rate"));
     assert.ok(markdown.includes("(envoy-cpu-profile.md)") && markdown.includes("+13 µs/conn"), "links the call-stack profile");
+  });
+
+  it("tables instructions per connection, their ratios against the targets and the repeatability, and charts them", async () => {
+    const { markdown, dir } = await render([...FIGURES, ...INSTRUCTIONS].map((f) => JSON.stringify(f)));
+    assert.ok(markdown.includes("### Instructions per connection (callgrind)"));
+    assert.ok(row(markdown, "passthrough_mtls / plain", "| with |", "149,308", "148,623 / 149,993"), "an arm's value and both batches");
+    assert.ok(row(markdown, "tunnel_port / hbone", "| with |", "failed"), "a failed arm reads failed");
+    assert.ok(row(markdown, "passthrough_mtls / plain", "with ÷ without", "1.321", "+36,261", "<= 1.05: **missed**"), "the ratio with its verdict");
+    assert.ok(row(markdown, "passthrough_mtls (plain)", "instructions per connection (callgrind), with ÷ without", "1.321", "**missed**"), "the ratio in the targets");
+    assert.ok(row(markdown, "tunnel_port (hbone)", "instructions per connection", "failed"), "a failed ratio in the targets");
+    assert.ok(markdown.includes("differ by at most 1.67% (passthrough_mtls / plain, without); 1 of 2 paths agree within 1%"), "the worst repeatability");
+    assert.ok(markdown.includes("This part took 420 s of wall time"));
+    assert.match(readFileSync(join(dir, "bench", "envoy_instructions.svg"), "utf8"), /instructions per connection/);
+  });
+
+  it("says the instruction counts were not measured when callgrind did not run", async () => {
+    const { markdown, dir } = await render(FIGURES.map((f) => JSON.stringify(f)));
+    assert.ok(markdown.includes("Instruction counts (`envoy_instructions`): not measured in this run."));
+    assert.ok(row(markdown, "real Envoy instructions per connection (callgrind) ratios", "not measured"));
+    assert.equal(existsSync(join(dir, "bench", "envoy_instructions.svg")), false);
   });
 
   it("says the noise floor was not measured when the control did not run", async () => {

@@ -30,7 +30,8 @@ import {
 import { parsePassthroughConfigFrom, PassthroughConfig } from "./config";
 import { Decision, decide, Route } from "./decision";
 import { ByteSource } from "../../assembly/json";
-export * from "../../assembly/runtime/exports";
+// Decides in on_new_connection and keeps nothing per connection: the lean export set.
+export * from "../../assembly/runtime/exports_stateless";
 
 // Envoy filter-state keys (registered object factories) and our own properties, encoded once.
 /** `%FILTER_STATE(wasm.lb_address:PLAIN)%`: the envoy.lb.address value, IP:PORT. */

@@ -1,0 +1,93 @@
+// The real-Envoy instruction counts (bench/envoy/callgrind.ts): instructions per connection of
+// the sidecar's worker thread under callgrind, per arm and path, the ratios against the native
+// config (or no filter), their targets, and how well two batches of the same arm agree.
+import { measured, named, num, str, type Figure, type Results } from "./results.js";
+
+const NOT_MEASURED = "not measured";
+
+function table(header: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
+  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+const int = (value: unknown): string => {
+  const n = num(value);
+  return n === undefined ? NOT_MEASURED : Math.round(n).toLocaleString("en-US");
+};
+const ratio = (value: unknown): string => {
+  const n = num(value);
+  return n === undefined ? NOT_MEASURED : n.toFixed(3);
+};
+const pct = (value: unknown): string => {
+  const n = num(value);
+  return n === undefined ? NOT_MEASURED : `${(n * 100).toFixed(2)}%`;
+};
+
+/** "passthrough_mtls / plain", "control (A/A) / plain". */
+export function instructionArm(f: Figure): string {
+  return `${f.control ? "control (A/A)" : str(f.filter)} / ${str(f.path)}`;
+}
+
+function verdict(f: Figure): string {
+  if (f.error !== undefined) return "failed";
+  if (typeof f.met !== "boolean") return "no target";
+  return f.met ? "**met**" : "**missed**";
+}
+
+/** Rows for the Targets table: each instruction ratio that has a target (or failed). */
+export function instructionTargetRows(results: Results): string[][] {
+  return named(results, "envoy_instructions_ratio")
+    .filter((f) => f.target !== undefined || f.error !== undefined)
+    .map((f) => [
+      `${str(f.filter)} (${str(f.path)})`,
+      `real Envoy, instructions per connection (callgrind), ${str(f.variant)} ÷ ${str(f.baseline)} (target ${str(f.target)})`,
+      f.error !== undefined ? "failed" : ratio(f.value),
+      verdict(f),
+    ]);
+}
+
+export function instructionsSection(results: Results): string {
+  const heading = "### Instructions per connection (callgrind)";
+  const arms = named(results, "envoy_instructions");
+  const ratios = named(results, "envoy_instructions_ratio");
+  if (arms.length === 0 && ratios.length === 0) return `${heading}\n\nInstruction counts (\`envoy_instructions\`): ${NOT_MEASURED} in this run.`;
+  const wall = named(results, "envoy_instructions_wall").at(-1);
+  const intro =
+    "Each arm's sidecar runs under `valgrind --tool=callgrind` and serves the same fixed sequence of connections, opened one at a time by a client outside valgrind; " +
+    "counting starts after start-up, configuration and a warm-up batch, and each path is measured in two batches. The figure is the worker thread's instructions per connection " +
+    "(the thread that serves every connection; the main thread's timers run by the clock, not per connection). Instructions do not depend on what else the machine runs, so these " +
+    "ratios resolve the few percent that the wall-clock figures below cannot." +
+    (wall ? ` This part took ${int(wall.seconds)} s of wall time (${int(wall.warmup)} warm-up + 2 × ${int(wall.connections)} measured connections per path; load average ${str(wall.load_average)} at its end).` : "");
+  const armRows = arms.map((f) =>
+    f.error !== undefined
+      ? [instructionArm(f), str(f.variant), "failed", "", "", ""]
+      : [
+          instructionArm(f),
+          str(f.variant),
+          int(f.value),
+          Array.isArray(f.per_run) ? f.per_run.map(int).join(" / ") : NOT_MEASURED,
+          int(f.all_threads_value),
+          pct(f.idle_share),
+        ],
+  );
+  const ratioRows = ratios.map((f) =>
+    f.error !== undefined
+      ? [instructionArm(f), `${str(f.variant)} ÷ ${str(f.baseline)}`, "failed", "", "", str(f.why)]
+      : [instructionArm(f), `${str(f.variant)} ÷ ${str(f.baseline)}`, ratio(f.value), `${(num(f.added_per_conn) ?? 0) >= 0 ? "+" : ""}${int(f.added_per_conn)}`, f.target === undefined ? "-" : `${str(f.target)}: ${verdict(f)}`, str(f.why)],
+  );
+  const repeats = measured(results, "envoy_instructions_repeat");
+  const worst = repeats.reduce<Figure | undefined>((a, b) => ((num(b.deviation) ?? 0) > (num(a?.deviation) ?? -1) ? b : a), undefined);
+  const repeatLine = worst
+    ? `Repeatability (\`envoy_instructions_repeat\`): the two batches of an arm differ by at most ${pct(worst.deviation)} (${instructionArm(worst)}, ${str(worst.variant)}); ` +
+      `${repeats.filter((f) => f.met === true).length} of ${repeats.length} paths agree within 1%.`
+    : `Repeatability (\`envoy_instructions_repeat\`): ${NOT_MEASURED}.`;
+  return [
+    heading,
+    intro,
+    table(["arm / path", "variant", "instructions per connection (worker)", "batch 1 / batch 2", "all threads", "idle share"], armRows),
+    "`idle share`: what the worker does with no connection at all (measured for 2 s after the batches), scaled to a batch's wall time, as a share of the figure: how much of it is not per-connection work.",
+    table(["arm / path", "ratio", "value", "instructions added per connection", "target", "compares"], ratioRows),
+    repeatLine,
+    "Where the difference goes, per path, from the call graph: [docs/envoy-cpu-profile.md](envoy-cpu-profile.md).",
+  ].join("\n\n");
+}
