@@ -15,12 +15,13 @@ import { mkdirSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { emit } from "../emit.js";
+import { BulkWriter } from "./writer.js";
 import { cpuMicros, rssMb } from "../envoy/proc.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../../tests/support/capture.js";
 import { EcdsPlugin } from "../../tests/support/ecds.js";
 import { EnvoyProcess } from "../../tests/support/envoy.js";
 import { shippedConfig } from "../../tests/support/envoy_yaml.js";
-import { startKubeCluster, type KubeCluster } from "../../tests/support/kube.js";
+import { endpointSliceObject, serviceObject, startKubeCluster, type KubeCluster } from "../../tests/support/kube.js";
 import { REPO_ROOT } from "../../tests/support/paths.js";
 import { startTlsPod } from "../../tests/support/pods.js";
 import { exchange } from "../../tests/support/tcp.js";
@@ -52,21 +53,26 @@ function podIp(i: number): string {
   return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 }
 
-/** N pods with IPs and sidecar labels, in services of 100 endpoints (EndpointSlices written as the controller would). */
-async function populate(cluster: KubeCluster, n: number): Promise<number> {
+const WRITERS = 64;
+
+/**
+ * N pods with IPs and sidecar labels, in services of 100 endpoints (EndpointSlices written as
+ * the controller would), WRITERS requests in flight over kept-alive connections (writer.ts).
+ */
+async function populate(cluster: KubeCluster, writer: BulkWriter, n: number): Promise<number> {
   const started = performance.now();
   await cluster.createNamespace("bench");
-  await pool(n, 48, async (i) => {
+  await pool(n, WRITERS, async (i) => {
     const name = `p-${i}`;
-    await cluster.createPod({ namespace: "bench", name, labels: { app: `s-${Math.floor(i / ENDPOINTS_PER_SERVICE)}`, "security.istio.io/tlsMode": "istio" }, serviceAccountName: `sa-${i % 1000}` });
-    await cluster.setPodStatus("bench", name, { podIP: podIp(i + 256) });
+    await writer.createPod({ namespace: "bench", name, labels: { app: `s-${Math.floor(i / ENDPOINTS_PER_SERVICE)}`, "security.istio.io/tlsMode": "istio" }, serviceAccountName: `sa-${i % 1000}` });
+    await writer.setPodStatus("bench", name, { podIP: podIp(i + 256) });
   });
   const services = Math.ceil(n / ENDPOINTS_PER_SERVICE);
-  await pool(services, 16, async (s) => {
-    await cluster.createService({ namespace: "bench", name: `s-${s}`, selector: { app: `s-${s}` }, ports: [{ name: "http", port: 80, targetPort: 8080 }] });
+  await pool(services, WRITERS, async (s) => {
+    await writer.apply(serviceObject({ namespace: "bench", name: `s-${s}`, selector: { app: `s-${s}` }, ports: [{ name: "http", port: 80, targetPort: 8080 }] }));
     const endpoints: Array<{ addresses: string[]; pod: { name: string } }> = [];
     for (let i = s * ENDPOINTS_PER_SERVICE; i < Math.min(n, (s + 1) * ENDPOINTS_PER_SERVICE); i++) endpoints.push({ addresses: [podIp(i + 256)], pod: { name: `p-${i}` } });
-    await cluster.createEndpointSlice({ namespace: "bench", name: `s-${s}-1`, service: `s-${s}`, ports: [{ name: "http", port: 8080 }], endpoints });
+    await writer.apply(endpointSliceObject({ namespace: "bench", name: `s-${s}-1`, service: `s-${s}`, ports: [{ name: "http", port: 8080 }], endpoints }));
   });
   return (performance.now() - started) / 1000;
 }
@@ -97,9 +103,10 @@ export async function feedBenchSize(n: number, samples: number): Promise<{ pods:
   let feed: ChildProcess | undefined;
   let envoy: EnvoyProcess | undefined;
   const pod = await startTlsPod("httpbin-0", "127.0.0.11", 8443, CERT_DIR, "pod-a");
+  const writer = await BulkWriter.forCluster(cluster, WRITERS);
   try {
-    const populateSeconds = await populate(cluster, n);
-    emit({ figure: "feed_populate", pods: n, seconds: +populateSeconds.toFixed(1) });
+    const populateSeconds = await populate(cluster, writer, n);
+    emit({ figure: "feed_populate", pods: n, seconds: +populateSeconds.toFixed(1), podsPerSecond: Math.round(n / populateSeconds), inFlight: WRITERS });
     const plugin = new EcdsPlugin("envoy-configs/passthrough_mtls_plugin", "passthrough_mtls.yaml");
     mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
     const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-feed-"));
@@ -137,8 +144,9 @@ export async function feedBenchSize(n: number, samples: number): Promise<{ pods:
       const envoyBefore = cpuMicros(envoy.child.pid!);
       const versionBefore = await metric(base, "feed_snapshot_version", 'target="sidecar"');
       const written = performance.now();
-      if (adding) await cluster.setPodStatus("default", "probe", { podIP: "127.0.0.11" });
-      else await cluster.setPodStatus("default", "probe", { phase: "Succeeded", podIP: "127.0.0.11" });
+      // Through a kept-alive connection, so the write is not a fresh TLS handshake.
+      if (adding) await writer.setPodStatus("default", "probe", { podIP: "127.0.0.11" });
+      else await writer.setPodStatus("default", "probe", { phase: "Succeeded", podIP: "127.0.0.11" });
       // Decided with the change: mTLS verifying httpbin (adding) / plain again (removing: the TLS pod gets clear bytes and no reply).
       for (;;) {
         const reply = (await exchange("127.0.0.11", 8443, "hello", 2000, CLIENT_ADDRESS)).received.toString();
@@ -166,6 +174,7 @@ export async function feedBenchSize(n: number, samples: number): Promise<{ pods:
     await envoy?.stop();
     feed?.kill("SIGTERM");
     await pod.close();
+    writer.close();
     await cluster.stop();
   }
 }
