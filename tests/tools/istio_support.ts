@@ -13,7 +13,7 @@ import { DestinationRule } from "@kubernetes-models/istio/networking.istio.io/v1
 import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { ProxyWasmHost } from "../../host/index.js";
-import { ENVOY_BINARY, validateConfig } from "../support/envoy.js";
+import { validateConfig } from "../support/envoy.js";
 import { ensureBuilt } from "../host/helpers.js";
 import { REPO_ROOT } from "../support/paths.js";
 
@@ -560,9 +560,6 @@ export function sidecarBootstrap(options: SidecarBootstrapOptions): Json {
     options.plugins ?? [],
   );
 }
-
-/** Envoy's skip reason when the pinned binary is missing, for `it(..., { skip })`. */
-export const envoySkip = (): string | false => (existsSync(ENVOY_BINARY) ? false : `no Envoy at ${ENVOY_BINARY} (npm run setup)`);
 
 /** Writes `bootstrap` under .tmp/ and runs the pinned Envoy's `--mode validate` on it; the output says what Envoy refused. */
 export function envoyValidate(name: string, bootstrap: Json): { ok: boolean; output: string } {

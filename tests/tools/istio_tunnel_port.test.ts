@@ -32,7 +32,6 @@ import {
   assertRejectsStringPatchValue,
   clusterNamed,
   ensureFilterBuilt,
-  envoySkip,
   envoyValidate,
   findAll,
   isInlineWasm,
@@ -538,19 +537,17 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
   });
 
   describe("the pinned Envoy's --mode validate (an Istio-shaped sidecar that is client and server)", () => {
-    const skip = envoySkip();
-
-    it("route A (client-envoyfilter.yaml + server-envoyfilter.yaml) passes", { skip }, () => {
+    it("route A (client-envoyfilter.yaml + server-envoyfilter.yaml) passes", () => {
       const result = envoyValidate("tunnel-port-route-a", sidecarBootstrap(clientEf(), serverEf()));
       assert.equal(result.ok, true, result.output);
     });
 
-    it("route B (the hookups, with what istiod makes of the WasmPlugins inlined where ECDS would deliver it) passes", { skip }, () => {
+    it("route B (the hookups, with what istiod makes of the WasmPlugins inlined where ECDS would deliver it) passes", () => {
       const result = envoyValidate("tunnel-port-route-b", sidecarBootstrap(clientHookup(), serverHookup()));
       assert.equal(result.ok, true, result.output);
     });
 
-    it("the check can fail: a broken server snapshot makes Envoy refuse the filter", { skip }, () => {
+    it("the check can fail: a broken server snapshot makes Envoy refuse the filter", () => {
       const server = structuredClone(serverEf());
       const config = findAll(server.spec, isInlineWasm)[0]!.node.typed_config.config;
       config.configuration.value = config.configuration.value.replace('"localWorkload": "10.244.1.21"', '"localWorkload": "10.244.1.299"');
@@ -559,7 +556,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
       assert.match(result.output, /localWorkload: not an IP address: "10\.244\.1\.299"/);
     });
 
-    it("the internal listener needs Istio's bootstrap extension: without it Envoy refuses the config", { skip }, () => {
+    it("the internal listener needs Istio's bootstrap extension: without it Envoy refuses the config", () => {
       const result = envoyValidate("tunnel-port-no-internal-listener", sidecarBootstrap(clientEf(), serverEf(), { internalListenerExtension: false }));
       assert.equal(result.ok, false, "validated without envoy.bootstrap.internal_listener");
       assert.match(result.output, /InternalListener bootstrap extension is mandatory/);

@@ -38,7 +38,6 @@ import {
   assertRejectsStringPatchValue,
   clusterNamed,
   ensureFilterBuilt,
-  envoySkip,
   envoyValidate,
   findAll,
   HTTP_OPTIONS,
@@ -692,19 +691,17 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
   });
 
   describe("the pinned Envoy's --mode validate (an Istio-shaped client sidecar)", () => {
-    const skip = envoySkip();
-
-    it("route A (envoyfilter.yaml) passes", { skip }, () => {
+    it("route A (envoyfilter.yaml) passes", () => {
       const result = envoyValidate("waypoint-route-route-a", sidecarBootstrap([routeA()]));
       assert.equal(result.ok, true, result.output);
     });
 
-    it("route B (the hookup, with what istiod makes of the WasmPlugin inlined where ECDS would deliver it) passes", { skip }, () => {
+    it("route B (the hookup, with what istiod makes of the WasmPlugin inlined where ECDS would deliver it) passes", () => {
       const result = envoyValidate("waypoint-route-route-b", sidecarBootstrap([hookup()]));
       assert.equal(result.ok, true, result.output);
     });
 
-    it("the check can fail: a broken snapshot makes Envoy refuse the filter", { skip }, () => {
+    it("the check can fail: a broken snapshot makes Envoy refuse the filter", () => {
       const broken = structuredClone(routeA());
       const config = findAll(broken.spec, isInlineWasm)[0]!.node.typed_config.config;
       config.configuration.value = config.configuration.value.replace('"localWorkload": "10.244.1.10"', '"localWorkload": "10.244.1.299"');
@@ -713,13 +710,13 @@ describe("Istio manifests for waypoint_route (istio/waypoint_route/)", () => {
       assert.match(result.output, /localWorkload: not an IP address: "10\.244\.1\.299"/);
     });
 
-    it("both routes on one pod are refused: the listener and clusters would exist twice", { skip }, () => {
+    it("both routes on one pod are refused: the listener and clusters would exist twice", () => {
       const result = envoyValidate("waypoint-route-both-routes", sidecarBootstrap([routeA(), hookup()]));
       assert.equal(result.ok, false, "validated with every listener and cluster added twice");
       assert.match(result.output, /duplicate cluster 'waypoint_route_hbone'/);
     });
 
-    it("the internal listener needs Istio's bootstrap extension: without it Envoy refuses the config", { skip }, () => {
+    it("the internal listener needs Istio's bootstrap extension: without it Envoy refuses the config", () => {
       const result = envoyValidate("waypoint-route-no-internal-listener", sidecarBootstrap([routeA()], { internalListenerExtension: false }));
       assert.equal(result.ok, false, "validated without envoy.bootstrap.internal_listener");
       assert.match(result.output, /InternalListener bootstrap extension is mandatory/);
