@@ -84,13 +84,18 @@ for (const { era, label } of ERAS) {
         assert.equal(await counter(sidecar, "server.accepted"), 1);
       });
 
-      it("the RBAC example denies service port 81 with 403; a tunnel without the port header is refused by the filter", async () => {
+      it("the RBAC example denies service port 81 with 403; a tunnel without the port header is refused by the termination's guard", async () => {
         const before = app.accepted;
         assert.equal((await hboneConnect(`${SERVER_IP}:15008`, `${SERVER_IP}:9376`, { "x-tunnel-service-port": "81" }, certs.dir, "sleep")).status, 403);
+        // No service port: the guard (first HTTP filter of the termination) answers 403 on the
+        // CONNECT, before the filter or the application see anything.
         const missing = await hboneConnect(`${SERVER_IP}:15008`, `${SERVER_IP}:9376`, {}, certs.dir, "sleep");
+        assert.equal(missing.status, 403);
         assert.equal(missing.received.includes("app"), false);
         assert.equal(app.accepted, before);
-        assert.equal(await counter(sidecar, "server.refused_missing_port"), 1);
+        const stats = await sidecar.envoy.stats();
+        assert.equal(stats.get("http.tunnel_port_inbound.rbac.tunnel_port_guard_.denied"), 1);
+        assert.equal(await counter(sidecar, "server.refused_missing_port"), 0);
       });
     });
 
