@@ -147,7 +147,8 @@ describe("docker-compose.yml topologies on a real engine", { concurrency: false 
       assert.notEqual(unhealthy, original);
       writeFileSync(`${PLUGIN}.next`, unhealthy);
       renameSync(`${PLUGIN}.next`, PLUGIN);
-      await session.waitFor(/applied a new plugin config[\s\S]*127\.10\.1\.1:80 [^\n]*-> backend-net2/, 30_000);
+      // The counters are printed after the dial lines: wait for them too, not just the decision.
+      await session.waitFor(/applied a new plugin config[\s\S]*127\.10\.1\.1:80 [^\n]*-> backend-net2[\s\S]*wasmcustom\.waypoint_route\.double_hbone_waypoint = /, 30_000);
       lines = appLines(session.output, "waypoint-route");
       assert.equal(counters(lines).get("127.0.0.1:15000 wasmcustom.waypoint_route.double_hbone_waypoint"), 1, lines.join("\n"));
     } finally {
