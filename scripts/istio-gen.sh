@@ -19,7 +19,9 @@ source scripts/go-env.sh
 # The newest pseudo-versions' modules are not all in the checksum database yet (sum.golang.org
 # answers 404 for them); go.sum in each module pins every hash, and Go checks downloads against it.
 export GOSUMDB=off
-bin="$root/.cache/istio/bin"
+# ISTIO_BIN_DIR: where the binaries go (default .cache/istio/bin); a second checkout sharing .cache
+# (a git worktree) sets its own so two checkouts with different sources never overwrite each other.
+bin="${ISTIO_BIN_DIR:-$root/.cache/istio/bin}"
 mkdir -p "$bin" build/istio
 # pilot-agent's conversion needs the modules (localModules in generate_test.go).
 if [ ! -f build/passthrough_mtls.wasm ]; then
