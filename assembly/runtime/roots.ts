@@ -50,3 +50,9 @@ export function tickRoot(rootContextId: u32): void {
   refreshLogLevel();
   if (roots.has(rootContextId)) roots.get(rootContextId).onTick();
 }
+
+export function httpCallResponseRoot(rootContextId: u32, token: u32, headers: u32, bodySize: u32, trailers: u32): void {
+  refreshLogLevel();
+  // A call made by a connection context, or by a root already deleted, has no one to answer.
+  if (roots.has(rootContextId)) roots.get(rootContextId).onHttpCallResponse(token, headers, bodySize, trailers);
+}
