@@ -51,7 +51,6 @@ describe("host: proxy_http_call as Envoy does it", () => {
     assert.equal(host.tickPeriodMs, 100);
     await runTicks(host, 10);
     await sleep(400); // the 300 ms timeout
-    host.tick(); // one more "outside" probe after the last response
     checkProbeFacts(host.logLines(), "host");
     checkUpstreamFacts(upstream, 1);
     assert.equal(host.httpCallsInFlight, 0);

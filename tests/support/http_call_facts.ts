@@ -22,7 +22,7 @@ export class CallUpstream {
       res.on("close", () => {
         if (!res.headersSent) upstream.cancelled.push(path);
       });
-      if (path === "/ok") {
+      if (path === "/ok" || path === "/timeout-zero-ok") {
         res.writeHead(200, { "content-type": "application/x-mesh-delta", "x-feed-version": "7" });
         res.end("hello");
       } else if (path === "/reset") {
