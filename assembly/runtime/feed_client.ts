@@ -51,6 +51,8 @@ export const MAX_BACKOFF_MS: u32 = 30000;
 /** On top of the call's own timeout (wait + 5 s): Envoy always calls back, this only guards a lost call. */
 const WATCHDOG_MS: u64 = 10000;
 const CALL_MARGIN_MS: u32 = 5000;
+/** A no-change answer sooner than this after the request was not held (see onResponse). */
+const MIN_HOLD_MS: u64 = 500;
 /** The part of an error body a log line quotes. */
 const QUOTED_BODY: u32 = 120;
 
@@ -167,6 +169,13 @@ export class FeedClient {
       return true;
     }
     this.recovered();
+    if (this.header.kind == KIND_NO_CHANGE && now < this.sentAt + MIN_HOLD_MS) {
+      // A feed that answers "no change" without holding the request would make this a busy
+      // loop: the next poll waits for a tick instead (not a failure: no count, no backoff).
+      this.retryAt = now + <u64>TICK_MS;
+      this.state = FeedState.Waiting;
+      return true;
+    }
     this.poll(now);
     return true;
   }

@@ -24,14 +24,15 @@ const feedConfig = (fields: Record<string, unknown> = {}) =>
 describe("feed client: long poll from the root context", () => {
   let feed: FakeFeed;
   let host: ProxyWasmHost;
-  let nowMs = 1_000_000n;
-  const clock = () => nowMs * 1_000_000n;
+  // Wall time plus what the test skips ahead (tickAfter), so backoffs need no real waiting.
+  let skippedMs = 0n;
+  const clock = () => (BigInt(Date.now()) + skippedMs) * 1_000_000n;
   const metric = (name: string) => host.metrics().get(`feed_probe.feed.${name}`) ?? 0;
   const sinkLines = () => host.logLines().filter((l) => l.startsWith("sink applied"));
   const calls = () => host.httpCalls.length;
   /** Moves the clock and fires one tick, as Envoy's timer would. */
   const tickAfter = (ms: number) => {
-    nowMs += BigInt(ms);
+    skippedMs += BigInt(ms);
     host.tick();
   };
 
@@ -82,6 +83,18 @@ describe("feed client: long poll from the root context", () => {
     await until("the poll after it", () => feed.requests.length === 4);
     assert.equal(feed.requests[3].version, 2n);
     assert.deepEqual(host.logLines("warn"), []);
+    // A feed that answers "no change" at once (not holding the request) gets no busy loop: the
+    // next poll waits for the tick a second later, and nothing counts as a failure.
+    feed.inject.push("no-change-now");
+    feed.publish("c"); // answers the held poll; the next one gets the immediate no-change
+    await until("the immediate no-change", () => metric("no_change") === 2);
+    await sleep(50);
+    assert.equal(feed.requests.length, 5, "no poll right after an immediate no-change");
+    tickAfter(500);
+    assert.equal(feed.requests.length, 5);
+    tickAfter(500);
+    await until("the poll on the tick", () => feed.requests.length === 6);
+    assert.equal(metric("unavailable") + metric("refused"), 0);
   });
 
   it("fails static when the feed dies: connections flow, one warning, capped backoff, resync when it returns", async () => {
@@ -99,10 +112,11 @@ describe("feed client: long poll from the root context", () => {
     // Backoff 1 s, 2 s, 4 s ... 30 s, 30 s: a tick before the retry time sends nothing.
     const expected = [1000, 2000, 4000, 8000, 16000, 30000, 30000];
     for (const backoff of expected) {
+      // Half the backoff later (wall time adds a few ms to the clock): nothing; the other half: the retry.
       const before = calls();
-      tickAfter(backoff - 1);
+      tickAfter(backoff / 2);
       assert.equal(calls(), before, `no retry before ${backoff} ms`);
-      tickAfter(1);
+      tickAfter(backoff / 2);
       assert.equal(calls(), before + 1, `a retry after ${backoff} ms`);
       const unavailable = metric("unavailable");
       await until("the retry to fail", () => metric("unavailable") === unavailable + 1);
@@ -199,4 +213,49 @@ describe("feed client: long poll from the root context", () => {
       assert.deepEqual(host.logLines("error"), [`invalid plugin configuration: ${message}`]);
     }
   });
+});
+
+describe("feed client in the mesh filters (the glue, until the model's delta apply is merged)", () => {
+  const MESH = {
+    workloads: [{ uid: "app-0", addresses: ["10.0.0.1"], tlsMode: "istio", identity: "spiffe://cluster.local/ns/default/sa/app" }],
+  };
+  let feed: FakeFeed;
+  before(async () => {
+    feed = new FakeFeed();
+    await feed.start();
+    feed.publish("records");
+  });
+  after(() => feed.kill());
+
+  for (const [filter, own] of [
+    ["passthrough_mtls", {}],
+    ["tunnel_port", { role: "client" }],
+    ["waypoint_route", { localWorkload: "10.0.0.1" }],
+  ] as const) {
+    it(`${filter}: polls the feed from its root, fails static on what it cannot apply, decides with its snapshot`, async () => {
+      const host = await ProxyWasmHost.fromFile(ensureBuilt(filter), {
+        rootId: filter,
+        pluginConfiguration: JSON.stringify({ ...own, ...MESH, meshFeed: { cluster: "mesh_feed", target: filter.replace("_", "-"), waitSeconds: 1 } }),
+        clusters: { mesh_feed: { address: `127.0.0.1:${feed.boundPort}` } },
+      });
+      try {
+        assert.ok(host.start(), host.startFailure);
+        const before = feed.requests.length;
+        host.tick();
+        await until("the feed's answer", () => (host.metrics().get(`${filter}.feed.refused`) ?? 0) === 1);
+        assert.equal(feed.requests.length, before + 1);
+        assert.equal(feed.requests.at(-1)!.target, filter.replace("_", "-"));
+        const warnings = host.logLines("warn");
+        assert.equal(warnings.length, 1);
+        assert.match(warnings[0], new RegExp(`^mesh feed ${filter.replace("_", "-")} refused a message: this build cannot apply mesh feed messages yet .*keeping the model in force \\(the configuration's snapshot\\)`));
+        assert.equal(host.metrics().get(`${filter}.feed.applied_full`) ?? 0, 0);
+        // Connections are decided as before, with the snapshot.
+        const conn = host.connect({ destination: "10.0.0.1:8080" });
+        assert.equal(host.failed, false);
+        assert.ok(conn.status === "Continue" || conn.status === "StopIteration");
+      } finally {
+        host.dispose();
+      }
+    });
+  }
 });

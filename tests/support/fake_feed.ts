@@ -50,7 +50,7 @@ export class FakeFeed {
   /** Texts by version: texts[v - 1] was published as version v. */
   readonly texts: string[] = [];
   readonly requests: FeedRequest[] = [];
-  /** The next answers to give instead of the protocol's: "bad-delta", "500", "reset", "html". */
+  /** The next answers to give instead of the protocol's: "bad-delta", "bad-header", "html", "500", "reset", "no-change-now". */
   readonly inject: string[] = [];
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
@@ -160,6 +160,8 @@ export class FakeFeed {
     if (what === "bad-delta") {
       // A delta from the client's own version whose records the sink refuses.
       this.send(res, feedMessage(KIND_DELTA, this.epoch, request.version, request.version + 1n, "BAD record"));
+    } else if (what === "no-change-now") {
+      this.send(res, feedMessage(KIND_NO_CHANGE, this.epoch, 0n, this.version));
     } else if (what === "bad-header") {
       this.send(res, Buffer.concat([Buffer.from("XXXX"), feedMessage(KIND_FULL, this.epoch, 0n, this.version).subarray(4)]));
     } else if (what === "html") {
