@@ -4,24 +4,16 @@
 // call when a configuration update deletes its root (ECDS from a watched file).
 import assert from "node:assert/strict";
 import { renameSync, writeFileSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { EnvoyProcess, sleep } from "../support/envoy.js";
 import { bootstrap, listener, staticCluster, tcpProxy, wasmNetworkFilter } from "../support/envoy_config.js";
 import { CallUpstream, checkProbeFacts, checkUpstreamFacts, PROBE_CONFIGURATION } from "../support/http_call_facts.js";
 import { scratchDir } from "../support/paths.js";
+import { freePort } from "../support/ports.js";
 import { ensureBuilt } from "../host/helpers.js";
 
 const WASM = "build/fixtures/http_call_probe.wasm";
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
 
 /** The probe's log lines by Envoy thread id (one VM per thread: main and each worker). */
 function linesByThread(log: string): Map<string, string[]> {
@@ -41,20 +33,21 @@ describe("Envoy 1.40.0: HTTP calls and ticks from a root context", () => {
   before(async () => {
     ensureBuilt("http_call_probe");
     upstream = await CallUpstream.start();
-    refusedPort = await closedPort();
+    refusedPort = await freePort(); // nothing listens there
   });
   after(() => upstream.close());
 
   it("answers each outcome the way the host emulates it, in every VM (main thread and 2 workers)", async () => {
+    const [admin, port] = [await freePort(), await freePort()];
     const config = bootstrap({
-      adminPort: 15970,
-      listeners: [listener({ name: "probe", address: "127.0.0.1", port: 15971, filters: [
+      adminPort: admin,
+      listeners: [listener({ name: "probe", address: "127.0.0.1", port, filters: [
         wasmNetworkFilter({ name: "http_call_probe", wasm: WASM, configuration: PROBE_CONFIGURATION }),
         tcpProxy("probe", "feed"),
       ] })],
       clusters: [staticCluster("feed", "127.0.0.1", upstream.port), staticCluster("refused", "127.0.0.1", refusedPort)],
     });
-    const envoy = await EnvoyProcess.start({ name: "http-call", adminPort: 15970, config, concurrency: 2 });
+    const envoy = await EnvoyProcess.start({ name: "http-call", adminPort: admin, config, concurrency: 2 });
     try {
       await sleep(1500); // three ticks of 100 ms, the 300 ms timeout, margin for a loaded machine
       const threads = [...linesByThread(envoy.log())].filter(([, lines]) => lines.some((l) => l.startsWith("tick ")));
@@ -82,9 +75,10 @@ describe("Envoy 1.40.0: HTTP calls and ticks from a root context", () => {
       renameSync(join(dir, ".next"), join(dir, "probe.json"));
     };
     push("tick=100;ticks=2;call=feed|/hold|20000");
+    const [admin, port] = [await freePort(), await freePort()];
     const config = bootstrap({
-      adminPort: 15972,
-      listeners: [listener({ name: "probe", address: "127.0.0.1", port: 15973, filters: [
+      adminPort: admin,
+      listeners: [listener({ name: "probe", address: "127.0.0.1", port, filters: [
         { name: "http_call_probe", config_discovery: {
           config_source: { path_config_source: { path: join(dir, "probe.json"), watched_directory: { path: dir } } },
           type_urls: ["type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm"],
@@ -94,7 +88,7 @@ describe("Envoy 1.40.0: HTTP calls and ticks from a root context", () => {
       clusters: [staticCluster("feed", "127.0.0.1", upstream.port)],
     });
     (config as Record<string, unknown>).node = { id: "http-call-probe", cluster: "http-call-probe" };
-    const envoy = await EnvoyProcess.start({ name: "http-call-ecds", adminPort: 15972, config, componentLogLevel: "wasm:debug" });
+    const envoy = await EnvoyProcess.start({ name: "http-call-ecds", adminPort: admin, config, componentLogLevel: "wasm:debug" });
     try {
       const held = () => upstream.seen.filter((s) => s.path === "/hold").length;
       for (let i = 0; i < 100 && held() < 2; i++) await sleep(50);

@@ -2,22 +2,12 @@
 // checked against the same facts as the real Envoy (tests/support/http_call_facts.ts,
 // tests/envoy/http_call.test.ts), on a real loopback upstream.
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ProxyWasmHost } from "../../host/index.js";
 import { CallUpstream, checkProbeFacts, checkUpstreamFacts, PROBE_CONFIGURATION } from "../support/http_call_facts.js";
+import { freePort } from "../support/ports.js";
 import { ensureBuilt } from "./helpers.js";
-
-/** A loopback port nothing listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
 
 /** Fires ticks while the guest keeps a period, as Envoy's timer would. */
 async function runTicks(host: ProxyWasmHost, limit: number): Promise<void> {
@@ -32,7 +22,7 @@ describe("host: proxy_http_call as Envoy does it", () => {
   let refusedPort: number;
   before(async () => {
     upstream = await CallUpstream.start();
-    refusedPort = await closedPort();
+    refusedPort = await freePort(); // nothing listens there
   });
   after(() => upstream.close());
 
