@@ -107,6 +107,8 @@ export class ProxyWasmHost {
   private pluginConfiguration: Uint8Array;
   private readonly connectionHost: ConnectionHost;
   private httpCallsOfMain: HttpCalls | undefined;
+  /** The last canary's calls: cancelled once it is discarded (Envoy destroys the canary VM). */
+  private httpCallsOfCanary: HttpCalls | undefined;
 
   /** Loads (and checks) a module from a file. Throws ModuleRefusedError if Envoy would refuse it. */
   static async fromFile(path: string, options: HostOptions = {}): Promise<ProxyWasmHost> {
@@ -170,6 +172,7 @@ export class ProxyWasmHost {
     if (this.options.canary ?? true) {
       const canary = this.createVm("canary");
       const ok = canary !== undefined && this.startRoot(canary, 1, new Map(), "canary") !== undefined;
+      this.httpCallsOfCanary?.cancelAll();
       // Envoy kills the canary without shutting it down: no on_done/on_delete.
       if (!ok) return false;
     }
@@ -195,7 +198,9 @@ export class ProxyWasmHost {
     this.pluginConfiguration = toBytes(pluginConfiguration);
     if (this.options.canary ?? true) {
       const canary = this.createVm("canary");
-      if (canary === undefined || this.startRoot(canary, 1, new Map(), "canary") === undefined) {
+      const refused = canary === undefined || this.startRoot(canary, 1, new Map(), "canary") === undefined;
+      this.httpCallsOfCanary?.cancelAll();
+      if (refused) {
         this.pluginConfiguration = previous;
         return false;
       }
@@ -279,6 +284,7 @@ export class ProxyWasmHost {
   /** Cancels every call still in flight (real requests too), e.g. at the end of a test. */
   dispose(): void {
     this.httpCallsOfMain?.cancelAll();
+    this.httpCallsOfCanary?.cancelAll();
   }
 
   // ---- observations --------------------------------------------------------------------------
@@ -450,6 +456,7 @@ export class ProxyWasmHost {
       if (reset) root.callStatus = { code: 11, message: "" };
     });
     if (kind === "main") this.httpCallsOfMain = httpCalls;
+    else this.httpCallsOfCanary = httpCalls;
     return {
       httpCalls,
       logs: this.logSink,
