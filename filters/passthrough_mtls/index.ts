@@ -30,7 +30,7 @@ import {
 import { adoptMesh, parsePassthroughConfigFrom, PassthroughConfig } from "./config";
 import { FeedClient } from "../../assembly/runtime/feed_client";
 import { Mesh } from "../../assembly/mesh";
-import { MeshFeedSink, MeshHolder } from "../mesh_feed";
+import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { Decision, decide, Route } from "./decision";
 import { ByteSource } from "../../assembly/json";
 // Decides in on_new_connection and keeps nothing per connection: the lean export set.
@@ -53,7 +53,7 @@ function hasWorkloadOn(config: PassthroughConfig): bool {
   return false;
 }
 
-/** The feed's models go into the root's config (mesh_feed.ts). */
+/** The feed's models go into the root's config (filters/mesh_feed/sink.ts). */
 class PassthroughMeshHolder extends MeshHolder {
   constructor(readonly root: PassthroughRoot) {
     super();

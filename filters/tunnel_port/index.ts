@@ -39,7 +39,7 @@ import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort
 import { adoptMesh, parseTunnelConfigFrom, TunnelConfig } from "./config";
 import { FeedClient } from "../../assembly/runtime/feed_client";
 import { Mesh } from "../../assembly/mesh";
-import { MeshFeedSink, MeshHolder } from "../mesh_feed";
+import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { AuthorityText, checkServer, parseCanonicalPort, PORT_ABSENT, sameBytes, ServerVerdict } from "./server";
 import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
@@ -63,7 +63,7 @@ const AUTHORITY_PROPERTY = propertyPath(["authority"]);
 const SERVICE_PORT_PROPERTY = propertyPath(["service_port"]);
 const TARGET_PORT_PROPERTY = propertyPath(["target_port"]);
 
-/** The feed's models become the root's config (mesh_feed.ts). */
+/** The feed's models become the root's config (filters/mesh_feed/sink.ts). */
 class TunnelMeshHolder extends MeshHolder {
   constructor(readonly root: TunnelRoot) {
     super();

@@ -33,7 +33,7 @@ import { deriveWaypoint, parseWaypointConfigFrom, WaypointConfig } from "./confi
 import { FeedClient } from "../../assembly/runtime/feed_client";
 import { FeedConfig } from "../../assembly/runtime/feed_config";
 import { Mesh } from "../../assembly/mesh";
-import { MeshFeedSink, MeshHolder } from "../mesh_feed";
+import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { Decision, decide, Outcome, OUTCOME_NAMES, outcomeName, Scratch } from "./decide";
 import { ByteSource } from "../../assembly/json";
 export * from "../../assembly/runtime/exports";
@@ -47,7 +47,7 @@ const OUTER_AUTHORITY = propertyPath(["outer_authority"]);
 const OUTER_ADDRESS = propertyPath(["outer_address"]);
 const OUTER_SANS = propertyPath(["outer_sans"]);
 
-/** The feed's models become the root's config (mesh_feed.ts). */
+/** The feed's models become the root's config (filters/mesh_feed/sink.ts). */
 class WaypointMeshHolder extends MeshHolder {
   constructor(readonly root: WaypointRoot) {
     super();

@@ -1,10 +1,10 @@
 // STAND-IN until issue 15's model work (assembly/mesh, helper meshdelta) is merged: the entry
 // point the contract names, `applyMeshMessage(mesh, data): MeshApplyResult`, with the same
 // signature and result fields, refusing every message. At the merge delete this file and import
-// applyMeshMessage / MeshApplyResult from "../assembly/mesh" in mesh_feed.ts (one line).
+// applyMeshMessage / MeshApplyResult from "../../assembly/mesh" in sink.ts (one line).
 // Until then a filter configured with meshFeed polls the feed, refuses what it gets (counted in
 // <filter>.feed.refused, one warning) and keeps deciding with its configuration's snapshot.
-import { Mesh } from "../assembly/mesh";
+import { Mesh } from "../../assembly/mesh";
 
 export class MeshApplyResult {
   constructor(

@@ -4,10 +4,10 @@
 // a full message, built anew); the filter then adopts the result, refreshing what it derives
 // from the model (its network's interned id, its own workload, per-service texts). Per
 // connection nothing changes: a connection reads the root's current config, as before.
-import { Mesh } from "../assembly/mesh";
-import { FeedHeader } from "../assembly/runtime/feed_message";
-import { MeshSink } from "../assembly/runtime/feed_client";
-import { applyMeshMessage } from "./mesh_feed_apply";
+import { Mesh } from "../../assembly/mesh";
+import { FeedHeader } from "../../assembly/runtime/feed_message";
+import { MeshSink } from "../../assembly/runtime/feed_client";
+import { applyMeshMessage } from "./apply";
 
 /** What a filter's root gives the sink: its model and how to adopt a new one. */
 export class MeshHolder {
