@@ -1,7 +1,7 @@
 // The mesh feed channel in the real Envoy with four workers: every VM's root context (the main
 // thread's and each worker's) long-polls the feed on its own, converges to the same version,
 // fails static when the feed is killed (connections keep flowing, one warning per VM, every
-// failed attempt counted) and resyncs when it returns. The feed is a small stand-in on
+// failed attempt counted), resyncs when it returns, and refuses an invalid delta whole. The feed is a small stand-in on
 // loopback (tests/support/fake_feed.ts: the real protocol and message header, opaque records),
 // the filter the feed_probe fixture (the runtime's FeedClient with a test sink). When the mesh
 // model's delta apply lands, the same scenario runs with the real filters and the real feed.
@@ -49,7 +49,7 @@ async function until(what: string, condition: () => boolean | Promise<boolean>, 
   }
 }
 
-describe(`mesh feed: ${VMS} VMs of one Envoy (--concurrency ${WORKERS}) poll, converge, fail static, resync`, () => {
+describe(`mesh feed: ${VMS} VMs of one Envoy (--concurrency ${WORKERS}) poll, converge, fail static, resync, refuse bad deltas`, () => {
   let feed: FakeFeed;
   let envoy: EnvoyProcess;
   let backend: Backend;
@@ -146,5 +146,27 @@ describe(`mesh feed: ${VMS} VMs of one Envoy (--concurrency ${WORKERS}) poll, co
     // And live again: one more change reaches every VM.
     feed.publish("f");
     await until(`${VMS} VMs at version 6`, allAt("epoch=1001 version=6 model=a+b+c+d+e+f"));
+  });
+
+  it("refuses an invalid delta whole in every VM, keeps the model, and resyncs with a full one", async () => {
+    await until("every VM holding a poll", () => feed.heldCount === VMS);
+    // Each VM's held poll gets the good delta "g"; each VM's next poll a delta the sink refuses.
+    for (let i = 0; i < VMS; i++) feed.inject.push("bad-delta");
+    feed.publish("g");
+    await until("every VM to refuse it", async () => ((await envoy.stat("feed_probe.feed.refused")) ?? 0) >= VMS);
+    const refusals = linesByThread(envoy.log(), /refused a message:/);
+    assert.equal(refusals.size, VMS, "one warning per VM");
+    for (const [thread, lines] of refusals) {
+      assert.equal(lines.length, 1, `thread ${thread}`);
+      assert.match(lines[0], /^mesh feed sidecar-a refused a message: record 0 \(test\): the test sink refuses "BAD record"; keeping the model in force \(epoch 1001 version 7\)/);
+    }
+    assert.equal(linesByThread(envoy.log(), /model=.*BAD/).size, 0, "nothing of the refused delta was applied");
+    // After the backoff each VM asks for a full model (epoch=0&version=0) and gets version 7.
+    await until(`${VMS} VMs resynced after the refusal`, async () => {
+      const full = linesByThread(envoy.log(), /^sink applied kind=1 epoch=1001 version=7 /);
+      return full.size === VMS && (await allAt("epoch=1001 version=7 model=a+b+c+d+e+f+g")());
+    });
+    assert.ok(feed.requests.filter((r) => r.epoch === 0n && r.version === 0n).length >= VMS * 2, "the initial loads and the resyncs asked for a full model");
+    assert.ok(await connectionFlows("after the refused delta"));
   });
 });
