@@ -3,7 +3,7 @@
 // The client's state machine runs in the host: tests/host/feed_client.test.ts.
 import { ConfigReader, parseJsonString } from "../json";
 import { readFeedConfig } from "../runtime/feed_config";
-import { FeedHeader, readFeedHeader } from "../runtime/feed_message";
+import { FeedHeader, isMessageContentType, readFeedHeader } from "../runtime/feed_message";
 
 function message(kind: u16, epoch: u64, base: u64, version: u64, body: i32, declared: i32 = body): ArrayBuffer {
   const out = new ArrayBuffer(56 + body);
@@ -51,6 +51,18 @@ describe("feed message header", () => {
     const reserved = message(1, 7, 0, 3, 0);
     store<u8>(changetype<usize>(reserved) + 50, 1);
     expect(headerError(reserved)).toBe("header.reserved: must be 0");
+  });
+});
+
+describe("feed message content type", () => {
+  it("takes the media type in any case, with or without parameters, and nothing else", () => {
+    expect(isMessageContentType("application/x-mesh-delta")).toBe(true);
+    expect(isMessageContentType("Application/X-Mesh-Delta")).toBe(true);
+    expect(isMessageContentType("application/x-mesh-delta; v=1")).toBe(true);
+    expect(isMessageContentType("application/x-mesh-deltas")).toBe(false);
+    expect(isMessageContentType("application/x-mesh")).toBe(false);
+    expect(isMessageContentType("text/html")).toBe(false);
+    expect(isMessageContentType("")).toBe(false);
   });
 });
 

@@ -19,7 +19,7 @@
 //   per retry; every failure counts. Connections never wait for any of this.
 import { Counter, Gauge } from "./metrics";
 import { FeedConfig } from "./feed_config";
-import { CONTENT_TYPE, FeedHeader, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, readFeedHeader } from "./feed_message";
+import { CONTENT_TYPE, FeedHeader, isMessageContentType, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, readFeedHeader } from "./feed_message";
 import {
   HeaderPairs,
   httpCall,
@@ -154,7 +154,7 @@ export class FeedClient {
       return true;
     }
     const type = httpCallResponseHeader("content-type");
-    if (type === null || type != CONTENT_TYPE) {
+    if (type === null || !isMessageContentType(type)) {
       this.fail(Condition.Refused, "content-type " + (type === null ? "missing" : "\"" + type + "\"") + ", expected " + CONTENT_TYPE, now);
       return true;
     }

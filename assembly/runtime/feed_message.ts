@@ -56,3 +56,20 @@ export function readFeedHeader(message: ArrayBuffer, into: FeedHeader): FeedHead
   into.version = version;
   return into;
 }
+
+/**
+ * True for `application/x-mesh-delta`, in any letter case, alone or followed by parameters
+ * (`; ...`) or spaces: a media type is case-insensitive and a server may add a parameter.
+ */
+export function isMessageContentType(value: string): bool {
+  const n = CONTENT_TYPE.length;
+  if (value.length < n) return false;
+  for (let i = 0; i < n; i++) {
+    let c = value.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) c += 0x20;
+    if (c != CONTENT_TYPE.charCodeAt(i)) return false;
+  }
+  if (value.length == n) return true;
+  const next = value.charCodeAt(n);
+  return next == 0x3b || next == 0x20 || next == 0x09; // ';', space, tab
+}
