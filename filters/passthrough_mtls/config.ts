@@ -2,6 +2,7 @@
 // parsed once per root context. See README.md for every field.
 import { ByteSource, ConfigReader } from "../../assembly/json";
 
+import { FeedConfig, MESH_FEED_FIELD, readFeedConfig } from "../../assembly/runtime/feed_config";
 import { LocalNetwork, Mesh, MeshDocument, NodeNetwork, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
 export const MODE_DIRECT = "direct";
@@ -9,13 +10,17 @@ export const MODE_SUBSET = "subset";
 export const DEFAULT_MTLS_CLUSTER = "outbound_mtls_passthrough";
 export const DEFAULT_SUBSET_CLUSTER = "passthrough_mtls_subset";
 
-const OWN_FIELDS = ["localNetwork", "mode", "mtlsCluster", "subsetCluster"];
+const OWN_FIELDS = ["localNetwork", "mode", "mtlsCluster", "subsetCluster", MESH_FEED_FIELD];
 
 export class PassthroughConfig {
+  /** Where live changes come from (null: the snapshot above is the model until the next configuration). */
+  feed: FeedConfig | null = null;
+
   constructor(
-    readonly mesh: Mesh,
+    /** The model; replaced when the mesh feed delivers a new one (adoptMesh). */
+    public mesh: Mesh,
     /** Interned id of this proxy's network ("" is always 0; another unknown name is -1). */
-    readonly localNetwork: i32,
+    public localNetwork: i32,
     readonly localNetworkName: string,
     /** The name and where it came from (localNetwork, node metadata NETWORK or the default). */
     readonly network: LocalNetwork,
@@ -56,21 +61,28 @@ function configOf(doc: MeshDocument, node: NodeNetwork): PassthroughConfigResult
   const mode = reader.optionalEnum(root, "mode", "", [MODE_DIRECT, MODE_SUBSET], MODE_DIRECT);
   const mtlsCluster = reader.optionalString(root, "mtlsCluster", "", DEFAULT_MTLS_CLUSTER);
   const subsetCluster = reader.optionalString(root, "subsetCluster", "", DEFAULT_SUBSET_CLUSTER);
+  const feed = readFeedConfig(reader, root);
   if (!reader.failed() && mtlsCluster.length == 0) reader.fail("mtlsCluster", "must not be empty");
   if (!reader.failed() && subsetCluster.length == 0) reader.fail("subsetCluster", "must not be empty");
   if (reader.failed()) return refuse(reader.error());
   const mesh = doc.mesh;
   if (mesh === null) return refuse(doc.error);
-  return new PassthroughConfigResult(
-    new PassthroughConfig(
-      mesh,
-      mesh.networkId(network.name),
-      network.name,
-      network,
-      mode == MODE_SUBSET,
-      String.UTF8.encode(mtlsCluster),
-      String.UTF8.encode(subsetCluster),
-    ),
-    "",
+  const config = new PassthroughConfig(
+    mesh,
+    mesh.networkId(network.name),
+    network.name,
+    network,
+    mode == MODE_SUBSET,
+    String.UTF8.encode(mtlsCluster),
+    String.UTF8.encode(subsetCluster),
   );
+  config.feed = feed;
+  return new PassthroughConfigResult(config, "");
+}
+
+/** A model from the mesh feed: the network's interned id is the only thing derived from it. */
+export function adoptMesh(config: PassthroughConfig, mesh: Mesh): string {
+  config.localNetwork = mesh.networkId(config.localNetworkName);
+  config.mesh = mesh;
+  return "";
 }

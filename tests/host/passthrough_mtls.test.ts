@@ -558,7 +558,7 @@ describe("passthrough_mtls: Envoy refusing a write closes the connection", () =>
 // ---------------------------------------------------------------- bad configuration
 
 describe("passthrough_mtls: invalid configuration", () => {
-  const KNOWN = "localNetwork, mode, mtlsCluster, subsetCluster, workloads, services";
+  const KNOWN = "localNetwork, mode, mtlsCluster, subsetCluster, meshFeed, workloads, services";
   const BAD: [string, string, string][] = [
     ["an unknown top-level field", JSON.stringify({ ...MESH, mtls_cluster: "x" }), `mtls_cluster: unknown field (known: ${KNOWN})`],
     ["a bad mode value", JSON.stringify({ mode: "passthrough" }), "mode: expected one of: direct, subset"],
