@@ -65,10 +65,10 @@ type sidecarService struct {
 }
 
 type istiodView struct {
-	Cluster           string            `json:"cluster"`
-	AmbientWorkloads  []json.RawMessage `json:"ambientWorkloads"`
-	AmbientServices   []json.RawMessage `json:"ambientServices"`
-	SidecarServices   []sidecarService  `json:"sidecarServices"`
+	Cluster          string            `json:"cluster"`
+	AmbientWorkloads []json.RawMessage `json:"ambientWorkloads"`
+	AmbientServices  []json.RawMessage `json:"ambientServices"`
+	SidecarServices  []sidecarService  `json:"sidecarServices"`
 }
 
 func TestIstiodView(t *testing.T) {
