@@ -104,10 +104,10 @@ func TestIstiodView(t *testing.T) {
 	var view istiodView
 	for stable < 10 {
 		if time.Now().After(deadline) {
-			t.Fatalf("istiod's view did not settle within 60 s (ambient synced: %v)", s.AmbientIndex.HasSynced())
+			t.Fatalf("istiod's view did not settle within 60 s (ambient index synced: %v, kube registry synced: %v)", s.AmbientIndex.HasSynced(), s.KubeRegistry.HasSynced())
 		}
 		time.Sleep(50 * time.Millisecond)
-		if !s.AmbientIndex.HasSynced() {
+		if !s.AmbientIndex.HasSynced() || !s.KubeRegistry.HasSynced() {
 			continue
 		}
 		view = collectView(t, s)
