@@ -28,7 +28,7 @@ export const KNOWN: Known[] = [
     field: "tlsMode",
     objects: SIDECAR_PODS,
     reason:
-      "the ambient index marks a sidecar pod as taking Istio mTLS (tunnel protocol LEGACY_ISTIO_MTLS) only with FeatureFlags.EnableMtlsTransportProtocol, off by default; ztunnel does not need it. The filters serve sidecars, so tlsMode follows the sidecar registry's rule (label security.istio.io/tlsMode=istio), which agrees with the feed on every endpoint",
+      "the ambient index marks a sidecar pod as taking Istio mTLS (tunnel protocol LEGACY_ISTIO_MTLS) only with FeatureFlags.EnableMtlsTransportProtocol, which istiod's own index never sets (only the agentgateway controller's index does); ztunnel does not need it. The filters serve sidecars, so tlsMode follows the sidecar registry's rule (label security.istio.io/tlsMode=istio), which agrees with the feed on every endpoint",
   },
   {
     source: "ambient",
