@@ -6,7 +6,7 @@
 import { isIP } from "node:net";
 import type { ClusterObjects } from "./cluster_objects.js";
 import { canonicalIp } from "./ip.js";
-import type { EndpointSlice, Pod, Service as KubeService } from "./kube_objects.js";
+import type { EndpointSlice, KubeObject, Pod, Service as KubeService } from "./kube_objects.js";
 import { labelsOf } from "./kube_objects.js";
 import {
   ANNOTATION_CANONICAL_SERVICE_ACCOUNTS,
@@ -14,6 +14,9 @@ import {
   CLASS_EAST_WEST,
   LABEL_GATEWAY_NAME,
   LABEL_NETWORK,
+  LABEL_REGION,
+  LABEL_SUBZONE,
+  LABEL_ZONE,
   LABEL_SERVICE_NAME,
   gatewayUid,
   numericTargetPort,
@@ -55,6 +58,9 @@ export interface WorkloadInfo {
   reachableEverywhere: boolean;
 }
 
+/** A workload's entry in a service's endpoints: the per-port target overrides (or none). */
+export type Membership = Record<string, number> | undefined;
+
 export interface ComputedMesh {
   workloads: Map<string, WorkloadInfo>;
   services: Map<string, Service>;
@@ -62,6 +68,18 @@ export interface ComputedMesh {
   gateways: Map<string, NetworkGateway>;
   /** What the model cannot say, by reason, with how many objects it touched (README). */
   gaps: Map<string, number>;
+  /** uid → hostname → its endpoint entry's port overrides: the services a workload is in. */
+  memberships: Map<string, Map<string, Membership>>;
+}
+
+/** What an update changed (added, changed or removed): the keys a view must look at again. */
+export interface MeshChanges {
+  /** Everything was recomputed (a wholesale change: gateways, namespaces, a relist). */
+  full: boolean;
+  /** Workload uids whose workload or memberships may have changed. */
+  workloads: Set<string>;
+  /** Service hostnames whose service may have changed. */
+  services: Set<string>;
 }
 
 interface PortSpec {
@@ -83,19 +101,130 @@ interface ServiceBuild {
   extraSans: string[];
 }
 
+/** What the feed last read from an EndpointSlice: its service and the pods it names. */
+interface SliceIndex {
+  service?: string;
+  pods: string[];
+  /** Pods this slice says are not ready (an IPv4/IPv6 slice, an endpoint with an address). */
+  notReady?: Set<string>;
+}
+
+/**
+ * Per cluster: what a pod's or a service's computation needs besides the object itself
+ * (waypoints, networks, east-west gateways: rebuilt on a full compute), and the reverse
+ * indexes that say what a change touches (slices by service and by pod, pods by node).
+ */
+interface ClusterState {
+  c: ClusterObjects;
+  waypoints: ClusterWaypoints;
+  systemNetwork: string;
+  registryNetwork: string;
+  network: string;
+  eastWest: Set<string>;
+  slices: Map<string, SliceIndex>;
+  podSlices: Map<string, Set<string>>;
+  serviceSlices: Map<string, Set<string>>;
+  nodePods: Map<string, Set<string>>;
+  podNode: Map<string, string>;
+  nodeSignatures: Map<string, string>;
+  namespaceSignatures: Map<string, string>;
+}
+
 function time(t: Date | string | undefined): number {
   if (!t) return 0;
   const ms = t instanceof Date ? t.getTime() : Date.parse(t);
   return Number.isFinite(ms) ? ms : 0;
 }
 
+function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
+  let set = index.get(key);
+  if (!set) index.set(key, (set = new Set()));
+  set.add(value);
+}
+
+function removeFrom<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
+  const set = index.get(key);
+  if (!set) return;
+  set.delete(value);
+  if (set.size === 0) index.delete(key);
+}
+
+function sliceIndexOf(slice: EndpointSlice | undefined): SliceIndex | undefined {
+  if (!slice) return undefined;
+  const namespace = slice.metadata?.namespace ?? "";
+  const name = labelsOf(slice)[LABEL_SERVICE_NAME];
+  const pods: string[] = [];
+  let notReady: Set<string> | undefined;
+  const ipFamily = slice.addressType === "IPv4" || slice.addressType === "IPv6";
+  for (const ep of slice.endpoints ?? []) {
+    if (ep.targetRef?.kind !== "Pod") continue;
+    const key = `${ep.targetRef.namespace ?? namespace}/${ep.targetRef.name ?? ""}`;
+    pods.push(key);
+    if (ipFamily && ep.conditions?.ready === false && (ep.addresses ?? []).some((a) => isIP(a) !== 0)) (notReady ??= new Set()).add(key);
+  }
+  return { ...(name && { service: `${namespace}/${name}` }), pods, ...(notReady && { notReady }) };
+}
+
+/** What of a node the model reads (its locality labels): other updates (status) change nothing. */
+function nodeSignature(node: KubeObject | undefined): string {
+  if (!node) return "";
+  const l = labelsOf(node);
+  return `${l[LABEL_REGION] ?? ""}\n${l[LABEL_ZONE] ?? ""}\n${l[LABEL_SUBZONE] ?? ""}`;
+}
+
+/** What of a namespace the model reads: labels and annotations. */
+function namespaceSignature(ns: KubeObject | undefined): string {
+  return ns ? JSON.stringify([ns.metadata?.labels ?? {}, ns.metadata?.annotations ?? {}]) : "";
+}
+
+/**
+ * Computes the mesh model and keeps it: `compute` from scratch, `update` for what changed
+ * since (the clusters' dirty keys). An update recomputes only the objects a change touches:
+ * a pod → its workload and the services whose slices name it; an EndpointSlice → its service
+ * (before and after) and the pods it names (health); a Service → that service and its slices'
+ * pods; a node's locality labels → the pods on it. Gateways, gateway classes, namespace label
+ * or annotation changes and relists recompute everything (they move waypoints, networks and
+ * gateways of many objects at once; they are rare). Both paths run the same per-object code,
+ * so an update gives what a compute from scratch would (tests/feed/incremental.test.ts).
+ */
 export class MeshComputer {
-  private gaps = new Map<string, number>();
+  private mesh: ComputedMesh = { workloads: new Map(), services: new Map(), gateways: new Map(), gaps: new Map(), memberships: new Map() };
+  private clusterStates: ClusterState[] = [];
+  private readonly objectGaps = new Map<string, Map<string, number>>();
+  private gapSink: Map<string, number> | undefined;
+  /** hostname → the uids of the workloads its selector-less slice endpoints made. */
+  private readonly sliceWorkloads = new Map<string, string[]>();
 
   constructor(private readonly options: MeshOptions) {}
 
+  get current(): ComputedMesh {
+    return this.mesh;
+  }
+
   private gap(reason: string, n = 1): void {
-    this.gaps.set(reason, (this.gaps.get(reason) ?? 0) + n);
+    if (this.gapSink) this.gapSink.set(reason, (this.gapSink.get(reason) ?? 0) + n);
+  }
+
+  /** Runs `fn` with its gaps attributed to `key` (replacing what that object reported before). */
+  private withGaps<T>(key: string, fn: () => T): T {
+    const sink = new Map<string, number>();
+    this.gapSink = sink;
+    try {
+      return fn();
+    } finally {
+      this.gapSink = undefined;
+      const totals = this.mesh.gaps;
+      const old = this.objectGaps.get(key);
+      if (old) for (const [reason, n] of old) {
+        const left = (totals.get(reason) ?? 0) - n;
+        if (left > 0) totals.set(reason, left);
+        else totals.delete(reason);
+      }
+      if (sink.size > 0) {
+        this.objectGaps.set(key, sink);
+        for (const [reason, n] of sink) totals.set(reason, (totals.get(reason) ?? 0) + n);
+      } else this.objectGaps.delete(key);
+    }
   }
 
   /** The network a cluster's own objects (VIPs, slice endpoints) are on. */
@@ -104,23 +233,259 @@ export class MeshComputer {
     return labelsOf(ns)[LABEL_NETWORK] || this.options.networks.registryNetwork(c.clusterId);
   }
 
+  private hostnameOf(serviceKey: string): string {
+    const slash = serviceKey.indexOf("/");
+    return `${serviceKey.slice(slash + 1)}.${serviceKey.slice(0, slash)}.svc.${this.options.domainSuffix}`;
+  }
+
+  // ------------------------------------------------------------------ from scratch
+
   compute(clusters: ClusterObjects[]): ComputedMesh {
-    this.gaps = new Map();
+    this.computeAll(clusters);
+    return this.mesh;
+  }
+
+  private computeAll(clusters: ClusterObjects[]): MeshChanges {
+    const before = this.mesh;
+    const changes: MeshChanges = { full: true, workloads: new Set(before.workloads.keys()), services: new Set(before.services.keys()) };
+    for (const c of clusters) c.takeDirty();
+    this.mesh = { workloads: new Map(), services: new Map(), gateways: new Map(), gaps: new Map(), memberships: new Map() };
+    this.objectGaps.clear();
+    this.sliceWorkloads.clear();
     const sorted = [...clusters].sort((a, b) => a.clusterId.localeCompare(b.clusterId));
-    const workloads = new Map<string, WorkloadInfo>();
-    const builds = new Map<string, ServiceBuild>();
-    const gateways = this.networkGateways(sorted);
-    for (const g of gateways.values()) this.addGatewayWorkload(g, workloads);
-    for (const c of sorted) {
-      const waypoints = new ClusterWaypoints(c);
-      this.addPodWorkloads(c, waypoints, workloads);
-      this.addServices(c, waypoints, workloads, builds);
+    this.withGaps("gateways", () => {
+      this.mesh.gateways = this.networkGateways(sorted);
+      for (const g of this.mesh.gateways.values()) this.addGatewayWorkload(g, this.mesh.workloads);
+    });
+    this.clusterStates = sorted.map((c) => this.clusterState(c));
+    for (const st of this.clusterStates) for (const key of st.c.pods.keys()) this.computePod(st, key);
+    const serviceKeys = new Set<string>();
+    for (const st of this.clusterStates) for (const key of st.c.services.keys()) serviceKeys.add(key);
+    this.computeServices([...serviceKeys].sort((a, b) => this.hostnameOf(a).localeCompare(this.hostnameOf(b))), changes);
+    for (const uid of this.mesh.workloads.keys()) changes.workloads.add(uid);
+    for (const h of this.mesh.services.keys()) changes.services.add(h);
+    return changes;
+  }
+
+  private clusterState(c: ClusterObjects): ClusterState {
+    const eastWest = new Set<string>();
+    for (const [key, gw] of c.gateways) if (gw.spec?.gatewayClassName === CLASS_EAST_WEST) eastWest.add(key);
+    const st: ClusterState = {
+      c,
+      waypoints: new ClusterWaypoints(c),
+      systemNetwork: labelsOf(c.namespaces.get(this.options.systemNamespace))[LABEL_NETWORK] ?? "",
+      registryNetwork: this.options.networks.registryNetwork(c.clusterId),
+      network: this.clusterNetwork(c),
+      eastWest,
+      slices: new Map(),
+      podSlices: new Map(),
+      serviceSlices: new Map(),
+      nodePods: new Map(),
+      podNode: new Map(),
+      nodeSignatures: new Map(),
+      namespaceSignatures: new Map(),
+    };
+    for (const key of c.endpointSlices.keys()) this.reindexSlice(st, key);
+    for (const [key, node] of c.nodes) st.nodeSignatures.set(key, nodeSignature(node));
+    for (const [key, ns] of c.namespaces) st.namespaceSignatures.set(key, namespaceSignature(ns));
+    return st;
+  }
+
+  /** Re-reads a slice into the indexes; returns what it named before and now. */
+  private reindexSlice(st: ClusterState, key: string): { before?: SliceIndex; after?: SliceIndex } {
+    const before = st.slices.get(key);
+    if (before) {
+      if (before.service) removeFrom(st.serviceSlices, before.service, key);
+      for (const p of before.pods) removeFrom(st.podSlices, p, key);
     }
-    const services = new Map<string, Service>();
-    for (const b of [...builds.values()].sort((a, b) => a.hostname.localeCompare(b.hostname))) {
-      services.set(b.hostname, this.finishService(b, workloads));
+    const after = sliceIndexOf(st.c.endpointSlices.get(key));
+    if (after) {
+      st.slices.set(key, after);
+      if (after.service) addTo(st.serviceSlices, after.service, key);
+      for (const p of after.pods) addTo(st.podSlices, p, key);
+    } else st.slices.delete(key);
+    return { before, after };
+  }
+
+  // ------------------------------------------------------------------ incremental
+
+  /** Brings the mesh up to date with what changed in `clusters` since the last call. */
+  update(clusters: ClusterObjects[]): { mesh: ComputedMesh; changes: MeshChanges } {
+    const sameClusters = clusters.length === this.clusterStates.length && clusters.every((c) => this.clusterStates.some((st) => st.c === c));
+    if (!sameClusters) {
+      const changes = this.computeAll(clusters);
+      return { mesh: this.mesh, changes };
     }
-    return { workloads, services, gateways, gaps: this.gaps };
+    const dirty = this.clusterStates.map((st) => ({ st, d: st.c.takeDirty() }));
+    const wholesale = dirty.some(({ st, d }) => {
+      if (d.all || (d.keys.get("gateways")?.size ?? 0) > 0 || (d.keys.get("gatewayClasses")?.size ?? 0) > 0) return true;
+      for (const key of d.keys.get("namespaces") ?? []) if (namespaceSignature(st.c.namespaces.get(key)) !== (st.namespaceSignatures.get(key) ?? "")) return true;
+      return false;
+    });
+    if (wholesale) {
+      const changes = this.computeAll(clusters);
+      return { mesh: this.mesh, changes };
+    }
+    const changes: MeshChanges = { full: false, workloads: new Set(), services: new Set() };
+    const services = new Set<string>();
+    const podsOf = new Map<ClusterState, Set<string>>();
+    for (const { st, d } of dirty) {
+      const pods = new Set<string>();
+      podsOf.set(st, pods);
+      for (const key of d.keys.get("nodes") ?? []) {
+        const sig = nodeSignature(st.c.nodes.get(key));
+        if (sig === (st.nodeSignatures.get(key) ?? "")) continue;
+        if (sig) st.nodeSignatures.set(key, sig);
+        else st.nodeSignatures.delete(key);
+        for (const p of st.nodePods.get(key) ?? []) pods.add(p);
+      }
+      for (const key of d.keys.get("endpointSlices") ?? []) {
+        const { before, after } = this.reindexSlice(st, key);
+        for (const s of [before, after]) {
+          if (!s) continue;
+          if (s.service) services.add(s.service);
+          for (const p of s.pods) pods.add(p);
+        }
+      }
+      for (const key of d.keys.get("services") ?? []) {
+        services.add(key);
+        // Whether a slice's "not ready" counts depends on its service existing.
+        for (const slice of st.serviceSlices.get(key) ?? []) for (const p of st.slices.get(slice)?.pods ?? []) pods.add(p);
+      }
+      for (const key of d.keys.get("pods") ?? []) {
+        pods.add(key);
+        for (const slice of st.podSlices.get(key) ?? []) {
+          const s = st.slices.get(slice)?.service;
+          if (s) services.add(s);
+        }
+      }
+    }
+    for (const [st, pods] of podsOf) for (const key of pods) changes.workloads.add(this.computePod(st, key));
+    this.computeServices([...services], changes);
+    return { mesh: this.mesh, changes };
+  }
+
+  // ------------------------------------------------------------------ per object
+
+  /** Recomputes one pod's workload; returns its uid. */
+  private computePod(st: ClusterState, key: string): string {
+    const c = st.c;
+    const uid = `${c.clusterId}//Pod/${key}`;
+    const pod = c.pods.get(key);
+    const oldNode = st.podNode.get(key);
+    const node = pod?.spec?.nodeName ?? "";
+    if (oldNode !== undefined && oldNode !== node) removeFrom(st.nodePods, oldNode, key);
+    if (pod && node) {
+      st.podNode.set(key, node);
+      addTo(st.nodePods, node, key);
+    } else st.podNode.delete(key);
+    const w = this.withGaps(`pod ${uid}`, () => (pod ? this.podWorkload(c, pod, st.waypoints, st.systemNetwork, st.registryNetwork) : undefined));
+    if (!pod || !w) {
+      this.mesh.workloads.delete(uid);
+      return uid;
+    }
+    // The model keeps one health per workload: not ready in any slice is unhealthy.
+    if (!this.readyInSlices(st, key)) w.healthy = false;
+    const instanceOf = labelsOf(pod)[LABEL_GATEWAY_NAME];
+    this.mesh.workloads.set(uid, {
+      workload: w,
+      clusterId: c.clusterId,
+      created: time(pod.metadata?.creationTimestamp),
+      deleting: !!pod.metadata?.deletionTimestamp,
+      reachableEverywhere: !!instanceOf && st.eastWest.has(`${pod.metadata?.namespace ?? ""}/${instanceOf}`),
+    });
+    return uid;
+  }
+
+  /** False when a slice of an existing (not ExternalName) service says the pod is not ready. */
+  private readyInSlices(st: ClusterState, podKey: string): boolean {
+    for (const sliceKey of st.podSlices.get(podKey) ?? []) {
+      const index = st.slices.get(sliceKey);
+      if (!index?.service || !index.notReady?.has(podKey)) continue;
+      const svc = st.c.services.get(index.service);
+      if (svc && svc.spec?.type !== "ExternalName") return false;
+    }
+    return true;
+  }
+
+  /**
+   * Recomputes the services of these keys (namespace/name, merged across clusters by
+   * hostname), the workloads their selector-less endpoints make, and the memberships.
+   */
+  private computeServices(keys: string[], changes: MeshChanges): void {
+    const results: Array<{ hostname: string; service?: Service; made: Map<string, WorkloadInfo> }> = [];
+    for (const key of keys) {
+      const hostname = this.hostnameOf(key);
+      const made = new Map<string, WorkloadInfo>();
+      const service = this.withGaps(`service ${hostname}`, () => {
+        let b: ServiceBuild | undefined;
+        for (const st of this.clusterStates) {
+          const svc = st.c.services.get(key);
+          if (!svc) continue;
+          if (svc.spec?.type === "ExternalName") {
+            this.gap("ExternalName service (not implemented by istiod's ambient index either)");
+            continue;
+          }
+          if (!b) b = this.newBuild(st.c, svc, hostname, st.waypoints);
+          else {
+            // Same namespace/name in another cluster: one service (istiod merges by hostname); the
+            // first cluster's ports come first, new ports are added.
+            for (const p of this.portSpecs(svc)) if (!b.ports.some((q) => q.port === p.port)) b.ports.push(p);
+            if (!b.waypoint) b.waypoint = serviceCannotHaveWaypoint(svc) ? undefined : st.waypoints.forService(svc);
+          }
+          for (const ip of serviceVips(svc)) {
+            if (isIP(ip) === 0) continue;
+            b.vips.push({ ...(st.network && { network: st.network }), address: canonicalIp(ip) });
+          }
+          for (const sliceKey of st.serviceSlices.get(key) ?? []) {
+            const slice = st.c.endpointSlices.get(sliceKey);
+            if (slice) this.addSlice(st.c, slice, b, st.network, made);
+          }
+        }
+        return b ? this.finishService(b, made) : undefined;
+      });
+      results.push({ hostname, service, made });
+    }
+    // Selector-less endpoint workloads: drop the ones no longer made, then set the new ones.
+    const madeNow = new Set<string>();
+    for (const r of results) for (const uid of r.made.keys()) madeNow.add(uid);
+    for (const r of results) {
+      for (const uid of this.sliceWorkloads.get(r.hostname) ?? []) {
+        changes.workloads.add(uid);
+        if (!madeNow.has(uid)) this.mesh.workloads.delete(uid);
+      }
+      for (const [uid, info] of r.made) {
+        this.mesh.workloads.set(uid, info);
+        changes.workloads.add(uid);
+      }
+      if (r.made.size > 0) this.sliceWorkloads.set(r.hostname, [...r.made.keys()]);
+      else this.sliceWorkloads.delete(r.hostname);
+    }
+    for (const { hostname, service } of results) {
+      const before = this.mesh.services.get(hostname);
+      const oldMembers = new Map<string, string>();
+      for (const e of before?.endpoints ?? []) oldMembers.set(e.workload, e.ports ? JSON.stringify(e.ports) : "");
+      const newMembers = new Set<string>();
+      for (const e of service?.endpoints ?? []) {
+        newMembers.add(e.workload);
+        const was = oldMembers.get(e.workload);
+        if (was === (e.ports ? JSON.stringify(e.ports) : "")) continue;
+        let m = this.mesh.memberships.get(e.workload);
+        if (!m) this.mesh.memberships.set(e.workload, (m = new Map()));
+        m.set(hostname, e.ports);
+        changes.workloads.add(e.workload);
+      }
+      for (const uid of oldMembers.keys()) {
+        if (newMembers.has(uid)) continue;
+        const m = this.mesh.memberships.get(uid);
+        m?.delete(hostname);
+        if (m?.size === 0) this.mesh.memberships.delete(uid);
+        changes.workloads.add(uid);
+      }
+      if (service) this.mesh.services.set(hostname, service);
+      else this.mesh.services.delete(hostname);
+      changes.services.add(hostname);
+    }
   }
 
   // ------------------------------------------------------------------ gateways
@@ -150,25 +515,6 @@ export class MeshComputer {
   }
 
   // ------------------------------------------------------------------ workloads
-
-  private addPodWorkloads(c: ClusterObjects, waypoints: ClusterWaypoints, workloads: Map<string, WorkloadInfo>): void {
-    const systemNetwork = labelsOf(c.namespaces.get(this.options.systemNamespace))[LABEL_NETWORK] ?? "";
-    const registryNetwork = this.options.networks.registryNetwork(c.clusterId);
-    const eastWest = new Set<string>();
-    for (const [key, gw] of c.gateways) if (gw.spec?.gatewayClassName === CLASS_EAST_WEST) eastWest.add(key);
-    for (const pod of c.pods.values()) {
-      const w = this.podWorkload(c, pod, waypoints, systemNetwork, registryNetwork);
-      if (!w) continue;
-      const instanceOf = labelsOf(pod)[LABEL_GATEWAY_NAME];
-      workloads.set(w.uid, {
-        workload: w,
-        clusterId: c.clusterId,
-        created: time(pod.metadata?.creationTimestamp),
-        deleting: !!pod.metadata?.deletionTimestamp,
-        reachableEverywhere: !!instanceOf && eastWest.has(`${pod.metadata?.namespace ?? ""}/${instanceOf}`),
-      });
-    }
-  }
 
   /** podWorkloadBuilder (ambient/workloads.go) reduced to the model's fields. */
   private podWorkload(c: ClusterObjects, pod: Pod, waypoints: ClusterWaypoints, systemNetwork: string, registryNetwork: string): Workload | undefined {
@@ -205,41 +551,6 @@ export class MeshComputer {
 
   // ------------------------------------------------------------------ services
 
-  private addServices(c: ClusterObjects, waypoints: ClusterWaypoints, workloads: Map<string, WorkloadInfo>, builds: Map<string, ServiceBuild>): void {
-    const network = this.clusterNetwork(c);
-    const slicesByService = new Map<string, EndpointSlice[]>();
-    for (const slice of c.endpointSlices.values()) {
-      const name = labelsOf(slice)[LABEL_SERVICE_NAME];
-      if (!name) continue;
-      const key = `${slice.metadata?.namespace ?? ""}/${name}`;
-      const list = slicesByService.get(key);
-      if (list) list.push(slice);
-      else slicesByService.set(key, [slice]);
-    }
-    for (const [key, svc] of c.services) {
-      if (svc.spec?.type === "ExternalName") {
-        this.gap("ExternalName service (not implemented by istiod's ambient index either)");
-        continue;
-      }
-      const hostname = serviceHostname(svc, this.options.domainSuffix);
-      let b = builds.get(hostname);
-      if (!b) {
-        b = this.newBuild(c, svc, hostname, waypoints);
-        builds.set(hostname, b);
-      } else {
-        // Same namespace/name in another cluster: one service (istiod merges by hostname); the
-        // first cluster's ports come first, new ports are added.
-        for (const p of this.portSpecs(svc)) if (!b.ports.some((q) => q.port === p.port)) b.ports.push(p);
-        if (!b.waypoint) b.waypoint = serviceCannotHaveWaypoint(svc) ? undefined : waypoints.forService(svc);
-      }
-      for (const ip of serviceVips(svc)) {
-        if (isIP(ip) === 0) continue;
-        b.vips.push({ ...(network && { network }), address: canonicalIp(ip) });
-      }
-      for (const slice of slicesByService.get(key) ?? []) this.addSlice(c, svc, slice, b, network, workloads);
-    }
-  }
-
   private portSpecs(svc: KubeService): PortSpec[] {
     return tcpPorts(svc).map((p) => ({ name: p.name ?? "", port: p.port as number, target: numericTargetPort(p) }));
   }
@@ -275,7 +586,7 @@ export class MeshComputer {
    * controller has already resolved named target ports per pod; the sidecar registry reads
    * them the same way, endpointslice.go).
    */
-  private addSlice(c: ClusterObjects, svc: KubeService, slice: EndpointSlice, b: ServiceBuild, network: string, workloads: Map<string, WorkloadInfo>): void {
+  private addSlice(c: ClusterObjects, slice: EndpointSlice, b: ServiceBuild, network: string, made: Map<string, WorkloadInfo>): void {
     if (slice.addressType !== "IPv4" && slice.addressType !== "IPv6") return; // FQDN: not supported by istiod
     const slicePorts = new Map<string, number>();
     for (const p of slice.ports ?? []) {
@@ -289,18 +600,16 @@ export class MeshComputer {
       const ready = ep.conditions?.ready !== false;
       let uid: string;
       if (ep.targetRef?.kind === "Pod") {
-        const pod = c.pods.get(`${ep.targetRef.namespace ?? namespace}/${ep.targetRef.name ?? ""}`);
-        const info = pod ? workloads.get(podUid(c.clusterId, pod)) : undefined;
-        if (!info) continue; // the Pod is not (or not yet) a workload: istiod skips it too
-        uid = info.workload.uid;
-        // The model keeps one health per workload: not ready in any slice is unhealthy.
-        if (!ready) info.workload.healthy = false;
+        // The Pod must be a workload (istiod skips the endpoint otherwise); its health from the
+        // slices is the pod's computation (readyInSlices).
+        uid = `${c.clusterId}//Pod/${ep.targetRef.namespace ?? namespace}/${ep.targetRef.name ?? ""}`;
+        if (!this.mesh.workloads.has(uid)) continue;
       } else {
         const ip = canonicalIp(addresses[0]);
         uid = sliceEndpointUid(c.clusterId, namespace, slice.metadata?.name ?? "", ip);
-        if (!workloads.has(uid)) {
+        if (!made.has(uid)) {
           const workload: Workload = { uid, addresses: [ip], ...(network && { network }), ...(!ready && { healthy: false }) };
-          workloads.set(uid, { workload, clusterId: c.clusterId, created: 0, deleting: false, reachableEverywhere: false });
+          made.set(uid, { workload, clusterId: c.clusterId, created: 0, deleting: false, reachableEverywhere: false });
         }
       }
       let targets = b.endpoints.get(uid);
@@ -313,11 +622,10 @@ export class MeshComputer {
         if (resolved !== undefined || !targets.has(p.port)) targets.set(p.port, resolved);
       }
     }
-    void svc;
   }
 
   /** Default target per port, per-endpoint overrides, SANs. */
-  private finishService(b: ServiceBuild, workloads: Map<string, WorkloadInfo>): Service {
+  private finishService(b: ServiceBuild, made: Map<string, WorkloadInfo>): Service {
     const ports: Record<string, number> = {};
     for (const p of b.ports) {
       let target = p.target;
@@ -353,7 +661,7 @@ export class MeshComputer {
         }
       }
       endpoints.push({ workload: uid, ...(any && { ports: overrides }) });
-      const identity = workloads.get(uid)?.workload.identity;
+      const identity = (made.get(uid) ?? this.mesh.workloads.get(uid))?.workload.identity;
       if (identity) sans.add(identity);
     }
     return {
