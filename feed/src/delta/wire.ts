@@ -144,14 +144,22 @@ export class WireWriter {
 
   u16(v: number): void {
     this.ensure(2);
-    this.buf.writeUInt16LE(v, this.pos);
-    this.pos += 2;
+    const b = this.buf;
+    const p = this.pos;
+    b[p] = v & 0xff;
+    b[p + 1] = (v >>> 8) & 0xff;
+    this.pos = p + 2;
   }
 
   u32(v: number): void {
     this.ensure(4);
-    this.buf.writeUInt32LE(v >>> 0, this.pos);
-    this.pos += 4;
+    const b = this.buf;
+    const p = this.pos;
+    b[p] = v & 0xff;
+    b[p + 1] = (v >>> 8) & 0xff;
+    b[p + 2] = (v >>> 16) & 0xff;
+    b[p + 3] = (v >>> 24) & 0xff;
+    this.pos = p + 4;
   }
 
   /** A u64 from a non-negative safe integer (versions and epochs stay below 2^53). */
@@ -162,12 +170,26 @@ export class WireWriter {
     this.pos += 8;
   }
 
-  /** u16 byte length + UTF-8, written in place. */
+  /**
+   * u16 byte length + UTF-8. The texts of a mesh repeat (identities, networks, localities,
+   * SANs: the model interns them too), so each text's encoding is kept in a bounded cache and
+   * copied in; a miss encodes ASCII with a byte loop and anything else with Buffer.write.
+   */
   str(s: string, field: string): void {
-    this.ensure(2 + s.length * 3);
-    const n = s.length === 0 ? 0 : this.buf.write(s, this.pos + 2, "utf8");
-    if (n > MAX_U16) throw new WireEncodeError(`${field}: ${n} bytes (at most ${MAX_U16})`);
-    this.buf.writeUInt16LE(n, this.pos);
+    let bytes = textCache.get(s);
+    if (bytes === undefined) {
+      bytes = encodeText(s);
+      if (bytes.length > MAX_U16) throw new WireEncodeError(`${field}: ${bytes.length} bytes (at most ${MAX_U16})`);
+      if (textCache.size >= TEXT_CACHE_ENTRIES) textCache.clear();
+      textCache.set(s, bytes);
+    }
+    const n = bytes.length;
+    this.ensure(2 + n);
+    const buf = this.buf;
+    buf[this.pos] = n & 0xff;
+    buf[this.pos + 1] = n >> 8;
+    if (n < 16) for (let i = 0; i < n; i++) buf[this.pos + 2 + i] = bytes[i];
+    else buf.set(bytes, this.pos + 2);
     this.pos += 2 + n;
   }
 
@@ -186,10 +208,10 @@ export class WireWriter {
   ref(r: WireRef, field: string): void {
     if (r.hostname !== undefined) {
       this.u8(REF_HOSTNAME);
-      this.str(r.hostname, `${field}.hostname`);
+      this.str(r.hostname, field);
     } else {
       this.u8(REF_ADDRESS);
-      this.address(r.address ?? "", `${field}.address`);
+      this.address(r.address ?? "", field);
     }
     this.u16(r.port);
   }
@@ -213,6 +235,21 @@ export class WireWriter {
   copyFrom(from: number): Buffer {
     return Buffer.from(this.buf.subarray(from, this.pos));
   }
+}
+
+/** At most this many distinct texts are kept encoded (~64k x a few dozen bytes); the cache is emptied when full. */
+const TEXT_CACHE_ENTRIES = 65_536;
+const textCache = new Map<string, Uint8Array>();
+
+function encodeText(s: string): Uint8Array {
+  const len = s.length;
+  const out = new Uint8Array(len);
+  for (let i = 0; i < len; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) return Buffer.from(s, "utf8");
+    out[i] = c;
+  }
+  return out;
 }
 
 function digit(c: number): number {
@@ -307,52 +344,67 @@ export function writeIpv6(buf: Buffer, at: number, ip: string): boolean {
   return true;
 }
 
+/** Names the record a WireEncodeError came from (built only on that path). */
+function inRecord<T>(what: string, id: number, write: () => T): T {
+  try {
+    return write();
+  } catch (error) {
+    if (error instanceof WireEncodeError) throw new WireEncodeError(`${what} ${id}.${error.message}`);
+    throw error;
+  }
+}
+
 /** Writes one workload upsert record. */
 export function writeWorkloadUpsert(w: WireWriter, r: WireWorkload): void {
-  const at = `workload ${r.id}`;
-  w.u8(RECORD_WORKLOAD_UPSERT);
-  w.u32(r.id);
-  w.u8(r.flags);
-  w.str(r.network, `${at}.network`);
-  w.str(r.identity, `${at}.identity`);
-  w.str(r.locality, `${at}.locality`);
-  if (r.flags & WF_WAYPOINT) w.ref(r.waypoint!, `${at}.waypoint`);
-  if (r.flags & WF_GATEWAY) w.ref(r.gateway!, `${at}.networkGateway`);
-  w.count8(r.addresses.length, `${at}.addresses`);
-  for (const a of r.addresses) w.address(a, `${at}.addresses`);
-  w.count16(r.memberships.length, `${at}.memberships`);
-  for (const m of r.memberships) {
-    w.u32(m.service);
-    w.count8(m.overrides.length, `${at}.memberships.overrides`);
-    for (const [port, target] of m.overrides) {
-      w.u16(port);
-      w.u16(target);
+  inRecord("workload", r.id, () => {
+    w.u8(RECORD_WORKLOAD_UPSERT);
+    w.u32(r.id);
+    w.u8(r.flags);
+    w.str(r.network, "network");
+    w.str(r.identity, "identity");
+    w.str(r.locality, "locality");
+    if (r.flags & WF_WAYPOINT) w.ref(r.waypoint!, "waypoint");
+    if (r.flags & WF_GATEWAY) w.ref(r.gateway!, "networkGateway");
+    const addresses = r.addresses;
+    w.count8(addresses.length, "addresses");
+    for (let i = 0; i < addresses.length; i++) w.address(addresses[i], "addresses");
+    const ms = r.memberships;
+    w.count16(ms.length, "memberships");
+    for (let i = 0; i < ms.length; i++) {
+      const m = ms[i];
+      w.u32(m.service);
+      w.count8(m.overrides.length, "memberships.overrides");
+      for (const [port, target] of m.overrides) {
+        w.u16(port);
+        w.u16(target);
+      }
     }
-  }
+  });
 }
 
 /** Writes one service upsert record. */
 export function writeServiceUpsert(w: WireWriter, r: WireService): void {
-  const at = `service ${r.id}`;
-  w.u8(RECORD_SERVICE_UPSERT);
-  w.u32(r.id);
-  w.str(r.hostname, `${at}.hostname`);
-  w.u8(r.flags);
-  if (r.flags & SF_CLUSTER) w.str(r.cluster ?? "", `${at}.cluster`);
-  w.u32(r.lbPrefs);
-  w.count16(r.ports.length, `${at}.ports`);
-  for (const [port, target] of r.ports) {
-    w.u16(port);
-    w.u16(target);
-  }
-  w.count16(r.vips.length, `${at}.vips`);
-  for (const v of r.vips) {
-    w.str(v.network, `${at}.vips.network`);
-    w.address(v.address, `${at}.vips.address`);
-  }
-  if (r.flags & SF_WAYPOINT) w.ref(r.waypoint!, `${at}.waypoint`);
-  w.count16(r.sans.length, `${at}.subjectAltNames`);
-  for (const s of r.sans) w.str(s, `${at}.subjectAltNames`);
+  inRecord("service", r.id, () => {
+    w.u8(RECORD_SERVICE_UPSERT);
+    w.u32(r.id);
+    w.str(r.hostname, "hostname");
+    w.u8(r.flags);
+    if (r.flags & SF_CLUSTER) w.str(r.cluster ?? "", "cluster");
+    w.u32(r.lbPrefs);
+    w.count16(r.ports.length, "ports");
+    for (const [port, target] of r.ports) {
+      w.u16(port);
+      w.u16(target);
+    }
+    w.count16(r.vips.length, "vips");
+    for (const v of r.vips) {
+      w.str(v.network, "vips.network");
+      w.address(v.address, "vips.address");
+    }
+    if (r.flags & SF_WAYPOINT) w.ref(r.waypoint!, "waypoint");
+    w.count16(r.sans.length, "subjectAltNames");
+    for (const s of r.sans) w.str(s, "subjectAltNames");
+  });
 }
 
 export function writeRemove(w: WireWriter, type: typeof RECORD_WORKLOAD_REMOVE | typeof RECORD_SERVICE_REMOVE, id: number): void {
