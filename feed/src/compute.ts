@@ -309,6 +309,14 @@ export class MeshComputer {
 
   // ------------------------------------------------------------------ incremental
 
+  /**
+   * Forgets what the incremental path knows, so the next update recomputes everything (after
+   * an update failed halfway, its dirty keys are gone and the indexes may be half-updated).
+   */
+  invalidate(): void {
+    this.clusterStates = [];
+  }
+
   /** Brings the mesh up to date with what changed in `clusters` since the last call. */
   update(clusters: ClusterObjects[]): { mesh: ComputedMesh; changes: MeshChanges } {
     const sameClusters = clusters.length === this.clusterStates.length && clusters.every((c) => this.clusterStates.some((st) => st.c === c));

@@ -207,8 +207,11 @@ export class FeedController implements SnapshotSource {
         }
       }
     } catch (error) {
-      // A bug or an unexpected object: nothing new is published, the previous versions stay
-      // (what the failed update touched is diffed again at the next render).
+      // A bug or an unexpected object: nothing new is published, the previous versions stay;
+      // the next render recomputes everything (what this one touched may be half-updated) and
+      // publishes the difference from the last published version.
+      this.computer.invalidate();
+      setTimeout(() => this.deltaDebouncer.poke(), 1000).unref();
       this.metrics.add("feed_render_errors_total", { target: "*" });
       this.log("error", `delta render failed, previous versions kept: ${(error as Error).stack ?? error}`);
     } finally {

@@ -38,6 +38,13 @@ const decoder = new TextDecoder("utf-8", { fatal: true });
 
 class Refusal extends Error {}
 
+declare module "node:buffer" {
+  interface Buffer {
+    latin1Slice(start: number, end: number): string;
+    hexSlice(start: number, end: number): string;
+  }
+}
+
 /** Bounds-checked little-endian reads over one message. */
 class Reader {
   pos: number;
@@ -79,22 +86,31 @@ class Reader {
   str(field: string): string {
     const n = this.u16(field);
     this.need(n, field);
-    const bytes = this.buf.subarray(this.pos, this.pos + n);
+    const buf = this.buf;
+    const start = this.pos;
     this.pos += n;
+    let ascii = true;
+    for (let i = start; i < start + n; i++) {
+      if (buf[i] >= 0x80) {
+        ascii = false;
+        break;
+      }
+    }
+    if (ascii) return buf.latin1Slice(start, start + n);
     try {
-      return decoder.decode(bytes);
+      return decoder.decode(buf.subarray(start, start + n));
     } catch {
       return this.fail(field, "not valid UTF-8");
     }
   }
 
-  /** An address as a key: family and bytes in hex (e.g. "4:0a000001"). */
-  address(field: string): string {
+  /** An address as a key: IPv4 as its 32-bit number, IPv6 as hex (distinct from every IPv4 key). */
+  address(field: string): string | number {
     const family = this.u8(field);
     const n = family === FAMILY_V4 ? 4 : family === FAMILY_V6 ? 16 : -1;
     if (n < 0) this.fail(field, `address family ${family} (expected 4 or 6)`);
     this.need(n, field);
-    const key = `${family}:${this.buf.toString("hex", this.pos, this.pos + n)}`;
+    const key = n === 4 ? this.buf.readUInt32BE(this.pos) : this.buf.hexSlice(this.pos, this.pos + n);
     this.pos += n;
     return key;
   }
@@ -256,6 +272,18 @@ export class WireShadow {
   private hostnameOwner = new Map<string, number>();
   epoch = 0;
   version = 0;
+  /** Texts already found valid (identities, localities repeat across workloads); bounded. */
+  private readonly validTexts = new Map<(t: string) => boolean, Set<string>>();
+
+  private checkedText(text: string, rule: (t: string) => boolean): boolean {
+    let valid = this.validTexts.get(rule);
+    if (!valid) this.validTexts.set(rule, (valid = new Set()));
+    if (valid.has(text)) return true;
+    if (!rule(text)) return false;
+    if (valid.size >= 65_536) valid.clear();
+    valid.add(text);
+    return true;
+  }
 
   /** Checks `message`; returns the one-line refusal, or the decoded message to `commit`. */
   check(message: Buffer): { error: string } | { ok: CheckedMessage } {
@@ -321,12 +349,12 @@ export class WireShadow {
     const flags = r.u8("flags");
     if (flags & ~0x0f) r.fail("flags", `unknown bits 0x${(flags & ~0x0f).toString(16)}`);
     const network = r.str("network");
-    if (Buffer.byteLength(network) > MAX_NETWORK_BYTES) r.fail("network", `longer than ${MAX_NETWORK_BYTES} bytes`);
+    if (network.length > MAX_NETWORK_BYTES / 3 && Buffer.byteLength(network) > MAX_NETWORK_BYTES) r.fail("network", `longer than ${MAX_NETWORK_BYTES} bytes`);
     const identity = r.str("identity");
     if (identity === "" && flags & WF_ISTIO) r.fail("identity", 'required when tlsMode is "istio"');
-    if (identity !== "" && !isSpiffeIdentity(identity)) r.fail("identity", `not a SPIFFE identity (expected ${SPIFFE_SHAPE}): ${JSON.stringify(identity)}`);
+    if (identity !== "" && !this.checkedText(identity, isSpiffeIdentity)) r.fail("identity", `not a SPIFFE identity (expected ${SPIFFE_SHAPE}): ${JSON.stringify(identity)}`);
     const locality = r.str("locality");
-    if (!isLocality(locality)) r.fail("locality", `not a locality (expected region[/zone[/subzone]]): ${JSON.stringify(locality)}`);
+    if (!this.checkedText(locality, isLocality)) r.fail("locality", `not a locality (expected region[/zone[/subzone]]): ${JSON.stringify(locality)}`);
     if (flags & WF_WAYPOINT) r.ref("waypoint");
     if (flags & WF_GATEWAY) r.ref("networkGateway");
     const n = r.u8("addresses");
