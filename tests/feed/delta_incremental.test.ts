@@ -69,13 +69,18 @@ describe("feed delta: incremental compute and publish equal a from-scratch rende
       for (const n of ["n1", "n2"]) c1.upsert("nodes", node(n, "r1", n === "n1" ? "z1" : "z2"));
       const services = ["a", "b", "c", "d"];
       for (const [i, s] of services.entries()) c1.upsert("services", service("default", s, [{ name: "http", port: 80, targetPort: i % 2 ? "web" : 8080 }], { clusterIP: `10.96.0.${i + 1}` }));
+      // A second cluster on net2 with the same Service "a" (merged by hostname) and pods of its own.
+      const c2 = new ClusterObjects("c2");
+      c2.upsert("namespaces", namespace("istio-system", { "topology.istio.io/network": "net2" }));
+      c2.upsert("services", service("default", "a", [{ name: "http", port: 80, targetPort: 8080 }], { clusterIP: "10.97.0.1" }));
+      const clusters = [c1, c2];
       const computer = new MeshComputer(OPTIONS);
       const views = new Map([["net1", new NetworkView("net1")], ["net2", new NetworkView("net2")]]);
       const channels = new Map([...views.keys()].map((n) => [n, new DeltaChannel(1000 + seed, { ...DEFAULT_DELTA, journal: { ...DEFAULT_DELTA.journal, maxRecords: 200 } })]));
       const clients = new Map([...views.keys()].map((n) => [n, new DecodedModel()]));
       const versions = new Map<string, number[]>([...views.keys()].map((n) => [n, []]));
       const step = (label: string) => {
-        const { mesh, changes } = computer.update([c1]);
+        const { mesh, changes } = computer.update(clusters);
         for (const [network, view] of views) {
           const channel = channels.get(network)!;
           const client = clients.get(network)!;
@@ -84,16 +89,16 @@ describe("feed delta: incremental compute and publish equal a from-scratch rende
           const answer = channel.answer(client.epoch, client.version);
           client.apply(decodeMessage(answer.body));
           if (outcome.published) versions.get(network)!.push(outcome.version);
-          const want = expected([c1], network);
+          const want = expected(clusters, network);
           const got = actual(client);
           const diff = (a: string[], b: string[]) => a.filter((x) => !b.includes(x));
           if (process.env.DEBUG_DELTA && JSON.stringify(got) !== JSON.stringify(want)) {
-            const scratch = viewFor(new MeshComputer(OPTIONS).compute([c1]), network).snapshot.workloads.map((w) => w.uid).sort();
+            const scratch = viewFor(new MeshComputer(OPTIONS).compute(clusters), network).snapshot.workloads.map((w) => w.uid).sort();
             const inc = [...view.workloads.keys()].sort();
             console.log("view only incremental", inc.filter((u) => !scratch.includes(u)), "only scratch", scratch.filter((u) => !inc.includes(u)));
             const recs = [...(channel as unknown as { workloadRecords: Map<string, Buffer> }).workloadRecords.keys()];
             console.log("records not in view", recs.filter((u) => !view.workloads.has(u)), "view not in records", inc.filter((u) => !recs.includes(u)), "client", client.workloads.size, "records", recs.length);
-            console.log("mesh only incremental", [...mesh.workloads.keys()].filter((u) => !new MeshComputer(OPTIONS).compute([c1]).workloads.has(u)));
+            console.log("mesh only incremental", [...mesh.workloads.keys()].filter((u) => !new MeshComputer(OPTIONS).compute(clusters).workloads.has(u)));
           }
           assert.deepEqual(got, want, `${label} (${network}): the client's model differs from a from-scratch render: only in the client ${JSON.stringify([...diff(got.workloads, want.workloads), ...diff(got.services, want.services)])}, only in the render ${JSON.stringify([...diff(want.workloads, got.workloads), ...diff(want.services, got.services)])}`);
           const fresh = new DecodedModel();
@@ -108,6 +113,10 @@ describe("feed delta: incremental compute and publish equal a from-scratch rende
           const eps = [...pods.entries()].filter(([, p]) => p.svc === s).map(([name, p]) => ({ ip: p.ip, pod: name, ready: p.ready }));
           c1.upsert("endpointSlices", slice("default", s, `${s}-1`, [{ name: s === "b" || s === "d" ? "web" : "http", port: s === "d" ? 9090 : 8080 }], eps));
         }
+        // Endpoints with no Pod behind them (selector-less), sometimes reusing a pod's IP.
+        const ext = Array.from({ length: Math.floor(rnd() * 3) }, () => ({ ip: pick(ips) }));
+        if (ext.length > 0) c1.upsert("endpointSlices", slice("default", "d", "d-ext", [{ name: "web", port: 7070 }], ext));
+        else c1.remove("endpointSlices", slice("default", "d", "d-ext", [], []));
       };
       step("initial");
       for (let i = 0; i < 140; i++) {
@@ -137,6 +146,12 @@ describe("feed delta: incremental compute and publish equal a from-scratch rende
         } else if (r < 0.95) {
           const s = pick(services);
           c1.remove("services", service("default", s, []));
+        } else {
+          // The other cluster: a pod of "a" comes or goes, and its slice follows.
+          const name = `q-${Math.floor(rnd() * 4)}`;
+          if (rnd() < 0.6) c2.upsert("pods", pod("default", name, { ip: pick(["10.1.0.1", "10.1.0.2", "10.0.0.3"]), sa: "remote", labels: { app: "a", "security.istio.io/tlsMode": "istio" } }));
+          else c2.remove("pods", pod("default", name));
+          c2.upsert("endpointSlices", slice("default", "a", "a-c2", [{ name: "http", port: 8080 }], [...c2.pods.values()].map((p) => ({ ip: p.status!.podIP!, pod: p.metadata!.name! }))));
         }
         // Several changes per render sometimes (a debounce window).
         if (rnd() < 0.7) step(`step ${i}`);

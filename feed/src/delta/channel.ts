@@ -58,6 +58,12 @@ export class DeltaChannel {
   private readonly pendingWorkloads = new Set<string>();
   private readonly pendingServices = new Set<string>();
   private fullCache: { version: number; body: Buffer } | undefined;
+  /**
+   * Answers built for the current version, by base: every filter VM polls, and after a change
+   * they all ask for the same delta (thousands of VMs at one version get one assembled body).
+   */
+  private answers = new Map<number, DeltaAnswer>();
+  private answersVersion = -1;
   private readonly scratch = new WireWriter(1 << 16);
 
   constructor(
@@ -228,6 +234,20 @@ export class DeltaChannel {
     if (epoch !== this.epoch) return full("epoch");
     if (version > this.current) return full("future");
     if (version === this.current) return { kind: KIND_NO_CHANGE, body: this.noChange(), version, records: 0 };
+    if (this.answersVersion !== this.current) {
+      this.answers = new Map();
+      this.answersVersion = this.current;
+    }
+    const cached = this.answers.get(version);
+    if (cached) return cached;
+    const answer = this.deltaFrom(version);
+    if (this.answers.size >= 64) this.answers.clear();
+    this.answers.set(version, answer);
+    return answer;
+  }
+
+  private deltaFrom(version: number): DeltaAnswer {
+    const full = (reason: FullReason): DeltaAnswer => ({ kind: KIND_FULL, body: this.full(), version: this.current, reason, records: this.serviceRecords.size + this.workloadRecords.size });
     const range = this.journal.range(version);
     if (!range) return full("behind");
     let bytes = HEADER_BYTES;

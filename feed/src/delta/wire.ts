@@ -345,18 +345,13 @@ export function writeIpv6(buf: Buffer, at: number, ip: string): boolean {
 }
 
 /** Names the record a WireEncodeError came from (built only on that path). */
-function inRecord<T>(what: string, id: number, write: () => T): T {
-  try {
-    return write();
-  } catch (error) {
-    if (error instanceof WireEncodeError) throw new WireEncodeError(`${what} ${id}.${error.message}`);
-    throw error;
-  }
+function named(what: string, id: number, error: unknown): unknown {
+  return error instanceof WireEncodeError ? new WireEncodeError(`${what} ${id}.${error.message}`) : error;
 }
 
 /** Writes one workload upsert record. */
 export function writeWorkloadUpsert(w: WireWriter, r: WireWorkload): void {
-  inRecord("workload", r.id, () => {
+  try {
     w.u8(RECORD_WORKLOAD_UPSERT);
     w.u32(r.id);
     w.u8(r.flags);
@@ -379,12 +374,14 @@ export function writeWorkloadUpsert(w: WireWriter, r: WireWorkload): void {
         w.u16(target);
       }
     }
-  });
+  } catch (error) {
+    throw named("workload", r.id, error);
+  }
 }
 
 /** Writes one service upsert record. */
 export function writeServiceUpsert(w: WireWriter, r: WireService): void {
-  inRecord("service", r.id, () => {
+  try {
     w.u8(RECORD_SERVICE_UPSERT);
     w.u32(r.id);
     w.str(r.hostname, "hostname");
@@ -404,7 +401,9 @@ export function writeServiceUpsert(w: WireWriter, r: WireService): void {
     if (r.flags & SF_WAYPOINT) w.ref(r.waypoint!, "waypoint");
     w.count16(r.sans.length, "subjectAltNames");
     for (const s of r.sans) w.str(s, "subjectAltNames");
-  });
+  } catch (error) {
+    throw named("service", r.id, error);
+  }
 }
 
 export function writeRemove(w: WireWriter, type: typeof RECORD_WORKLOAD_REMOVE | typeof RECORD_SERVICE_REMOVE, id: number): void {
