@@ -5,7 +5,7 @@
 //                       pod change: incremental update + view + diff + check + answer (p50/p99),
 //                       records and bytes per change; the JSON path: viewFor, JSON + sha256,
 //                       the check in the compiled filter
-//   feed_wire_encode    1M workloads (+10k services) encoded into one full message: ms, MB/s
+//   feed_wire_encode    1M workloads (+10k services) encoded into one full message: best and median of 5
 import { join } from "node:path";
 import { ClusterObjects } from "../../feed/src/cluster_objects.js";
 import { MeshComputer } from "../../feed/src/compute.js";
@@ -115,10 +115,11 @@ export function wireEncode(workloads = 1_000_000, services = 10_000): void {
   const runs: number[] = [];
   const cpu: number[] = [];
   let size = 0;
+  // One buffer for every round (sized for the message): the figure is the encoding, not the allocator.
+  const w = new WireWriter(workloads * 80 + services * 100 + HEADER_BYTES);
   for (let r = 0; r < 5; r++) {
     const t = performance.now();
     const c0 = process.cpuUsage();
-    const w = new WireWriter(64 << 20);
     w.pos = HEADER_BYTES;
     for (let s = 0; s < services; s++) writeServiceUpsert(w, { id: s, hostname: `s-${s}.bench.svc.cluster.local`, flags: 0, lbPrefs: 0x04030201, ports: [[80, 8080]], vips: [{ network: "", address: `10.96.${s >> 8}.${s & 255}` }], sans: [] });
     for (const x of list) writeWorkloadUpsert(w, x);
@@ -132,7 +133,7 @@ export function wireEncode(workloads = 1_000_000, services = 10_000): void {
   // Wall time on a shared machine includes waiting for a core; the process's CPU time does not.
   const ms = Math.min(...runs);
   const cpuMs = Math.min(...cpu);
-  emit({ figure: "feed_wire_encode", workloads, services, bytes: size, bytesPerWorkload: +(size / workloads).toFixed(1), ms: round(ms), cpuMs: round(cpuMs), mbPerCpuSecond: +(size / 1e6 / (cpuMs / 1000)).toFixed(0) });
+  emit({ figure: "feed_wire_encode", workloads, services, bytes: size, bytesPerWorkload: +(size / workloads).toFixed(1), ms: round(ms), medianMs: round(percentile(runs, 50)), cpuMs: round(cpuMs), mbPerCpuSecond: +(size / 1e6 / (cpuMs / 1000)).toFixed(0) });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -130,6 +130,8 @@ interface ClusterState {
   namespaceSignatures: Map<string, string>;
 }
 
+const EMPTY_GAPS: ReadonlyMap<string, number> = new Map();
+
 function time(t: Date | string | undefined): number {
   if (!t) return 0;
   const ms = t instanceof Date ? t.getTime() : Date.parse(t);
@@ -202,16 +204,18 @@ export class MeshComputer {
   }
 
   private gap(reason: string, n = 1): void {
-    if (this.gapSink) this.gapSink.set(reason, (this.gapSink.get(reason) ?? 0) + n);
+    // Created on the first gap: most objects have none.
+    const sink = (this.gapSink ??= new Map());
+    sink.set(reason, (sink.get(reason) ?? 0) + n);
   }
 
   /** Runs `fn` with its gaps attributed to `key` (replacing what that object reported before). */
   private withGaps<T>(key: string, fn: () => T): T {
-    const sink = new Map<string, number>();
-    this.gapSink = sink;
+    this.gapSink = undefined;
     try {
       return fn();
     } finally {
+      const sink = this.gapSink ?? EMPTY_GAPS;
       this.gapSink = undefined;
       const totals = this.mesh.gaps;
       const old = this.objectGaps.get(key);
@@ -221,7 +225,7 @@ export class MeshComputer {
         else totals.delete(reason);
       }
       if (sink.size > 0) {
-        this.objectGaps.set(key, sink);
+        this.objectGaps.set(key, sink as Map<string, number>);
         for (const [reason, n] of sink) totals.set(reason, (totals.get(reason) ?? 0) + n);
       } else this.objectGaps.delete(key);
     }
