@@ -6,7 +6,7 @@
 import { isIP } from "node:net";
 import type { ClusterObjects } from "./cluster_objects.js";
 import { canonicalIp } from "./ip.js";
-import type { EndpointSlice, KubeObject, Pod, Service as KubeService } from "./kube_objects.js";
+import type { EndpointSlice, Pod, Service as KubeService } from "./kube_objects.js";
 import { labelsOf } from "./kube_objects.js";
 import {
   ANNOTATION_CANONICAL_SERVICE_ACCOUNTS,
@@ -14,10 +14,6 @@ import {
   CLASS_EAST_WEST,
   LABEL_GATEWAY_NAME,
   LABEL_NETWORK,
-  LABEL_REGION,
-  LABEL_SUBZONE,
-  LABEL_ZONE,
-  LABEL_SERVICE_NAME,
   gatewayUid,
   numericTargetPort,
   podHealthy,
@@ -28,7 +24,6 @@ import {
   podUid,
   serviceCannotHaveWaypoint,
   serviceHeadless,
-  serviceHostname,
   serviceLoadBalancing,
   serviceVips,
   sliceEndpointUid,
@@ -39,6 +34,7 @@ import {
 import type { NetworkResolver } from "./mesh_networks.js";
 import type { Endpoint, LoadBalancing, Service, Vip, WaypointRef, Workload } from "./schema.js";
 import { ClusterWaypoints, gatewayRef, networkGatewaysOf, type NetworkGateway } from "./waypoints.js";
+import { addTo, namespaceSignature, nodeSignature, removeFrom, sliceIndexOf, type ClusterState, type SliceIndex } from "./compute_index.js";
 
 export interface MeshOptions {
   trustDomain: string;
@@ -101,82 +97,12 @@ interface ServiceBuild {
   extraSans: string[];
 }
 
-/** What the feed last read from an EndpointSlice: its service and the pods it names. */
-interface SliceIndex {
-  service?: string;
-  pods: string[];
-  /** Pods this slice says are not ready (an IPv4/IPv6 slice, an endpoint with an address). */
-  notReady?: Set<string>;
-}
-
-/**
- * Per cluster: what a pod's or a service's computation needs besides the object itself
- * (waypoints, networks, east-west gateways: rebuilt on a full compute), and the reverse
- * indexes that say what a change touches (slices by service and by pod, pods by node).
- */
-interface ClusterState {
-  c: ClusterObjects;
-  waypoints: ClusterWaypoints;
-  systemNetwork: string;
-  registryNetwork: string;
-  network: string;
-  eastWest: Set<string>;
-  slices: Map<string, SliceIndex>;
-  podSlices: Map<string, Set<string>>;
-  serviceSlices: Map<string, Set<string>>;
-  nodePods: Map<string, Set<string>>;
-  podNode: Map<string, string>;
-  nodeSignatures: Map<string, string>;
-  namespaceSignatures: Map<string, string>;
-}
-
 const EMPTY_GAPS: ReadonlyMap<string, number> = new Map();
 
 function time(t: Date | string | undefined): number {
   if (!t) return 0;
   const ms = t instanceof Date ? t.getTime() : Date.parse(t);
   return Number.isFinite(ms) ? ms : 0;
-}
-
-function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
-  let set = index.get(key);
-  if (!set) index.set(key, (set = new Set()));
-  set.add(value);
-}
-
-function removeFrom<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
-  const set = index.get(key);
-  if (!set) return;
-  set.delete(value);
-  if (set.size === 0) index.delete(key);
-}
-
-function sliceIndexOf(slice: EndpointSlice | undefined): SliceIndex | undefined {
-  if (!slice) return undefined;
-  const namespace = slice.metadata?.namespace ?? "";
-  const name = labelsOf(slice)[LABEL_SERVICE_NAME];
-  const pods: string[] = [];
-  let notReady: Set<string> | undefined;
-  const ipFamily = slice.addressType === "IPv4" || slice.addressType === "IPv6";
-  for (const ep of slice.endpoints ?? []) {
-    if (ep.targetRef?.kind !== "Pod") continue;
-    const key = `${ep.targetRef.namespace ?? namespace}/${ep.targetRef.name ?? ""}`;
-    pods.push(key);
-    if (ipFamily && ep.conditions?.ready === false && (ep.addresses ?? []).some((a) => isIP(a) !== 0)) (notReady ??= new Set()).add(key);
-  }
-  return { ...(name && { service: `${namespace}/${name}` }), pods, ...(notReady && { notReady }) };
-}
-
-/** What of a node the model reads (its locality labels): other updates (status) change nothing. */
-function nodeSignature(node: KubeObject | undefined): string {
-  if (!node) return "";
-  const l = labelsOf(node);
-  return `${l[LABEL_REGION] ?? ""}\n${l[LABEL_ZONE] ?? ""}\n${l[LABEL_SUBZONE] ?? ""}`;
-}
-
-/** What of a namespace the model reads: labels and annotations. */
-function namespaceSignature(ns: KubeObject | undefined): string {
-  return ns ? JSON.stringify([ns.metadata?.labels ?? {}, ns.metadata?.annotations ?? {}]) : "";
 }
 
 /**
