@@ -198,24 +198,35 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
       assert.ok(c2.workloads.size <= live + 2, `${c2.workloads.size} workloads published`);
       const stuck = c2.version;
       assert.equal((await poll(tight.base, "mesh", c2.epoch, c2.version)).kind, "no-change");
-      // Back under the limit: the next version is a delta from the last published one.
+      // Back under the limit (and one more pod, so there is something new whether or not a
+      // part of the four was published before the refusal): the next version is a delta from
+      // the last published one, and nothing of the refused state is in it.
       await Promise.all([0, 1, 2, 3].map((i) => cluster.deletePod("default", `over-${i}`)));
+      await addPod(cluster, "after-limit", "10.20.6.1");
+      let first: number | undefined;
       await eventually("publishing resumes", 10_000, async () => {
         const a = await poll(tight.base, "mesh", c2.epoch, c2.version);
         if (a.kind !== "delta") return undefined;
-        assert.equal(a.message!.base, stuck);
+        first ??= a.message!.base;
         c2.apply(a.message!);
-        return addressesOf(c2).some((x) => x.startsWith("10.20.5.")) ? undefined : true;
+        const now = addressesOf(c2);
+        return now.includes("10.20.6.1") && !now.some((x) => x.startsWith("10.20.5.")) ? true : undefined;
       });
+      // The first version after the refusals is a delta from the last one published before them.
+      assert.equal(first, stuck);
       assert.ok(c2.version > v0);
       const full = new DecodedModel();
       full.apply((await poll(tight.base, "mesh", 0, 0)).message!);
       assert.deepEqual(c2.contents(), full.contents());
     } finally {
       await tight.feed.stop();
+      await cluster.deletePod("default", "after-limit");
     }
-    // The first feed took every change (its limit is the filters' default).
-    await follow(base, "mesh", client);
+    // The first feed took every change (its limit is the filters' default), the deletions too.
+    await eventually("the first feed follows", 10_000, async () => {
+      await follow(base, "mesh", client);
+      return addressesOf(client).some((x) => x.startsWith("10.20.5.") || x === "10.20.6.1") ? undefined : true;
+    });
     assert.ok(client.version > before);
   });
 
