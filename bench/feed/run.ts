@@ -16,6 +16,8 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { emit } from "../emit.js";
 import { BulkWriter } from "./writer.js";
+import { deltaPropagation } from "./delta_run.js";
+import { deltaCosts, wireEncode } from "./delta_micro.js";
 import { cpuMicros, rssMb } from "../envoy/proc.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../../tests/support/capture.js";
 import { EcdsPlugin } from "../../tests/support/ecds.js";
@@ -168,6 +170,14 @@ export async function feedBenchSize(n: number, samples: number): Promise<{ pods:
     emit({ figure: "feed_render_ms", pods: n, p50: median(renders), max: +Math.max(...renders).toFixed(1) });
     emit({ figure: "feed_change_cost", pods: n, bytesPushed: median(bytes), controllerCpuMs: median(feedCpu), envoyApplyCpuMs: median(envoyCpu) });
     emit({ figure: "feed_controller_memory", pods: n, rssMb: +rssMb(pid).toFixed(1) });
+    // The delta path (issue 15) on the same API server, with the snapshot feed and Envoy stopped.
+    feed.kill("SIGTERM");
+    feed = undefined;
+    releaseCapture();
+    await envoy.stop();
+    envoy = undefined;
+    // Each delta sample takes well under a second: 50 of them give the p99 some meaning.
+    await deltaPropagation(cluster, writer, n, Math.max(samples, 50), dir);
     return { pods: n, cpuSeconds: syncCpu, rssMb: rss };
   } finally {
     releaseCapture();
@@ -180,6 +190,9 @@ export async function feedBenchSize(n: number, samples: number): Promise<{ pods:
 }
 
 export async function feedBench({ quick }: { quick: boolean }): Promise<void> {
+  // In-process costs of the delta path and the encoder (delta_micro.ts), then the real runs.
+  wireEncode(quick ? 100_000 : 1_000_000, quick ? 1000 : 10_000);
+  for (const n of quick ? [1000, 10_000] : [1000, 10_000, 100_000]) deltaCosts(n);
   await feedBenchSizes(quick ? [[1000, 6], [10_000, 6]] : [[1000, 20], [10_000, 20], [100_000, 10]]);
 }
 

@@ -6,17 +6,13 @@
 import { isIP } from "node:net";
 import type { ClusterObjects } from "./cluster_objects.js";
 import { canonicalIp } from "./ip.js";
-import type { EndpointSlice, Pod, Service as KubeService } from "./kube_objects.js";
+import type { Pod } from "./kube_objects.js";
 import { labelsOf } from "./kube_objects.js";
 import {
-  ANNOTATION_CANONICAL_SERVICE_ACCOUNTS,
-  ANNOTATION_SERVICE_ACCOUNTS,
   CLASS_EAST_WEST,
   LABEL_GATEWAY_NAME,
   LABEL_NETWORK,
-  LABEL_SERVICE_NAME,
   gatewayUid,
-  numericTargetPort,
   podHealthy,
   podIps,
   podLocality,
@@ -24,18 +20,15 @@ import {
   podTerminal,
   podUid,
   serviceCannotHaveWaypoint,
-  serviceHeadless,
-  serviceHostname,
-  serviceLoadBalancing,
   serviceVips,
-  sliceEndpointUid,
   spiffeIdentity,
-  tcpPorts,
   tlsModeOf,
 } from "./istio_rules.js";
 import type { NetworkResolver } from "./mesh_networks.js";
-import type { Endpoint, LoadBalancing, Service, Vip, WaypointRef, Workload } from "./schema.js";
+import type { Service, Workload } from "./schema.js";
 import { ClusterWaypoints, gatewayRef, networkGatewaysOf, type NetworkGateway } from "./waypoints.js";
+import { addSlice, finishService, newBuild, portSpecs, type ServiceBuild, type ServiceContext } from "./compute_service.js";
+import { addTo, namespaceSignature, nodeSignature, removeFrom, sliceIndexOf, type ClusterState, type SliceIndex } from "./compute_index.js";
 
 export interface MeshOptions {
   trustDomain: string;
@@ -55,6 +48,9 @@ export interface WorkloadInfo {
   reachableEverywhere: boolean;
 }
 
+/** A workload's entry in a service's endpoints: the per-port target overrides (or none). */
+export type Membership = Record<string, number> | undefined;
+
 export interface ComputedMesh {
   workloads: Map<string, WorkloadInfo>;
   services: Map<string, Service>;
@@ -62,26 +58,21 @@ export interface ComputedMesh {
   gateways: Map<string, NetworkGateway>;
   /** What the model cannot say, by reason, with how many objects it touched (README). */
   gaps: Map<string, number>;
+  /** uid → hostname → its endpoint entry's port overrides: the services a workload is in. */
+  memberships: Map<string, Map<string, Membership>>;
 }
 
-interface PortSpec {
-  name: string;
-  port: number;
-  /** undefined for a named targetPort (resolved per endpoint). */
-  target: number | undefined;
+/** What an update changed (added, changed or removed): the keys a view must look at again. */
+export interface MeshChanges {
+  /** Everything was recomputed (a wholesale change: gateways, namespaces, a relist). */
+  full: boolean;
+  /** Workload uids whose workload or memberships may have changed. */
+  workloads: Set<string>;
+  /** Service hostnames whose service may have changed. */
+  services: Set<string>;
 }
 
-interface ServiceBuild {
-  hostname: string;
-  headless: boolean;
-  ports: PortSpec[];
-  vips: Vip[];
-  waypoint?: WaypointRef;
-  lb?: LoadBalancing;
-  /** uid → service port → the endpoint's resolved target port (undefined: the slice lacks it). */
-  endpoints: Map<string, Map<number, number | undefined>>;
-  extraSans: string[];
-}
+const EMPTY_GAPS: ReadonlyMap<string, number> = new Map();
 
 function time(t: Date | string | undefined): number {
   if (!t) return 0;
@@ -89,13 +80,56 @@ function time(t: Date | string | undefined): number {
   return Number.isFinite(ms) ? ms : 0;
 }
 
+/**
+ * Computes the mesh model and keeps it: `compute` from scratch, `update` for what changed
+ * since (the clusters' dirty keys). An update recomputes only the objects a change touches:
+ * a pod → its workload and the services whose slices name it; an EndpointSlice → its service
+ * (before and after) and the pods it names (health); a Service → that service and its slices'
+ * pods; a node's locality labels → the pods on it. Gateways, gateway classes, namespace label
+ * or annotation changes and relists recompute everything (they move waypoints, networks and
+ * gateways of many objects at once; they are rare). Both paths run the same per-object code,
+ * so an update gives what a compute from scratch would (tests/feed/incremental.test.ts).
+ */
 export class MeshComputer {
-  private gaps = new Map<string, number>();
+  private mesh: ComputedMesh = { workloads: new Map(), services: new Map(), gateways: new Map(), gaps: new Map(), memberships: new Map() };
+  private clusterStates: ClusterState[] = [];
+  private readonly objectGaps = new Map<string, Map<string, number>>();
+  private gapSink: Map<string, number> | undefined;
+  /** hostname → the uids of the workloads its selector-less slice endpoints made. */
+  private readonly sliceWorkloads = new Map<string, string[]>();
 
   constructor(private readonly options: MeshOptions) {}
 
+  get current(): ComputedMesh {
+    return this.mesh;
+  }
+
   private gap(reason: string, n = 1): void {
-    this.gaps.set(reason, (this.gaps.get(reason) ?? 0) + n);
+    // Created on the first gap: most objects have none.
+    const sink = (this.gapSink ??= new Map());
+    sink.set(reason, (sink.get(reason) ?? 0) + n);
+  }
+
+  /** Runs `fn` with its gaps attributed to `key` (replacing what that object reported before). */
+  private withGaps<T>(key: string, fn: () => T): T {
+    this.gapSink = undefined;
+    try {
+      return fn();
+    } finally {
+      const sink = this.gapSink ?? EMPTY_GAPS;
+      this.gapSink = undefined;
+      const totals = this.mesh.gaps;
+      const old = this.objectGaps.get(key);
+      if (old) for (const [reason, n] of old) {
+        const left = (totals.get(reason) ?? 0) - n;
+        if (left > 0) totals.set(reason, left);
+        else totals.delete(reason);
+      }
+      if (sink.size > 0) {
+        this.objectGaps.set(key, sink as Map<string, number>);
+        for (const [reason, n] of sink) totals.set(reason, (totals.get(reason) ?? 0) + n);
+      } else this.objectGaps.delete(key);
+    }
   }
 
   /** The network a cluster's own objects (VIPs, slice endpoints) are on. */
@@ -104,23 +138,268 @@ export class MeshComputer {
     return labelsOf(ns)[LABEL_NETWORK] || this.options.networks.registryNetwork(c.clusterId);
   }
 
+  private hostnameOf(serviceKey: string): string {
+    const slash = serviceKey.indexOf("/");
+    return `${serviceKey.slice(slash + 1)}.${serviceKey.slice(0, slash)}.svc.${this.options.domainSuffix}`;
+  }
+
+  // ------------------------------------------------------------------ from scratch
+
   compute(clusters: ClusterObjects[]): ComputedMesh {
-    this.gaps = new Map();
+    this.computeAll(clusters);
+    return this.mesh;
+  }
+
+  private computeAll(clusters: ClusterObjects[]): MeshChanges {
+    const before = this.mesh;
+    const changes: MeshChanges = { full: true, workloads: new Set(before.workloads.keys()), services: new Set(before.services.keys()) };
+    for (const c of clusters) c.takeDirty();
+    this.mesh = { workloads: new Map(), services: new Map(), gateways: new Map(), gaps: new Map(), memberships: new Map() };
+    this.objectGaps.clear();
+    this.sliceWorkloads.clear();
     const sorted = [...clusters].sort((a, b) => a.clusterId.localeCompare(b.clusterId));
-    const workloads = new Map<string, WorkloadInfo>();
-    const builds = new Map<string, ServiceBuild>();
-    const gateways = this.networkGateways(sorted);
-    for (const g of gateways.values()) this.addGatewayWorkload(g, workloads);
-    for (const c of sorted) {
-      const waypoints = new ClusterWaypoints(c);
-      this.addPodWorkloads(c, waypoints, workloads);
-      this.addServices(c, waypoints, workloads, builds);
+    this.withGaps("gateways", () => {
+      this.mesh.gateways = this.networkGateways(sorted);
+      for (const g of this.mesh.gateways.values()) this.addGatewayWorkload(g, this.mesh.workloads);
+    });
+    this.clusterStates = sorted.map((c) => this.clusterState(c));
+    for (const st of this.clusterStates) for (const key of st.c.pods.keys()) this.computePod(st, key);
+    const serviceKeys = new Set<string>();
+    for (const st of this.clusterStates) for (const key of st.c.services.keys()) serviceKeys.add(key);
+    this.computeServices([...serviceKeys].sort((a, b) => this.hostnameOf(a).localeCompare(this.hostnameOf(b))), changes);
+    for (const uid of this.mesh.workloads.keys()) changes.workloads.add(uid);
+    for (const h of this.mesh.services.keys()) changes.services.add(h);
+    return changes;
+  }
+
+  private clusterState(c: ClusterObjects): ClusterState {
+    const eastWest = new Set<string>();
+    for (const [key, gw] of c.gateways) if (gw.spec?.gatewayClassName === CLASS_EAST_WEST) eastWest.add(key);
+    const st: ClusterState = {
+      c,
+      waypoints: new ClusterWaypoints(c),
+      systemNetwork: labelsOf(c.namespaces.get(this.options.systemNamespace))[LABEL_NETWORK] ?? "",
+      registryNetwork: this.options.networks.registryNetwork(c.clusterId),
+      network: this.clusterNetwork(c),
+      eastWest,
+      slices: new Map(),
+      podSlices: new Map(),
+      serviceSlices: new Map(),
+      nodePods: new Map(),
+      podNode: new Map(),
+      nodeSignatures: new Map(),
+      namespaceSignatures: new Map(),
+    };
+    for (const key of c.endpointSlices.keys()) this.reindexSlice(st, key);
+    for (const [key, node] of c.nodes) st.nodeSignatures.set(key, nodeSignature(node));
+    for (const [key, ns] of c.namespaces) st.namespaceSignatures.set(key, namespaceSignature(ns));
+    return st;
+  }
+
+  /** Re-reads a slice into the indexes; returns what it named before and now. */
+  private reindexSlice(st: ClusterState, key: string): { before?: SliceIndex; after?: SliceIndex } {
+    const before = st.slices.get(key);
+    if (before) {
+      if (before.service) removeFrom(st.serviceSlices, before.service, key);
+      for (const p of before.pods) removeFrom(st.podSlices, p, key);
     }
-    const services = new Map<string, Service>();
-    for (const b of [...builds.values()].sort((a, b) => a.hostname.localeCompare(b.hostname))) {
-      services.set(b.hostname, this.finishService(b, workloads));
+    const after = sliceIndexOf(st.c.endpointSlices.get(key));
+    if (after) {
+      st.slices.set(key, after);
+      if (after.service) addTo(st.serviceSlices, after.service, key);
+      for (const p of after.pods) addTo(st.podSlices, p, key);
+    } else st.slices.delete(key);
+    return { before, after };
+  }
+
+  // ------------------------------------------------------------------ incremental
+
+  /**
+   * Forgets what the incremental path knows, so the next update recomputes everything (after
+   * an update failed halfway, its dirty keys are gone and the indexes may be half-updated).
+   */
+  invalidate(): void {
+    this.clusterStates = [];
+  }
+
+  /** Brings the mesh up to date with what changed in `clusters` since the last call. */
+  update(clusters: ClusterObjects[]): { mesh: ComputedMesh; changes: MeshChanges } {
+    const sameClusters = clusters.length === this.clusterStates.length && clusters.every((c) => this.clusterStates.some((st) => st.c === c));
+    if (!sameClusters) {
+      const changes = this.computeAll(clusters);
+      return { mesh: this.mesh, changes };
     }
-    return { workloads, services, gateways, gaps: this.gaps };
+    const dirty = this.clusterStates.map((st) => ({ st, d: st.c.takeDirty() }));
+    const wholesale = dirty.some(({ st, d }) => {
+      if (d.all || (d.keys.get("gateways")?.size ?? 0) > 0 || (d.keys.get("gatewayClasses")?.size ?? 0) > 0) return true;
+      for (const key of d.keys.get("namespaces") ?? []) if (namespaceSignature(st.c.namespaces.get(key)) !== (st.namespaceSignatures.get(key) ?? "")) return true;
+      return false;
+    });
+    if (wholesale) {
+      const changes = this.computeAll(clusters);
+      return { mesh: this.mesh, changes };
+    }
+    const changes: MeshChanges = { full: false, workloads: new Set(), services: new Set() };
+    const services = new Set<string>();
+    const podsOf = new Map<ClusterState, Set<string>>();
+    for (const { st, d } of dirty) {
+      const pods = new Set<string>();
+      podsOf.set(st, pods);
+      for (const key of d.keys.get("nodes") ?? []) {
+        const sig = nodeSignature(st.c.nodes.get(key));
+        if (sig === (st.nodeSignatures.get(key) ?? "")) continue;
+        if (sig) st.nodeSignatures.set(key, sig);
+        else st.nodeSignatures.delete(key);
+        for (const p of st.nodePods.get(key) ?? []) pods.add(p);
+      }
+      for (const key of d.keys.get("endpointSlices") ?? []) {
+        const { before, after } = this.reindexSlice(st, key);
+        for (const s of [before, after]) {
+          if (!s) continue;
+          if (s.service) services.add(s.service);
+          for (const p of s.pods) pods.add(p);
+        }
+      }
+      for (const key of d.keys.get("services") ?? []) {
+        services.add(key);
+        // Whether a slice's "not ready" counts depends on its service existing.
+        for (const slice of st.serviceSlices.get(key) ?? []) for (const p of st.slices.get(slice)?.pods ?? []) pods.add(p);
+      }
+      for (const key of d.keys.get("pods") ?? []) {
+        pods.add(key);
+        for (const slice of st.podSlices.get(key) ?? []) {
+          const s = st.slices.get(slice)?.service;
+          if (s) services.add(s);
+        }
+      }
+    }
+    for (const [st, pods] of podsOf) for (const key of pods) changes.workloads.add(this.computePod(st, key));
+    this.computeServices([...services], changes);
+    return { mesh: this.mesh, changes };
+  }
+
+  // ------------------------------------------------------------------ per object
+
+  /** Recomputes one pod's workload; returns its uid. */
+  private computePod(st: ClusterState, key: string): string {
+    const c = st.c;
+    const uid = `${c.clusterId}//Pod/${key}`;
+    const pod = c.pods.get(key);
+    const oldNode = st.podNode.get(key);
+    const node = pod?.spec?.nodeName ?? "";
+    if (oldNode !== undefined && oldNode !== node) removeFrom(st.nodePods, oldNode, key);
+    if (pod && node) {
+      st.podNode.set(key, node);
+      addTo(st.nodePods, node, key);
+    } else st.podNode.delete(key);
+    const w = this.withGaps(`pod ${uid}`, () => (pod ? this.podWorkload(c, pod, st.waypoints, st.systemNetwork, st.registryNetwork) : undefined));
+    if (!pod || !w) {
+      this.mesh.workloads.delete(uid);
+      return uid;
+    }
+    // The model keeps one health per workload: not ready in any slice is unhealthy.
+    if (!this.readyInSlices(st, key)) w.healthy = false;
+    const instanceOf = labelsOf(pod)[LABEL_GATEWAY_NAME];
+    this.mesh.workloads.set(uid, {
+      workload: w,
+      clusterId: c.clusterId,
+      created: time(pod.metadata?.creationTimestamp),
+      deleting: !!pod.metadata?.deletionTimestamp,
+      reachableEverywhere: !!instanceOf && st.eastWest.has(`${pod.metadata?.namespace ?? ""}/${instanceOf}`),
+    });
+    return uid;
+  }
+
+  /** False when a slice of an existing (not ExternalName) service says the pod is not ready. */
+  private readyInSlices(st: ClusterState, podKey: string): boolean {
+    for (const sliceKey of st.podSlices.get(podKey) ?? []) {
+      const index = st.slices.get(sliceKey);
+      if (!index?.service || !index.notReady?.has(podKey)) continue;
+      const svc = st.c.services.get(index.service);
+      if (svc && svc.spec?.type !== "ExternalName") return false;
+    }
+    return true;
+  }
+
+  /**
+   * Recomputes the services of these keys (namespace/name, merged across clusters by
+   * hostname), the workloads their selector-less endpoints make, and the memberships.
+   */
+  private computeServices(keys: string[], changes: MeshChanges): void {
+    const ctx: ServiceContext = { gap: (reason) => this.gap(reason), trustDomain: this.options.trustDomain, workloads: this.mesh.workloads };
+    const results: Array<{ hostname: string; service?: Service; made: Map<string, WorkloadInfo> }> = [];
+    for (const key of keys) {
+      const hostname = this.hostnameOf(key);
+      const made = new Map<string, WorkloadInfo>();
+      const service = this.withGaps(`service ${hostname}`, () => {
+        let b: ServiceBuild | undefined;
+        for (const st of this.clusterStates) {
+          const svc = st.c.services.get(key);
+          if (!svc) continue;
+          if (svc.spec?.type === "ExternalName") {
+            this.gap("ExternalName service (not implemented by istiod's ambient index either)");
+            continue;
+          }
+          if (!b) b = newBuild(ctx, st.c, svc, hostname, st.waypoints);
+          else {
+            // Same namespace/name in another cluster: one service (istiod merges by hostname); the
+            // first cluster's ports come first, new ports are added.
+            for (const p of portSpecs(svc)) if (!b.ports.some((q) => q.port === p.port)) b.ports.push(p);
+            if (!b.waypoint) b.waypoint = serviceCannotHaveWaypoint(svc) ? undefined : st.waypoints.forService(svc);
+          }
+          for (const ip of serviceVips(svc)) {
+            if (isIP(ip) === 0) continue;
+            b.vips.push({ ...(st.network && { network: st.network }), address: canonicalIp(ip) });
+          }
+          for (const sliceKey of st.serviceSlices.get(key) ?? []) {
+            const slice = st.c.endpointSlices.get(sliceKey);
+            if (slice) addSlice(ctx, st.c, slice, b, st.network, made);
+          }
+        }
+        return b ? finishService(ctx, b, made) : undefined;
+      });
+      results.push({ hostname, service, made });
+    }
+    // Selector-less endpoint workloads: drop the ones no longer made, then set the new ones.
+    const madeNow = new Set<string>();
+    for (const r of results) for (const uid of r.made.keys()) madeNow.add(uid);
+    for (const r of results) {
+      for (const uid of this.sliceWorkloads.get(r.hostname) ?? []) {
+        changes.workloads.add(uid);
+        if (!madeNow.has(uid)) this.mesh.workloads.delete(uid);
+      }
+      for (const [uid, info] of r.made) {
+        this.mesh.workloads.set(uid, info);
+        changes.workloads.add(uid);
+      }
+      if (r.made.size > 0) this.sliceWorkloads.set(r.hostname, [...r.made.keys()]);
+      else this.sliceWorkloads.delete(r.hostname);
+    }
+    for (const { hostname, service } of results) {
+      const before = this.mesh.services.get(hostname);
+      const oldMembers = new Map<string, string>();
+      for (const e of before?.endpoints ?? []) oldMembers.set(e.workload, e.ports ? JSON.stringify(e.ports) : "");
+      const newMembers = new Set<string>();
+      for (const e of service?.endpoints ?? []) {
+        newMembers.add(e.workload);
+        const was = oldMembers.get(e.workload);
+        if (was === (e.ports ? JSON.stringify(e.ports) : "")) continue;
+        let m = this.mesh.memberships.get(e.workload);
+        if (!m) this.mesh.memberships.set(e.workload, (m = new Map()));
+        m.set(hostname, e.ports);
+        changes.workloads.add(e.workload);
+      }
+      for (const uid of oldMembers.keys()) {
+        if (newMembers.has(uid)) continue;
+        const m = this.mesh.memberships.get(uid);
+        m?.delete(hostname);
+        if (m?.size === 0) this.mesh.memberships.delete(uid);
+        changes.workloads.add(uid);
+      }
+      if (service) this.mesh.services.set(hostname, service);
+      else this.mesh.services.delete(hostname);
+      changes.services.add(hostname);
+    }
   }
 
   // ------------------------------------------------------------------ gateways
@@ -150,25 +429,6 @@ export class MeshComputer {
   }
 
   // ------------------------------------------------------------------ workloads
-
-  private addPodWorkloads(c: ClusterObjects, waypoints: ClusterWaypoints, workloads: Map<string, WorkloadInfo>): void {
-    const systemNetwork = labelsOf(c.namespaces.get(this.options.systemNamespace))[LABEL_NETWORK] ?? "";
-    const registryNetwork = this.options.networks.registryNetwork(c.clusterId);
-    const eastWest = new Set<string>();
-    for (const [key, gw] of c.gateways) if (gw.spec?.gatewayClassName === CLASS_EAST_WEST) eastWest.add(key);
-    for (const pod of c.pods.values()) {
-      const w = this.podWorkload(c, pod, waypoints, systemNetwork, registryNetwork);
-      if (!w) continue;
-      const instanceOf = labelsOf(pod)[LABEL_GATEWAY_NAME];
-      workloads.set(w.uid, {
-        workload: w,
-        clusterId: c.clusterId,
-        created: time(pod.metadata?.creationTimestamp),
-        deleting: !!pod.metadata?.deletionTimestamp,
-        reachableEverywhere: !!instanceOf && eastWest.has(`${pod.metadata?.namespace ?? ""}/${instanceOf}`),
-      });
-    }
-  }
 
   /** podWorkloadBuilder (ambient/workloads.go) reduced to the model's fields. */
   private podWorkload(c: ClusterObjects, pod: Pod, waypoints: ClusterWaypoints, systemNetwork: string, registryNetwork: string): Workload | undefined {
@@ -200,171 +460,6 @@ export class MeshComputer {
       ...(!podHealthy(pod) && { healthy: false }),
       ...(locality && { locality }),
       ...(waypoint && { waypoint }),
-    };
-  }
-
-  // ------------------------------------------------------------------ services
-
-  private addServices(c: ClusterObjects, waypoints: ClusterWaypoints, workloads: Map<string, WorkloadInfo>, builds: Map<string, ServiceBuild>): void {
-    const network = this.clusterNetwork(c);
-    const slicesByService = new Map<string, EndpointSlice[]>();
-    for (const slice of c.endpointSlices.values()) {
-      const name = labelsOf(slice)[LABEL_SERVICE_NAME];
-      if (!name) continue;
-      const key = `${slice.metadata?.namespace ?? ""}/${name}`;
-      const list = slicesByService.get(key);
-      if (list) list.push(slice);
-      else slicesByService.set(key, [slice]);
-    }
-    for (const [key, svc] of c.services) {
-      if (svc.spec?.type === "ExternalName") {
-        this.gap("ExternalName service (not implemented by istiod's ambient index either)");
-        continue;
-      }
-      const hostname = serviceHostname(svc, this.options.domainSuffix);
-      let b = builds.get(hostname);
-      if (!b) {
-        b = this.newBuild(c, svc, hostname, waypoints);
-        builds.set(hostname, b);
-      } else {
-        // Same namespace/name in another cluster: one service (istiod merges by hostname); the
-        // first cluster's ports come first, new ports are added.
-        for (const p of this.portSpecs(svc)) if (!b.ports.some((q) => q.port === p.port)) b.ports.push(p);
-        if (!b.waypoint) b.waypoint = serviceCannotHaveWaypoint(svc) ? undefined : waypoints.forService(svc);
-      }
-      for (const ip of serviceVips(svc)) {
-        if (isIP(ip) === 0) continue;
-        b.vips.push({ ...(network && { network }), address: canonicalIp(ip) });
-      }
-      for (const slice of slicesByService.get(key) ?? []) this.addSlice(c, svc, slice, b, network, workloads);
-    }
-  }
-
-  private portSpecs(svc: KubeService): PortSpec[] {
-    return tcpPorts(svc).map((p) => ({ name: p.name ?? "", port: p.port as number, target: numericTargetPort(p) }));
-  }
-
-  private newBuild(c: ClusterObjects, svc: KubeService, hostname: string, waypoints: ClusterWaypoints): ServiceBuild {
-    const nsAnnotations = c.namespaces.get(svc.metadata?.namespace ?? "")?.metadata?.annotations ?? {};
-    const { lb, gap } = serviceLoadBalancing(svc, nsAnnotations);
-    if (gap) this.gap(gap);
-    if (svc.spec?.publishNotReadyAddresses) this.gap("publishNotReadyAddresses (HealthPolicy ALLOW_ALL)");
-    const annotations = svc.metadata?.annotations ?? {};
-    const namespace = svc.metadata?.namespace ?? "";
-    // Service accounts declared on the service (kube/conversion.go ConvertService).
-    const extraSans = [
-      ...(annotations[ANNOTATION_SERVICE_ACCOUNTS] ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((sa) => spiffeIdentity(this.options.trustDomain, namespace, sa)),
-      ...(annotations[ANNOTATION_CANONICAL_SERVICE_ACCOUNTS] ?? "").split(",").map((s) => s.trim()).filter(Boolean),
-    ];
-    return {
-      hostname,
-      headless: serviceHeadless(svc),
-      ports: this.portSpecs(svc),
-      vips: [],
-      waypoint: serviceCannotHaveWaypoint(svc) ? undefined : waypoints.forService(svc),
-      lb,
-      endpoints: new Map(),
-      extraSans,
-    };
-  }
-
-  /**
-   * One EndpointSlice of a service: each endpoint's workload (its Pod by targetRef, else a
-   * workload of its own as endpointSlicesBuilder makes for selector-less services) and the
-   * target port of each service port, resolved by port name from the slice (the EndpointSlice
-   * controller has already resolved named target ports per pod; the sidecar registry reads
-   * them the same way, endpointslice.go).
-   */
-  private addSlice(c: ClusterObjects, svc: KubeService, slice: EndpointSlice, b: ServiceBuild, network: string, workloads: Map<string, WorkloadInfo>): void {
-    if (slice.addressType !== "IPv4" && slice.addressType !== "IPv6") return; // FQDN: not supported by istiod
-    const slicePorts = new Map<string, number>();
-    for (const p of slice.ports ?? []) {
-      if ((p.protocol ?? "TCP") !== "TCP" || typeof p.port !== "number") continue;
-      slicePorts.set(p.name ?? "", p.port);
-    }
-    const namespace = slice.metadata?.namespace ?? "";
-    for (const ep of slice.endpoints ?? []) {
-      const addresses = (ep.addresses ?? []).filter((a) => isIP(a) !== 0);
-      if (addresses.length === 0) continue;
-      const ready = ep.conditions?.ready !== false;
-      let uid: string;
-      if (ep.targetRef?.kind === "Pod") {
-        const pod = c.pods.get(`${ep.targetRef.namespace ?? namespace}/${ep.targetRef.name ?? ""}`);
-        const info = pod ? workloads.get(podUid(c.clusterId, pod)) : undefined;
-        if (!info) continue; // the Pod is not (or not yet) a workload: istiod skips it too
-        uid = info.workload.uid;
-        // The model keeps one health per workload: not ready in any slice is unhealthy.
-        if (!ready) info.workload.healthy = false;
-      } else {
-        const ip = canonicalIp(addresses[0]);
-        uid = sliceEndpointUid(c.clusterId, namespace, slice.metadata?.name ?? "", ip);
-        if (!workloads.has(uid)) {
-          const workload: Workload = { uid, addresses: [ip], ...(network && { network }), ...(!ready && { healthy: false }) };
-          workloads.set(uid, { workload, clusterId: c.clusterId, created: 0, deleting: false, reachableEverywhere: false });
-        }
-      }
-      let targets = b.endpoints.get(uid);
-      if (!targets) {
-        targets = new Map();
-        b.endpoints.set(uid, targets);
-      }
-      for (const p of b.ports) {
-        const resolved = slicePorts.get(p.name) ?? p.target;
-        if (resolved !== undefined || !targets.has(p.port)) targets.set(p.port, resolved);
-      }
-    }
-    void svc;
-  }
-
-  /** Default target per port, per-endpoint overrides, SANs. */
-  private finishService(b: ServiceBuild, workloads: Map<string, WorkloadInfo>): Service {
-    const ports: Record<string, number> = {};
-    for (const p of b.ports) {
-      let target = p.target;
-      if (target === undefined) {
-        // A named targetPort has no number of its own: the default is the target most of the
-        // endpoints resolve it to (so few endpoints carry an override), else the port itself.
-        const votes = new Map<number, number>();
-        for (const targets of b.endpoints.values()) {
-          const t = targets.get(p.port);
-          if (t !== undefined) votes.set(t, (votes.get(t) ?? 0) + 1);
-        }
-        let best: [number, number] | undefined;
-        for (const [t, n] of votes) if (!best || n > best[1] || (n === best[1] && t < best[0])) best = [t, n];
-        target = best ? best[0] : p.port;
-      }
-      ports[String(p.port)] = target;
-    }
-    const endpoints: Endpoint[] = [];
-    const sans = new Set<string>(b.extraSans);
-    for (const uid of [...b.endpoints.keys()].sort()) {
-      const targets = b.endpoints.get(uid)!;
-      const overrides: Record<string, number> = {};
-      let any = false;
-      for (const p of b.ports) {
-        const t = targets.get(p.port);
-        if (t === undefined) {
-          if (p.target === undefined) this.gap("endpoint without the service's named target port (istiod drops that port for it)");
-          continue;
-        }
-        if (t !== ports[String(p.port)]) {
-          overrides[String(p.port)] = t;
-          any = true;
-        }
-      }
-      endpoints.push({ workload: uid, ...(any && { ports: overrides }) });
-      const identity = workloads.get(uid)?.workload.identity;
-      if (identity) sans.add(identity);
-    }
-    return {
-      hostname: b.hostname,
-      ...(b.vips.length > 0 && { vips: b.vips }),
-      ...(b.ports.length > 0 && { ports }),
-      ...(endpoints.length > 0 && { endpoints }),
-      ...(b.waypoint && { waypoint: b.waypoint }),
-      ...(sans.size > 0 && { subjectAltNames: [...sans].sort() }),
-      ...(b.headless && { headless: true }),
-      ...(b.lb && { loadBalancing: b.lb }),
     };
   }
 }

@@ -44,7 +44,36 @@ export interface FeedConfig {
   wasmDir: string;
   clusters: ClusterConfig[];
   targets: TargetConfig[];
+  delta: DeltaConfig;
 }
+
+/** The delta channel (feed/README.md "Deltas"). */
+export interface DeltaConfig {
+  /** Debounce of the delta path (each delta costs what changed, so it is short). */
+  quietMs: number;
+  maxMs: number;
+  /** Longest a long poll is held (a request's `wait` is capped to it). */
+  maxWaitSeconds: number;
+  journal: { maxRecords: number; maxBytes: number; minBytes: number; maxVersions: number };
+  /** Id limits a version may not pass (the filters' MAX_WORKLOADS / MAX_SERVICES, assembly/mesh/parse.ts). */
+  maxWorkloads: number;
+  maxServices: number;
+}
+
+/**
+ * 5 ms of quiet, 50 ms at most: the watch delivers a burst of events in one read (a list of
+ * updates, a pod's status and its slice); waiting a few milliseconds puts them in one version,
+ * and 50 ms bounds what that adds to the propagation target (p99 < 1 s, issue 15). The
+ * snapshot (JSON) deliveries keep `debounce` (100 ms / 1 s): each of those re-renders the mesh.
+ */
+export const DEFAULT_DELTA: DeltaConfig = {
+  quietMs: 5,
+  maxMs: 50,
+  maxWaitSeconds: 60,
+  journal: { maxRecords: 1_000_000, maxBytes: 64 << 20, minBytes: 1 << 20, maxVersions: 100_000 },
+  maxWorkloads: 2_000_000,
+  maxServices: 2_000_000,
+};
 
 /**
  * Debounce defaults: 100 ms of quiet is istiod's PILOT_DEBOUNCE_AFTER (a pod's start is a burst
@@ -93,7 +122,7 @@ const DNS = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 export function parseFeedConfig(text: string, path = "feed config"): FeedConfig {
   const r = new Reader(path);
   const root = obj(r, parse(text), "(root)");
-  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "http", "wasmDir", "clusters", "targets"]);
+  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "http", "wasmDir", "clusters", "targets"]);
   const base = dirname(path);
   const rel = (p: string) => (isAbsolute(p) || p === "in-cluster" ? p : resolve(base, p));
   const trustDomain = str(r, root, "trustDomain", "", "cluster.local");
@@ -106,6 +135,25 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   known(r, d, "debounce.", ["quietMs", "maxMs"]);
   const debounce = { quietMs: int(r, d, "quietMs", "debounce.", 0, 60_000, DEFAULT_DEBOUNCE.quietMs), maxMs: int(r, d, "maxMs", "debounce.", 0, 600_000, DEFAULT_DEBOUNCE.maxMs) };
   if (debounce.maxMs < debounce.quietMs) r.fail("debounce.maxMs", "must be at least quietMs");
+  const dl = root.delta === undefined ? {} : obj(r, root.delta, "delta");
+  known(r, dl, "delta.", ["quietMs", "maxMs", "maxWaitSeconds", "journal", "maxWorkloads", "maxServices"]);
+  const jl = dl.journal === undefined ? {} : obj(r, dl.journal, "delta.journal");
+  known(r, jl, "delta.journal.", ["maxRecords", "maxBytes", "minBytes", "maxVersions"]);
+  const dj = DEFAULT_DELTA.journal;
+  const delta: DeltaConfig = {
+    quietMs: int(r, dl, "quietMs", "delta.", 0, 60_000, DEFAULT_DELTA.quietMs),
+    maxMs: int(r, dl, "maxMs", "delta.", 0, 600_000, DEFAULT_DELTA.maxMs),
+    maxWaitSeconds: int(r, dl, "maxWaitSeconds", "delta.", 0, 3600, DEFAULT_DELTA.maxWaitSeconds),
+    journal: {
+      maxRecords: int(r, jl, "maxRecords", "delta.journal.", 1, 100_000_000, dj.maxRecords),
+      maxBytes: int(r, jl, "maxBytes", "delta.journal.", 1, 2 ** 32, dj.maxBytes),
+      minBytes: int(r, jl, "minBytes", "delta.journal.", 0, 2 ** 32, dj.minBytes),
+      maxVersions: int(r, jl, "maxVersions", "delta.journal.", 1, 100_000_000, dj.maxVersions),
+    },
+    maxWorkloads: int(r, dl, "maxWorkloads", "delta.", 0, 2 ** 32 - 1, DEFAULT_DELTA.maxWorkloads),
+    maxServices: int(r, dl, "maxServices", "delta.", 0, 2 ** 32 - 1, DEFAULT_DELTA.maxServices),
+  };
+  if (delta.maxMs < delta.quietMs) r.fail("delta.maxMs", "must be at least quietMs");
   let http: FeedConfig["http"];
   if (root.http !== undefined) {
     const h = obj(r, root.http, "http");
@@ -156,7 +204,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     }
     return { name, filter, network: str(r, o, "network", at, ""), config, ...(ecds && { ecds }), ...(wasmPlugin && { wasmPlugin }) };
   });
-  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, ...(http && { http }), wasmDir, clusters, targets };
+  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, ...(http && { http }), wasmDir, clusters, targets };
 }
 
 export function loadFeedConfig(path: string): FeedConfig {

@@ -1,7 +1,14 @@
 // The feed's core loop, independent of how objects arrive (watch.ts feeds it from API servers;
-// tests can feed it directly): a change pokes the debouncer; a render computes the mesh once,
-// renders each target's view, checks it in the compiled filter, and only then publishes it to
-// the target's deliveries. A refused or failed render keeps the previous snapshot everywhere.
+// tests can feed it directly). A change pokes two debouncers:
+//   - the delta path (short debounce): the mesh is updated for what changed (compute.ts
+//     `update`), each network's view for the objects that moved (delta/network_view.ts), and
+//     each network's delta channel publishes one version with the records that differ, checked
+//     against the decoder's rules first (delta/channel.ts); held long polls are answered;
+//   - the snapshot path (the `debounce` setting): for targets delivered by ECDS file or
+//     WasmPlugin, the whole view is rendered as JSON, checked in the compiled filter, and only
+//     then delivered. Targets without those deliveries render their JSON only when asked
+//     (GET /snapshot), so a mesh consumed through deltas never pays a full render per change.
+// A refused or failed render keeps the previous snapshot / version everywhere.
 import { join } from "node:path";
 import type { ClusterObjects } from "./cluster_objects.js";
 import { KINDS } from "./cluster_objects.js";
@@ -14,6 +21,8 @@ import { Metrics } from "./metrics.js";
 import { renderPluginConfig } from "./render.js";
 import { FilterValidator } from "./validate.js";
 import { viewFor } from "./view.js";
+import { DeltaChannel, type DeltaAnswer } from "./delta/channel.js";
+import { NetworkView } from "./delta/network_view.js";
 
 /** Applies a target's snapshot as a WasmPlugin (deliver/wasmplugin.ts); absent without an API. */
 export interface WasmPluginApplier {
@@ -35,6 +44,19 @@ interface TargetState {
   ecds?: EcdsFileTarget;
   published?: PublishedSnapshot & { digest: string };
   lastError?: string;
+  /** Rendered on every snapshot render (it has a delivery); otherwise only when asked. */
+  eager: boolean;
+  /** The delta version the lazy snapshot was last rendered at. */
+  renderedAt?: number;
+}
+
+/** One network's delta state: its incremental view and channel (shared by its targets). */
+interface NetworkDelta {
+  view: NetworkView;
+  channel: DeltaChannel;
+  lastError?: string;
+  /** Long polls waiting for the next version. */
+  waiters: Set<() => void>;
 }
 
 export class FeedController implements SnapshotSource {
@@ -42,7 +64,10 @@ export class FeedController implements SnapshotSource {
   private readonly computer: MeshComputer;
   private readonly validator: FilterValidator;
   private readonly debouncer: Debouncer;
+  private readonly deltaDebouncer: Debouncer;
   private readonly targets: TargetState[];
+  private readonly networks = new Map<string, NetworkDelta>();
+  deltaRenders = 0;
   private readonly epoch = Date.now();
   private sequence = 0;
   private readonly synced = new Set<string>();
@@ -61,7 +86,15 @@ export class FeedController implements SnapshotSource {
     this.computer = new MeshComputer(mesh);
     this.validator = new FilterValidator((filter) => join(config.wasmDir, `${filter}.wasm`));
     this.debouncer = new Debouncer(config.debounce, () => this.render());
-    this.targets = config.targets.map((target) => ({ target, ...(target.ecds && { ecds: new EcdsFileTarget(target.ecds.file, target.ecds.template) }) }));
+    this.deltaDebouncer = new Debouncer({ quietMs: config.delta.quietMs, maxMs: config.delta.maxMs }, async () => this.renderDeltas());
+    this.targets = config.targets.map((target) => ({
+      target,
+      eager: !!(target.ecds || target.wasmPlugin),
+      ...(target.ecds && { ecds: new EcdsFileTarget(target.ecds.file, target.ecds.template) }),
+    }));
+    for (const t of config.targets) {
+      if (!this.networks.has(t.network)) this.networks.set(t.network, { view: new NetworkView(t.network), channel: new DeltaChannel(this.epoch, config.delta), waiters: new Set() });
+    }
     const m = this.metrics;
     m.declare("feed_objects", "gauge", "objects the feed holds, by cluster and kind");
     m.declare("feed_events_total", "counter", "watch events received, by cluster");
@@ -77,6 +110,23 @@ export class FeedController implements SnapshotSource {
     m.declare("feed_push_errors_total", "counter", "deliveries that failed, by target and delivery");
     m.declare("feed_model_gaps", "gauge", "objects carrying something the model cannot express, by reason");
     m.declare("feed_view_dropped", "gauge", "workloads, addresses and VIPs left out of a target's view, by reason");
+    m.declare("feed_delta_version", "gauge", "the target's current delta version (in epoch feed_delta_epoch)");
+    m.declare("feed_delta_epoch", "gauge", "the feed's epoch (its start time in ms): a client of another epoch gets a full message");
+    m.declare("feed_delta_render_seconds", "gauge", "duration of the last delta render (incremental compute, views, diff, check)");
+    m.declare("feed_delta_render_seconds_sum", "counter", "total delta render time");
+    m.declare("feed_delta_renders_total", "counter", "delta renders run");
+    m.declare("feed_delta_published_records_total", "counter", "records published in new versions, by target");
+    m.declare("feed_delta_refused_total", "counter", "versions refused by the decoder's rules (not published; the previous version stays), by target");
+    m.declare("feed_delta_journal_records", "gauge", "records the target's journal keeps");
+    m.declare("feed_delta_journal_bytes", "gauge", "bytes the target's journal keeps");
+    m.declare("feed_delta_journal_oldest", "gauge", "oldest version a delta can start from");
+    m.declare("feed_delta_full_bytes", "gauge", "size of the target's full message");
+    m.declare("feed_delta_requests_total", "counter", "GET /delta answers, by target and kind (full, delta, no_change)");
+    m.declare("feed_delta_full_total", "counter", "full messages sent, by target and reason (epoch, future, behind, smaller)");
+    m.declare("feed_delta_bytes_total", "counter", "bytes of /delta answers, by target and kind");
+    m.declare("feed_delta_held", "gauge", "long polls held now");
+    m.declare("feed_delta_held_total", "counter", "long polls that were held (answered on a change or when their wait ran out)");
+    this.metrics.set("feed_delta_epoch", {}, this.epoch);
   }
 
   // ------------------------------------------------------------------ inputs
@@ -85,7 +135,8 @@ export class FeedController implements SnapshotSource {
   changed(clusterId?: string): void {
     if (clusterId) this.metrics.add("feed_events_total", { cluster: clusterId });
     if (this.oldestPending === 0) this.oldestPending = Date.now();
-    this.debouncer.poke();
+    this.deltaDebouncer.poke();
+    if (this.targets.some((t) => t.eager)) this.debouncer.poke();
   }
 
   markSynced(clusterId: string): void {
@@ -100,6 +151,8 @@ export class FeedController implements SnapshotSource {
 
   stop(): void {
     this.debouncer.stop();
+    this.deltaDebouncer.stop();
+    for (const n of this.networks.values()) for (const w of [...n.waiters]) w();
   }
 
   /** Resolves after the next render finishes. */
@@ -109,25 +162,83 @@ export class FeedController implements SnapshotSource {
 
   // ------------------------------------------------------------------ render
 
+  /**
+   * The delta path: brings the mesh, every network's view and channel up to date. Synchronous
+   * (nothing else runs in between), cheap when little changed.
+   */
+  renderDeltas(): void {
+    const started = performance.now();
+    try {
+      for (const c of this.clusters) for (const [kind, n] of Object.entries(c.count())) this.metrics.set("feed_objects", { cluster: c.clusterId, kind }, n);
+      const { mesh, changes } = this.computer.update(this.clusters);
+      if (changes.full || changes.workloads.size > 0 || changes.services.size > 0) {
+        this.metrics.clear("feed_model_gaps");
+        for (const [reason, n] of mesh.gaps) this.metrics.set("feed_model_gaps", { reason }, n);
+      }
+      for (const [network, n] of this.networks) {
+        const moved = n.view.update(mesh, changes);
+        const outcome = n.channel.publish(n.view, mesh, moved);
+        const names = this.targets.filter((t) => t.target.network === network).map((t) => t.target.name);
+        if (outcome.published) {
+          n.lastError = undefined;
+          for (const name of names) {
+            this.metrics.set("feed_delta_version", { target: name }, outcome.version);
+            this.metrics.add("feed_delta_published_records_total", { target: name }, outcome.records);
+          }
+          const waiters = [...n.waiters];
+          n.waiters.clear();
+          for (const w of waiters) w();
+        } else if (outcome.error) {
+          for (const name of names) this.metrics.add("feed_delta_refused_total", { target: name });
+          const message = `network ${JSON.stringify(network)} (targets ${names.join(", ")}): delta refused (${outcome.error}); not published, version ${n.channel.version} stays`;
+          if (message !== n.lastError) this.log("error", message);
+          n.lastError = message;
+        }
+        const st = n.channel.stats;
+        for (const name of names) {
+          this.metrics.set("feed_delta_journal_records", { target: name }, st.journalRecords);
+          this.metrics.set("feed_delta_journal_bytes", { target: name }, st.journalBytes);
+          this.metrics.set("feed_delta_journal_oldest", { target: name }, st.oldestBase);
+          this.metrics.set("feed_delta_full_bytes", { target: name }, st.fullBytes);
+          const vs = n.view.stats();
+          for (const [reason, v] of Object.entries({ no_gateway: vs.droppedNoGateway, address_conflict: vs.addressConflicts, vip_conflict: vs.vipConflicts })) {
+            this.metrics.set("feed_view_dropped", { target: name, reason }, v);
+          }
+        }
+      }
+    } catch (error) {
+      // A bug or an unexpected object: nothing new is published, the previous versions stay;
+      // the next render recomputes everything (what this one touched may be half-updated) and
+      // publishes the difference from the last published version.
+      this.computer.invalidate();
+      setTimeout(() => this.deltaDebouncer.poke(), 1000).unref();
+      this.metrics.add("feed_render_errors_total", { target: "*" });
+      this.log("error", `delta render failed, previous versions kept: ${(error as Error).stack ?? error}`);
+    } finally {
+      const seconds = (performance.now() - started) / 1000;
+      this.metrics.set("feed_delta_render_seconds", {}, seconds);
+      this.metrics.add("feed_delta_render_seconds_sum", {}, seconds);
+      this.metrics.add("feed_delta_renders_total", {});
+      this.deltaRenders++;
+    }
+  }
+
+  /** The snapshot path: the delta path first (so both see the same mesh), then every eager target's JSON. */
   private async render(): Promise<void> {
     const started = performance.now();
     const changeSeen = this.oldestPending;
     this.oldestPending = 0;
     try {
-      for (const c of this.clusters) for (const [kind, n] of Object.entries(c.count())) this.metrics.set("feed_objects", { cluster: c.clusterId, kind }, n);
-      const mesh = this.computer.compute(this.clusters);
-      this.metrics.clear("feed_model_gaps");
-      for (const [reason, n] of mesh.gaps) this.metrics.set("feed_model_gaps", { reason }, n);
+      this.renderDeltas();
+      const mesh = this.computer.current;
       const views = new Map<string, ReturnType<typeof viewFor>>();
       for (const state of this.targets) {
+        if (!state.eager) continue;
         const t = state.target;
         let view = views.get(t.network);
         if (!view) {
           view = viewFor(mesh, t.network);
           views.set(t.network, view);
-        }
-        for (const [reason, n] of Object.entries({ no_gateway: view.stats.droppedNoGateway, address_conflict: view.stats.addressConflicts, vip_conflict: view.stats.vipConflicts })) {
-          this.metrics.set("feed_view_dropped", { target: t.name, reason }, n);
         }
         await this.renderTarget(state, view.snapshot, view.stats);
       }
@@ -146,10 +257,27 @@ export class FeedController implements SnapshotSource {
     }
   }
 
-  private async renderTarget(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"]): Promise<void> {
+  /** A lazy target's snapshot, rendered (and checked) now if the mesh moved since. */
+  private renderLazy(state: TargetState): void {
+    const n = this.networks.get(state.target.network);
+    if (!n || n.channel.version === 0) return;
+    if (state.renderedAt === n.channel.version && state.published) return;
+    try {
+      this.renderDeltas();
+      const view = viewFor(this.computer.current, state.target.network);
+      this.checkAndKeep(state, view.snapshot, view.stats);
+      state.renderedAt = n.channel.version;
+    } catch (error) {
+      this.metrics.add("feed_render_errors_total", { target: state.target.name });
+      this.log("error", `target ${state.target.name}: render failed, previous snapshot kept: ${(error as Error).stack ?? error}`);
+    }
+  }
+
+  /** Renders and checks one target's snapshot; keeps it as published when the filter accepts it. */
+  private checkAndKeep(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"]): { version: string; text: string; bytes: number } | undefined {
     const t = state.target;
     const rendered = renderPluginConfig(t.filter, t.network, t.config, snapshot);
-    if (state.published?.digest === rendered.digest) return;
+    if (state.published?.digest === rendered.digest) return undefined;
     const verdict = this.validator.check(t.filter, rendered.text);
     this.metrics.set("feed_validate_seconds", { target: t.name }, verdict.ms / 1000);
     if (!verdict.ok) {
@@ -158,14 +286,27 @@ export class FeedController implements SnapshotSource {
       const message = `target ${t.name}: ${t.filter} refuses the new snapshot (${verdict.error}); not published, ${kept}`;
       if (message !== state.lastError) this.log("error", message);
       state.lastError = message;
-      return;
+      return undefined;
     }
     state.lastError = undefined;
     const version = `${this.epoch}-${++this.sequence}`;
-    const published = { target: t.name, version, text: rendered.text, bytes: rendered.bytes, publishedAt: Date.now(), digest: rendered.digest };
+    state.published = { target: t.name, version, text: rendered.text, bytes: rendered.bytes, publishedAt: Date.now(), digest: rendered.digest };
+    this.metrics.set("feed_snapshot_version", { target: t.name }, this.sequence);
+    this.metrics.set("feed_snapshot_bytes", { target: t.name }, rendered.bytes);
+    this.metrics.set("feed_snapshot_workloads", { target: t.name }, stats.workloads);
+    this.metrics.set("feed_snapshot_services", { target: t.name }, stats.services);
+    this.log("info", `target ${t.name}: published ${version} (${stats.workloads} workloads, ${stats.services} services, ${rendered.bytes} bytes; checked by ${t.filter} in ${verdict.ms.toFixed(0)} ms)`);
+    return { version, text: rendered.text, bytes: rendered.bytes };
+  }
+
+  private async renderTarget(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"]): Promise<void> {
+    const t = state.target;
+    const kept = this.checkAndKeep(state, snapshot, stats);
+    if (!kept) return;
+    const { version, text, bytes } = kept;
     if (state.ecds) {
       try {
-        state.ecds.write(version, rendered.text);
+        state.ecds.write(version, text);
       } catch (error) {
         this.metrics.add("feed_push_errors_total", { target: t.name, delivery: "ecds" });
         this.log("error", `target ${t.name}: writing ${t.ecds?.file} failed: ${(error as Error).message}`);
@@ -173,36 +314,92 @@ export class FeedController implements SnapshotSource {
     }
     if (t.wasmPlugin && this.wasmPlugins) {
       try {
-        await this.wasmPlugins.apply(t, version, JSON.parse(rendered.text) as Record<string, unknown>, rendered.bytes);
+        await this.wasmPlugins.apply(t, version, JSON.parse(text) as Record<string, unknown>, bytes);
       } catch (error) {
         this.metrics.add("feed_push_errors_total", { target: t.name, delivery: "wasmplugin" });
         this.log("error", `target ${t.name}: WasmPlugin ${t.wasmPlugin.namespace}/${t.wasmPlugin.name} not applied: ${(error as Error).message}`);
       }
     }
-    state.published = published;
-    this.metrics.set("feed_snapshot_version", { target: t.name }, this.sequence);
-    this.metrics.set("feed_snapshot_bytes", { target: t.name }, rendered.bytes);
-    this.metrics.set("feed_snapshot_workloads", { target: t.name }, stats.workloads);
-    this.metrics.set("feed_snapshot_services", { target: t.name }, stats.services);
-    this.log("info", `target ${t.name}: published ${version} (${stats.workloads} workloads, ${stats.services} services, ${rendered.bytes} bytes; checked by ${t.filter} in ${verdict.ms.toFixed(0)} ms)`);
   }
 
   // ------------------------------------------------------------------ SnapshotSource
 
   snapshot(target: string): PublishedSnapshot | undefined {
-    return this.targets.find((s) => s.target.name === target)?.published;
+    const state = this.targets.find((s) => s.target.name === target);
+    if (state && !state.eager) this.renderLazy(state);
+    return state?.published;
   }
 
   snapshots(): PublishedSnapshot[] {
-    return this.targets.flatMap((s) => (s.published ? [s.published] : []));
+    return this.targets.flatMap((s) => {
+      if (!s.eager) this.renderLazy(s);
+      return s.published ? [s.published] : [];
+    });
   }
 
   ready(): { ready: boolean; reason: string } {
     const notSynced = this.clusters.filter((c) => !this.synced.has(c.clusterId)).map((c) => c.clusterId);
     if (notSynced.length > 0) return { ready: false, reason: `waiting for the initial lists of ${notSynced.join(", ")}` };
-    const unpublished = this.targets.filter((s) => !s.published).map((s) => s.target.name);
+    const unpublished = this.targets.filter((s) => (s.eager ? !s.published : (this.networks.get(s.target.network)?.channel.version ?? 0) === 0)).map((s) => s.target.name);
     if (unpublished.length > 0) return { ready: false, reason: `nothing published yet for ${unpublished.join(", ")}` };
     return { ready: true, reason: "ok" };
+  }
+
+  // ------------------------------------------------------------------ DeltaSource
+
+  /** The target's channel, or undefined for an unknown target. */
+  private channelOf(target: string): NetworkDelta | undefined {
+    const t = this.targets.find((s) => s.target.name === target);
+    return t ? this.networks.get(t.target.network) : undefined;
+  }
+
+  hasTarget(target: string): boolean {
+    return this.channelOf(target) !== undefined;
+  }
+
+  /** The target's current delta version (0: nothing published yet). */
+  deltaVersion(target: string): number {
+    return this.channelOf(target)?.channel.version ?? 0;
+  }
+
+  deltaUpToDate(target: string, epoch: number, version: number): boolean {
+    return this.channelOf(target)?.channel.upToDate(epoch, version) ?? false;
+  }
+
+  /** Resolves on the target's next version, or after `ms`; returns a cancel function too. */
+  waitForDelta(target: string, ms: number): { done: Promise<void>; cancel: () => void } {
+    const n = this.channelOf(target);
+    let finish: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    if (!n) {
+      finish();
+      return { done, cancel: () => undefined };
+    }
+    const timer = setTimeout(() => wake(), ms);
+    const wake = () => {
+      clearTimeout(timer);
+      n.waiters.delete(wake);
+      finish();
+    };
+    n.waiters.add(wake);
+    return { done, cancel: wake };
+  }
+
+  deltaAnswer(target: string, epoch: number, version: number): DeltaAnswer | undefined {
+    const n = this.channelOf(target);
+    if (!n || n.channel.version === 0) return undefined;
+    const a = n.channel.answer(epoch, version);
+    const kind = a.kind === 1 ? "full" : a.kind === 2 ? "delta" : "no_change";
+    this.metrics.add("feed_delta_requests_total", { target, kind });
+    this.metrics.add("feed_delta_bytes_total", { target, kind }, a.body.length);
+    if (a.reason) this.metrics.add("feed_delta_full_total", { target, reason: a.reason });
+    return a;
+  }
+
+  /** Long polls held now (metrics) */
+  heldChanged(delta: number): void {
+    this.metrics.add("feed_delta_held", {}, delta);
+    if (delta > 0) this.metrics.add("feed_delta_held_total", {});
   }
 
   metricsText(): string {

@@ -5,10 +5,14 @@
 //   GET /healthz            200 while the process runs
 //   GET /readyz             200 once every cluster has synced and every target has published
 //   GET /metrics            Prometheus text
+//   GET /delta/<target>?epoch=E&version=V&wait=S
+//                           the mesh as a format-v1 message (delta/wire.ts): full, delta from V,
+//                           or no-change after holding the request up to S seconds for a change
 // Versions are "<epoch>-<n>": the epoch is the feed's start time, so a version from before a
 // restart never matches one after it (a client holding it gets the full snapshot again).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { DeltaAnswer } from "./delta/channel.js";
 
 export interface PublishedSnapshot {
   target: string;
@@ -25,6 +29,69 @@ export interface SnapshotSource {
   metricsText(): string;
 }
 
+/** What /delta needs from the controller (FeedController implements it). */
+export interface DeltaSource {
+  hasTarget(target: string): boolean;
+  deltaVersion(target: string): number;
+  deltaUpToDate(target: string, epoch: number, version: number): boolean;
+  waitForDelta(target: string, ms: number): { done: Promise<void>; cancel: () => void };
+  deltaAnswer(target: string, epoch: number, version: number): DeltaAnswer | undefined;
+  heldChanged(delta: number): void;
+}
+
+export const DELTA_CONTENT_TYPE = "application/x-mesh-delta";
+
+/** A query parameter as a non-negative safe integer; undefined when absent; NaN when malformed. */
+function uintParam(url: URL, name: string): number | undefined {
+  const v = url.searchParams.get(name);
+  if (v === null || v === "") return undefined;
+  return /^\d{1,16}$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : NaN;
+}
+
+function handleDelta(source: SnapshotSource & DeltaSource, target: string, url: URL, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
+  if (!source.hasTarget(target)) {
+    res.writeHead(404, { "content-type": "text/plain" }).end(`no target ${JSON.stringify(target)}\n`);
+    return;
+  }
+  const params = { epoch: uintParam(url, "epoch") ?? 0, version: uintParam(url, "version") ?? 0, wait: uintParam(url, "wait") ?? 0 };
+  for (const [name, v] of Object.entries(params)) {
+    if (Number.isNaN(v)) {
+      res.writeHead(400, { "content-type": "text/plain" }).end(`${name}: expected a non-negative integer\n`);
+      return;
+    }
+  }
+  const send = () => {
+    const a = source.deltaAnswer(target, params.epoch, params.version);
+    if (!a) {
+      res.writeHead(503, { "content-type": "text/plain", "retry-after": "1" }).end(`nothing published yet for target ${JSON.stringify(target)}\n`);
+      return;
+    }
+    res.writeHead(200, {
+      "content-type": DELTA_CONTENT_TYPE,
+      "content-length": String(a.body.length),
+      "cache-control": "no-store",
+      "x-feed-kind": a.kind === 1 ? "full" : a.kind === 2 ? "delta" : "no-change",
+      "x-feed-version": String(a.version),
+    });
+    res.end(req.method === "HEAD" ? undefined : a.body);
+  };
+  const waitMs = Math.min(params.wait, maxWaitSeconds) * 1000;
+  if (waitMs === 0 || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, params.epoch, params.version)) {
+    send();
+    return;
+  }
+  // Up to date: hold the request until the next version or the wait runs out (then no-change).
+  const hold = source.waitForDelta(target, waitMs);
+  source.heldChanged(1);
+  const gone = () => hold.cancel();
+  res.on("close", gone);
+  void hold.done.then(() => {
+    source.heldChanged(-1);
+    res.off("close", gone);
+    if (!res.destroyed && !res.writableEnded) send();
+  });
+}
+
 export function etagOf(version: string): string {
   return `"${version}"`;
 }
@@ -36,7 +103,7 @@ function matches(header: string | undefined, etag: string): boolean {
   return header.split(",").some((t) => t.trim().replace(/^W\//, "") === etag);
 }
 
-function handle(source: SnapshotSource, req: IncomingMessage, res: ServerResponse): void {
+function handle(source: SnapshotSource & Partial<DeltaSource>, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
   const url = new URL(req.url ?? "/", "http://feed");
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.writeHead(405, { allow: "GET, HEAD" }).end();
@@ -58,6 +125,11 @@ function handle(source: SnapshotSource, req: IncomingMessage, res: ServerRespons
   if (url.pathname === "/snapshots") {
     const list = source.snapshots().map(({ target, version, bytes, publishedAt }) => ({ target, version, bytes, publishedAt: new Date(publishedAt).toISOString() }));
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(list) + "\n");
+    return;
+  }
+  const d = /^\/delta\/([^/]+)$/.exec(url.pathname);
+  if (d && source.deltaAnswer) {
+    handleDelta(source as SnapshotSource & DeltaSource, decodeURIComponent(d[1]), url, req, res, maxWaitSeconds);
     return;
   }
   const m = /^\/snapshot\/([^/]+)$/.exec(url.pathname);
@@ -83,12 +155,15 @@ function handle(source: SnapshotSource, req: IncomingMessage, res: ServerRespons
 export class FeedHttpServer {
   private server: Server | undefined;
 
-  constructor(private readonly source: SnapshotSource) {}
+  constructor(
+    private readonly source: SnapshotSource & Partial<DeltaSource>,
+    private readonly maxWaitSeconds = 60,
+  ) {}
 
   async listen(port: number, host: string): Promise<AddressInfo> {
     const server = createServer((req, res) => {
       try {
-        handle(this.source, req, res);
+        handle(this.source, req, res, this.maxWaitSeconds);
       } catch (error) {
         res.writeHead(500, { "content-type": "text/plain" }).end(`${(error as Error).message}\n`);
       }

@@ -31,7 +31,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   let http: FeedHttpServer | undefined;
   let port: number | undefined;
   if (config.http) {
-    http = new FeedHttpServer(controller);
+    http = new FeedHttpServer(controller, config.delta.maxWaitSeconds);
     port = (await http.listen(config.http.port, config.http.address)).port;
   }
   const log = defaultLogger;

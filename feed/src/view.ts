@@ -21,7 +21,7 @@ export interface ViewStats {
 }
 
 /** Who keeps an address two workloads claim: a live pod over a deleting one, then ready, then newer, then uid. */
-function better(a: WorkloadInfo, b: WorkloadInfo): boolean {
+export function better(a: WorkloadInfo, b: WorkloadInfo): boolean {
   if (a.deleting !== b.deleting) return !a.deleting;
   const ah = a.workload.healthy !== false;
   const bh = b.workload.healthy !== false;
@@ -73,7 +73,8 @@ export function viewFor(mesh: ComputedMesh, network: string): { snapshot: MeshSn
   // Services: endpoints in the view only; each VIP once per network (first service by hostname).
   const vipOwner = new Set<string>();
   const services: Service[] = [];
-  for (const s of mesh.services.values()) {
+  for (const hostname of [...mesh.services.keys()].sort()) {
+    const s = mesh.services.get(hostname)!;
     let out = s;
     if (s.endpoints?.some((e) => !kept.has(e.workload))) {
       const endpoints = s.endpoints.filter((e) => kept.has(e.workload));

@@ -1,0 +1,81 @@
+// The incremental compute's bookkeeping (compute.ts): per cluster, what a pod's or a service's
+// computation needs besides the object itself, and the reverse indexes that say what a change
+// touches (slices by service and by pod, pods by node), plus the signatures that tell a node or
+// namespace update that changes nothing the model reads from one that does.
+import { isIP } from "node:net";
+import type { ClusterObjects } from "./cluster_objects.js";
+import type { EndpointSlice, KubeObject } from "./kube_objects.js";
+import { labelsOf } from "./kube_objects.js";
+import { LABEL_REGION, LABEL_SERVICE_NAME, LABEL_SUBZONE, LABEL_ZONE } from "./istio_rules.js";
+import type { ClusterWaypoints } from "./waypoints.js";
+
+/** What the feed last read from an EndpointSlice: its service and the pods it names. */
+export interface SliceIndex {
+  service?: string;
+  pods: string[];
+  /** Pods this slice says are not ready (an IPv4/IPv6 slice, an endpoint with an address). */
+  notReady?: Set<string>;
+}
+
+/**
+ * Per cluster: what a pod's or a service's computation needs besides the object itself
+ * (waypoints, networks, east-west gateways: rebuilt on a full compute), and the reverse
+ * indexes that say what a change touches (slices by service and by pod, pods by node).
+ */
+export interface ClusterState {
+  c: ClusterObjects;
+  waypoints: ClusterWaypoints;
+  systemNetwork: string;
+  registryNetwork: string;
+  network: string;
+  eastWest: Set<string>;
+  slices: Map<string, SliceIndex>;
+  podSlices: Map<string, Set<string>>;
+  serviceSlices: Map<string, Set<string>>;
+  nodePods: Map<string, Set<string>>;
+  podNode: Map<string, string>;
+  nodeSignatures: Map<string, string>;
+  namespaceSignatures: Map<string, string>;
+}
+
+export function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
+  let set = index.get(key);
+  if (!set) index.set(key, (set = new Set()));
+  set.add(value);
+}
+
+export function removeFrom<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
+  const set = index.get(key);
+  if (!set) return;
+  set.delete(value);
+  if (set.size === 0) index.delete(key);
+}
+
+export function sliceIndexOf(slice: EndpointSlice | undefined): SliceIndex | undefined {
+  if (!slice) return undefined;
+  const namespace = slice.metadata?.namespace ?? "";
+  const name = labelsOf(slice)[LABEL_SERVICE_NAME];
+  const pods: string[] = [];
+  let notReady: Set<string> | undefined;
+  const ipFamily = slice.addressType === "IPv4" || slice.addressType === "IPv6";
+  for (const ep of slice.endpoints ?? []) {
+    if (ep.targetRef?.kind !== "Pod") continue;
+    const key = `${ep.targetRef.namespace ?? namespace}/${ep.targetRef.name ?? ""}`;
+    pods.push(key);
+    if (ipFamily && ep.conditions?.ready === false && (ep.addresses ?? []).some((a) => isIP(a) !== 0)) (notReady ??= new Set()).add(key);
+  }
+  return { ...(name && { service: `${namespace}/${name}` }), pods, ...(notReady && { notReady }) };
+}
+
+/** What of a node the model reads (its locality labels): other updates (status) change nothing. */
+export function nodeSignature(node: KubeObject | undefined): string {
+  if (!node) return "";
+  const l = labelsOf(node);
+  return `${l[LABEL_REGION] ?? ""}\n${l[LABEL_ZONE] ?? ""}\n${l[LABEL_SUBZONE] ?? ""}`;
+}
+
+/** What of a namespace the model reads: labels and annotations. */
+export function namespaceSignature(ns: KubeObject | undefined): string {
+  return ns ? JSON.stringify([ns.metadata?.labels ?? {}, ns.metadata?.annotations ?? {}]) : "";
+}
+

@@ -1,0 +1,247 @@
+// GET /delta/<target> against a real API server: the feed (as deployed: its ServiceAccount,
+// the shipped RBAC) watches it, and a client follows the versions as a filter's root context
+// would (long polls with epoch and version), decoding every message with the test's own
+// decoder. Pods churned → deltas with the right records and versions, converging on what a
+// full message says; a client from another epoch, from the future, or behind the journal → a
+// full; a long poll held until a change (and no-change when the wait runs out); a feed
+// restart → a new epoch → full; a refused version (past the id limit the filters take) keeps
+// the journal consistent and publishing resumes once the mesh is acceptable again.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { startKubeCluster, type KubeCluster } from "../support/kube.js";
+import { DecodedModel, decodeMessage, type DecodedMessage } from "./delta_wire_decode.js";
+import { eventually, runFeed, sleep, type FeedRun } from "./harness.js";
+
+const LABELS = { "security.istio.io/tlsMode": "istio" };
+
+interface Answer {
+  status: number;
+  kind: string | null;
+  message?: DecodedMessage;
+  ms: number;
+}
+
+async function poll(base: string, target: string, epoch: number, version: number, wait = 0): Promise<Answer> {
+  const started = Date.now();
+  const r = await fetch(`${base}/delta/${target}?epoch=${epoch}&version=${version}&wait=${wait}`);
+  const body = Buffer.from(await r.arrayBuffer());
+  if (r.status === 200) assert.equal(r.headers.get("content-type"), "application/x-mesh-delta");
+  return { status: r.status, kind: r.headers.get("x-feed-kind"), ...(r.status === 200 && { message: decodeMessage(body) }), ms: Date.now() - started };
+}
+
+/** Brings `client` to the feed's current version (following deltas, or a full when told). */
+async function follow(base: string, target: string, client: DecodedModel): Promise<DecodedMessage> {
+  const a = await poll(base, target, client.epoch, client.version);
+  assert.equal(a.status, 200);
+  client.apply(a.message!);
+  return a.message!;
+}
+
+async function metric(base: string, series: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+}
+
+function addressesOf(client: DecodedModel): string[] {
+  return [...client.workloads.values()].flatMap((w) => w.addresses).sort();
+}
+
+async function addPod(cluster: KubeCluster, name: string, ip: string, sa = "app", app = "app"): Promise<void> {
+  await cluster.createPod({ namespace: "default", name, labels: { ...LABELS, app }, serviceAccountName: sa });
+  await cluster.setPodStatus("default", name, { podIP: ip });
+}
+
+describe("feed deltas against a real API server (GET /delta long poll)", () => {
+  let cluster: KubeCluster;
+  let run: FeedRun;
+
+  before(async () => {
+    cluster = await startKubeCluster({ name: "feed-delta" });
+    await cluster.createNamespace("default");
+    await cluster.createService({ namespace: "default", name: "app", selector: { app: "app" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] });
+    await addPod(cluster, "seed-0", "10.20.0.1");
+    run = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }], { delta: { journal: { maxRecords: 40 } } });
+  });
+
+  after(async () => {
+    await run?.feed.stop();
+    await cluster?.stop();
+  });
+
+  it("serves a full message to a client with nothing, with the pods and services of the API server", async () => {
+    const a = await poll(run.base, "mesh", 0, 0);
+    assert.equal(a.status, 200);
+    assert.equal(a.kind, "full");
+    const m = a.message!;
+    assert.equal(m.kind, 1);
+    assert.ok(m.epoch > 0);
+    assert.ok(m.version >= 1);
+    const client = new DecodedModel();
+    client.apply(m);
+    const w = [...client.workloads.values()].find((x) => x.addresses.includes("10.20.0.1"));
+    assert.ok(w, "the seed pod is a workload");
+    assert.equal(w.identity, "spiffe://cluster.local/ns/default/sa/app");
+    assert.equal(w.flags & 3, 3, "istio and healthy");
+    const s = [...client.services.values()].find((x) => x.hostname === "app.default.svc.cluster.local");
+    assert.ok(s, "the Service is a service");
+    assert.deepEqual(s.ports, [[80, 8080]]);
+    assert.ok(m.workloadIdLimit > w.id && m.serviceIdLimit > s.id);
+    // The JSON snapshot (rendered on request for a target without file or WasmPlugin delivery) has the same pod.
+    const snap = await fetch(`${run.base}/snapshot/mesh`);
+    assert.equal(snap.status, 200);
+    assert.ok(snap.headers.get("etag"));
+    assert.match(await snap.text(), /"addresses":\["10\.20\.0\.1"\]/);
+    assert.equal((await poll(run.base, "nope", 0, 0)).status, 404);
+    assert.equal((await fetch(`${run.base}/delta/mesh?version=x`)).status, 400);
+  });
+
+  it("pods churned: each version is a delta from the previous one with the records of what changed; the client converges on the full", async () => {
+    const client = new DecodedModel();
+    await follow(run.base, "mesh", client);
+    const start = client.version;
+    // A pod created with an IP: one version (or a few) whose records upsert a workload with that address.
+    await addPod(cluster, "churn-0", "10.20.1.1", "other");
+    const seen: DecodedMessage[] = [];
+    await eventually("the new pod in a delta", 10_000, async () => {
+      const m = await follow(run.base, "mesh", client);
+      if (m.kind === 2) seen.push(m);
+      return addressesOf(client).includes("10.20.1.1") ? true : undefined;
+    });
+    assert.ok(seen.length > 0);
+    for (const m of seen) assert.ok(m.version > m.base && m.epoch === client.epoch);
+    const upsert = seen.flatMap((m) => m.records).find((r) => r.type === "workload" && r.addresses.includes("10.20.1.1"));
+    assert.ok(upsert && upsert.type === "workload");
+    assert.equal(upsert.identity, "spiffe://cluster.local/ns/default/sa/other");
+    const id = upsert.id;
+    // Deleted: a workload remove of that id.
+    await cluster.deletePod("default", "churn-0");
+    const removal = await eventually("the removal in a delta", 10_000, async () => {
+      const m = await follow(run.base, "mesh", client);
+      return m.records.find((r) => r.type === "workloadRemove" && r.id === id);
+    });
+    assert.ok(removal.value);
+    // Many pods at once, some deleted again, some given another IP: the client following deltas
+    // ends where a full message says.
+    const names = Array.from({ length: 30 }, (_, i) => `churn-${i + 1}`);
+    await Promise.all(names.map((n, i) => addPod(cluster, n, `10.20.2.${i + 1}`)));
+    for (let i = 0; i < 10; i++) await cluster.deletePod("default", names[i]);
+    for (let i = 10; i < 15; i++) await cluster.setPodStatus("default", names[i], { podIP: `10.20.3.${i}` });
+    const want = ["10.20.0.1", ...names.slice(10, 15).map((_, k) => `10.20.3.${k + 10}`), ...names.slice(15).map((_, k) => `10.20.2.${k + 16}`)].sort();
+    await eventually("the client following deltas reaches the API state", 20_000, async () => {
+      await follow(run.base, "mesh", client);
+      return JSON.stringify(addressesOf(client)) === JSON.stringify(want) ? true : undefined;
+    });
+    assert.ok(client.version > start);
+    const full = new DecodedModel();
+    full.apply((await poll(run.base, "mesh", 0, 0)).message!);
+    assert.equal(full.version, client.version);
+    assert.deepEqual(client.contents(), full.contents());
+    // Ids are dense: the 10 deleted pods' ids were reused, so the limit stays near the peak count.
+    assert.ok((await poll(run.base, "mesh", client.epoch, client.version)).message!.workloadIdLimit <= 33);
+  });
+
+  it("another epoch, a version from the future, or one behind the journal → a full message (counted by reason)", async () => {
+    const now = (await poll(run.base, "mesh", 0, 0)).message!;
+    const other = await poll(run.base, "mesh", now.epoch + 1, now.version);
+    assert.equal(other.kind, "full");
+    assert.equal(other.message!.epoch, now.epoch);
+    const future = await poll(run.base, "mesh", now.epoch, now.version + 5);
+    assert.equal(future.kind, "full");
+    assert.equal(future.message!.version, now.version);
+    // The journal keeps at most 40 records (this feed's delta.journal.maxRecords): after the churn above, version 1 is gone.
+    const behind = await poll(run.base, "mesh", now.epoch, 1);
+    assert.equal(behind.kind, "full");
+    assert.ok((await metric(run.base, 'feed_delta_full_total{reason="behind",target="mesh"}')) >= 1);
+    assert.ok((await metric(run.base, 'feed_delta_full_total{reason="future",target="mesh"}')) >= 1);
+    assert.ok((await metric(run.base, 'feed_delta_full_total{reason="epoch",target="mesh"}')) >= 2);
+    assert.ok((await metric(run.base, "feed_delta_journal_records{target=\"mesh\"}")) <= 40);
+  });
+
+  it("a long poll at the current version is held until a change, and answered no-change when its wait runs out", async () => {
+    const client = new DecodedModel();
+    await follow(run.base, "mesh", client);
+    const idle = await poll(run.base, "mesh", client.epoch, client.version, 1);
+    assert.equal(idle.kind, "no-change");
+    assert.equal(idle.message!.version, client.version);
+    assert.equal(idle.message!.records.length, 0);
+    assert.ok(idle.ms >= 900, `held ${idle.ms} ms`);
+    const held = poll(run.base, "mesh", client.epoch, client.version, 30);
+    await eventually("the poll held", 10_000, async () => ((await metric(run.base, "feed_delta_held")) === 1 ? true : undefined));
+    const written = Date.now();
+    await addPod(cluster, "woken", "10.20.4.1");
+    const a = await held;
+    assert.equal(a.kind, "delta");
+    assert.ok(Date.now() - written < 25_000, "answered on the change, not at the end of the wait");
+    client.apply(a.message!);
+    assert.ok(addressesOf(client).includes("10.20.4.1") || (await follow(run.base, "mesh", client), addressesOf(client).includes("10.20.4.1")));
+    assert.equal(await metric(run.base, "feed_delta_held"), 0);
+  });
+
+  it("a version past the filters' id limit is refused whole: the journal stays consistent, publishing resumes", async () => {
+    const base = run.base;
+    const client = new DecodedModel();
+    await follow(base, "mesh", client);
+    const before = client.version;
+    const live = client.workloads.size;
+    // A second feed on the same API server whose filters take only live + 2 workloads.
+    const tight = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }], { delta: { maxWorkloads: live + 2 } });
+    try {
+      const c2 = new DecodedModel();
+      await follow(tight.base, "mesh", c2);
+      const v0 = c2.version;
+      await Promise.all([0, 1, 2, 3].map((i) => addPod(cluster, `over-${i}`, `10.20.5.${i + 1}`)));
+      await eventually("the refusal", 10_000, async () => ((await metric(tight.base, 'feed_delta_refused_total{target="mesh"}')) >= 1 ? true : undefined));
+      await sleep(300);
+      // Whatever was published before the refusal applies cleanly; nothing past the limit was.
+      await follow(tight.base, "mesh", c2);
+      assert.ok(c2.workloads.size <= live + 2, `${c2.workloads.size} workloads published`);
+      const stuck = c2.version;
+      assert.equal((await poll(tight.base, "mesh", c2.epoch, c2.version)).kind, "no-change");
+      // Back under the limit (and one more pod, so there is something new whether or not a
+      // part of the four was published before the refusal): the next version is a delta from
+      // the last published one, and nothing of the refused state is in it.
+      await Promise.all([0, 1, 2, 3].map((i) => cluster.deletePod("default", `over-${i}`)));
+      await addPod(cluster, "after-limit", "10.20.6.1");
+      let first: number | undefined;
+      await eventually("publishing resumes", 10_000, async () => {
+        const a = await poll(tight.base, "mesh", c2.epoch, c2.version);
+        if (a.kind !== "delta") return undefined;
+        first ??= a.message!.base;
+        c2.apply(a.message!);
+        const now = addressesOf(c2);
+        return now.includes("10.20.6.1") && !now.some((x) => x.startsWith("10.20.5.")) ? true : undefined;
+      });
+      // The first version after the refusals is a delta from the last one published before them.
+      assert.equal(first, stuck);
+      assert.ok(c2.version > v0);
+      const full = new DecodedModel();
+      full.apply((await poll(tight.base, "mesh", 0, 0)).message!);
+      assert.deepEqual(c2.contents(), full.contents());
+    } finally {
+      await tight.feed.stop();
+      await cluster.deletePod("default", "after-limit");
+    }
+    // The first feed took every change (its limit is the filters' default), the deletions too.
+    await eventually("the first feed follows", 10_000, async () => {
+      await follow(base, "mesh", client);
+      return addressesOf(client).some((x) => x.startsWith("10.20.5.") || x === "10.20.6.1") ? undefined : true;
+    });
+    assert.ok(client.version > before);
+  });
+
+  it("a feed restart is a new epoch: a client of the old one gets a full message", async () => {
+    const client = new DecodedModel();
+    await follow(run.base, "mesh", client);
+    const oldEpoch = client.epoch;
+    await run.feed.stop();
+    await sleep(5);
+    run = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }]);
+    const a = await poll(run.base, "mesh", oldEpoch, client.version);
+    assert.equal(a.kind, "full");
+    assert.notEqual(a.message!.epoch, oldEpoch);
+    const restarted = new DecodedModel();
+    restarted.apply(a.message!);
+    assert.deepEqual(addressesOf(restarted), addressesOf(client));
+  });
+});

@@ -1,0 +1,190 @@
+// The format-v1 encoder (feed/src/delta/wire.ts) against the test's own decoder, field by
+// field; the ids; the decoder-rule check (check.ts) refusing what the filters would refuse.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { WireShadow } from "../../feed/src/delta/check.js";
+import { IdAllocator } from "../../feed/src/delta/ids.js";
+import { wireService, wireWorkload } from "../../feed/src/delta/records.js";
+import {
+  assemble,
+  HEADER_BYTES,
+  KIND_DELTA,
+  KIND_FULL,
+  RECORD_SERVICE_REMOVE,
+  RECORD_WORKLOAD_REMOVE,
+  WireWriter,
+  writeRemove,
+  writeServiceUpsert,
+  writeWorkloadUpsert,
+  type WireService,
+  type WireWorkload,
+} from "../../feed/src/delta/wire.js";
+import { decodeMessage } from "./delta_wire_decode.js";
+
+function rec(write: (w: WireWriter) => void): Buffer {
+  const w = new WireWriter(16);
+  write(w);
+  return w.copyFrom(0);
+}
+
+const workloadA: WireWorkload = {
+  id: 7,
+  flags: 1 | 2 | 4,
+  network: "net1",
+  identity: "spiffe://cluster.local/ns/default/sa/app",
+  locality: "us-east1/us-east1-b/rack-ü",
+  waypoint: { hostname: "waypoint.default.svc.cluster.local", port: 15008 },
+  addresses: ["10.1.2.3", "2001:db8::17"],
+  memberships: [
+    { service: 0, overrides: [] },
+    { service: 3, overrides: [[80, 8080], [443, 8443]] },
+  ],
+};
+const workloadRemote: WireWorkload = {
+  id: 70000,
+  flags: 2 | 8,
+  network: "net2",
+  identity: "",
+  locality: "",
+  gateway: { address: "192.168.9.1", port: 15009 },
+  addresses: [],
+  memberships: [],
+};
+const serviceS: WireService = {
+  id: 3,
+  hostname: "app.default.svc.cluster.local",
+  flags: 1 | 2 | 4 | 8,
+  cluster: "outbound|80||custom",
+  lbPrefs: 0x030201,
+  ports: [[80, 8080], [443, 8443]],
+  vips: [{ network: "net1", address: "10.96.0.5" }, { network: "", address: "fd00::5" }],
+  waypoint: { address: "10.0.0.9", port: 15008 },
+  sans: ["spiffe://cluster.local/ns/default/sa/app", "spiffe://other/ns/x/sa/y"],
+};
+
+describe("feed delta: format v1 encoder", () => {
+  it("writes the header and every field of every record type, as the layout says", () => {
+    const records = [
+      rec((w) => writeRemove(w, RECORD_WORKLOAD_REMOVE, 5)),
+      rec((w) => writeRemove(w, RECORD_SERVICE_REMOVE, 9)),
+      rec((w) => writeServiceUpsert(w, serviceS)),
+      rec((w) => writeWorkloadUpsert(w, workloadA)),
+      rec((w) => writeWorkloadUpsert(w, workloadRemote)),
+    ];
+    const epoch = 1764626400123;
+    const msg = assemble({ kind: KIND_DELTA, epoch, base: 41, version: 2 ** 40 + 1, workloadIdLimit: 70001, serviceIdLimit: 10 }, records);
+    // Header bytes at their offsets.
+    assert.equal(msg.readUInt32LE(0), 0x3148534d);
+    assert.equal(msg.subarray(0, 4).toString("latin1"), "MSH1");
+    assert.equal(msg.length, HEADER_BYTES + records.reduce((n, r) => n + r.length, 0));
+    const d = decodeMessage(msg);
+    assert.deepEqual({ ...d, records: undefined }, { kind: 2, epoch, base: 41, version: 2 ** 40 + 1, workloadIdLimit: 70001, serviceIdLimit: 10, records: undefined });
+    assert.deepEqual(d.records[0], { type: "workloadRemove", id: 5 });
+    assert.deepEqual(d.records[1], { type: "serviceRemove", id: 9 });
+    assert.deepEqual(d.records[2], { type: "service", ...serviceS });
+    assert.deepEqual(d.records[3], { type: "workload", ...workloadA });
+    assert.deepEqual(d.records[4], { type: "workload", ...workloadRemote });
+  });
+
+  it("converts the JSON model's objects: flags, default ports, lb prefs, sorted ports and overrides", () => {
+    const w = wireWorkload(2, { uid: "u", addresses: ["10.0.0.1"], identity: "spiffe://td/ns/a/sa/b", tlsMode: "istio", healthy: false, networkGateway: { hostname: "gw.example", hboneMtlsPort: 15443 } }, []);
+    assert.equal(w.flags, 1 | 8);
+    assert.deepEqual(w.gateway, { hostname: "gw.example", port: 15443 });
+    const s = wireService(4, { hostname: "h.ns.svc.cluster.local", ports: { "443": 8443, "80": 8080 }, loadBalancing: { routingPreference: ["zone", "network"], mode: "standard" }, waypoint: { address: "10.0.0.2" } });
+    assert.deepEqual(s.ports, [[80, 8080], [443, 8443]]);
+    assert.equal(s.lbPrefs, 0x0103);
+    assert.equal(s.flags, 2 | 4);
+    assert.deepEqual(s.waypoint, { address: "10.0.0.2", port: 15008 });
+    assert.equal(wireService(5, { hostname: "x.y.svc.cluster.local" }).lbPrefs, 0x04030201);
+  });
+
+  it("refuses values its count fields cannot hold, naming the field", () => {
+    const many = { ...workloadA, addresses: Array.from({ length: 256 }, (_, i) => `10.0.${i >> 8}.${i & 255}`) };
+    assert.throws(() => rec((w) => writeWorkloadUpsert(w, many)), /workload 7\.addresses: 256 entries \(at most 255\)/);
+    assert.throws(() => rec((w) => writeWorkloadUpsert(w, { ...workloadA, addresses: ["10.0.0.256"] })), /workload 7\.addresses: not an IP address/);
+    assert.throws(() => rec((w) => writeServiceUpsert(w, { ...serviceS, hostname: "h".repeat(70000) })), /service 3\.hostname: 70000 bytes/);
+  });
+
+  it("parses IPv6 spellings into the same 16 bytes (compressed, full, embedded IPv4)", () => {
+    const enc = (a: string) => rec((w) => w.address(a, "a"));
+    assert.deepEqual(enc("2001:db8::1"), enc("2001:0db8:0:0:0:0:0:0001"));
+    assert.deepEqual(enc("::ffff:10.0.0.1").subarray(13), Buffer.from([10, 0, 0, 1]));
+    assert.deepEqual(enc("::"), Buffer.from([6, ...new Array(16).fill(0)]));
+    for (const bad of ["1::2::3", "12345::", "1:2:3:4:5:6:7:8:9", ":1::", "01.2.3.4", "1.2.3", "g::1"]) assert.throws(() => enc(bad), /not an IP address/, bad);
+  });
+});
+
+describe("feed delta: ids", () => {
+  it("are dense, reuse the last freed id first, and keep the limit at the high-water mark", () => {
+    const ids = new IdAllocator();
+    assert.deepEqual(["a", "b", "c"].map((k) => ids.acquire(k).id), [0, 1, 2]);
+    assert.deepEqual(ids.acquire("a"), { id: 0, fresh: false });
+    assert.equal(ids.release("b"), 1);
+    assert.equal(ids.release("a"), 0);
+    assert.equal(ids.acquire("d").id, 0);
+    assert.equal(ids.acquire("e").id, 1);
+    assert.equal(ids.acquire("f").id, 3);
+    assert.equal(ids.limit, 4);
+    assert.equal(ids.size, 4);
+    // An acquire that is undone (a refused version) gives the id back unused.
+    const { id } = ids.acquire("g");
+    ids.unacquire("g", id);
+    assert.equal(ids.limit, 4);
+    assert.equal(ids.get("g"), undefined);
+  });
+});
+
+describe("feed delta: the decoder's rules before publishing (check.ts)", () => {
+  const epoch = 17;
+  const svc = (over: Partial<WireService> = {}) => rec((w) => writeServiceUpsert(w, { ...serviceS, id: 0, flags: 0, cluster: undefined, waypoint: undefined, ...over }));
+  const wl = (over: Partial<WireWorkload> = {}) => rec((w) => writeWorkloadUpsert(w, { ...workloadA, id: 0, flags: 1 | 2, waypoint: undefined, memberships: [{ service: 0, overrides: [] }], ...over }));
+  const full = (records: Buffer[], w = 4, s = 4) => assemble({ kind: KIND_FULL, epoch, base: 0, version: 1, workloadIdLimit: w, serviceIdLimit: s }, records);
+  const delta = (base: number, records: Buffer[], w = 4, s = 4) => assemble({ kind: KIND_DELTA, epoch, base, version: base + 1, workloadIdLimit: w, serviceIdLimit: s }, records);
+  const errorOf = (shadow: WireShadow, m: Buffer) => {
+    const v = shadow.check(m);
+    return "error" in v ? v.error : "";
+  };
+
+  it("accepts a valid full message, then deltas from its version only", () => {
+    const shadow = new WireShadow();
+    const v = shadow.check(full([svc(), wl()]));
+    assert.ok("ok" in v, JSON.stringify(v));
+    shadow.commit(v.ok);
+    assert.equal(errorOf(shadow, delta(1, [wl({ locality: "r" })])), "");
+    assert.match(errorOf(shadow, delta(0, [wl()])), /^header\.base: delta from 17\/0 does not apply to 17\/1/);
+  });
+
+  it("refuses, naming the record and field: identity, locality, hostname, SAN, limits, memberships", () => {
+    const shadow = new WireShadow();
+    const ok = shadow.check(full([svc(), wl()]));
+    assert.ok("ok" in ok);
+    shadow.commit(ok.ok);
+    const cases: Array<[Buffer, RegExp]> = [
+      [delta(1, [wl({ identity: "" })]), /^record 0 \(workload upsert id 0\)\.identity: required when tlsMode is "istio"$/],
+      [delta(1, [wl({ identity: "spiffe://Bad/ns/a/sa/b" })]), /identity: not a SPIFFE identity/],
+      [delta(1, [wl({ locality: "a//b" })]), /locality: not a locality/],
+      [delta(1, [svc({ id: 1, hostname: "bad|host", vips: [] })]), /^record 0 \(service upsert id 1\)\.hostname: not a hostname/],
+      [delta(1, [svc({ id: 1, hostname: "b.svc", vips: [], sans: ["a,b"] })]), /subjectAltNames: must not contain ','/],
+      [delta(1, [wl({ id: 4 })]), /id: 4 is not below the workload id limit 4/],
+      [delta(1, [wl({ id: 1, addresses: ["10.8.8.8"], memberships: [{ service: 2, overrides: [] }] })]), /memberships: service 2 is not live after this message/],
+      [delta(1, [rec((w) => writeRemove(w, RECORD_SERVICE_REMOVE, 0)), wl({ id: 1, addresses: ["10.9.9.9"] })]), /record 1 \(workload upsert id 1\)\.memberships: service 0 is not live/],
+      [delta(1, [wl({ id: 1 })]), /record 0 \(workload upsert id 1\)\.addresses: address .* is already workload 0's/],
+      [delta(1, [svc({ id: 1 })]), /hostname: app\.default\.svc\.cluster\.local is already service 0's/],
+      [delta(1, [svc({ id: 1, hostname: "other.svc" })]), /vips: VIP .* is already service 0's/],
+      [delta(1, [wl({ id: 1, flags: 2, identity: "", addresses: [] })]), /addresses: none, and no network gateway/],
+    ];
+    for (const [m, re] of cases) assert.match(errorOf(shadow, m), re);
+    // Claims move: the owner re-upserted without the address, or removed, frees it in the same message.
+    assert.equal(errorOf(shadow, delta(1, [rec((w) => writeRemove(w, RECORD_WORKLOAD_REMOVE, 0)), wl({ id: 1 })])), "");
+    assert.equal(errorOf(shadow, delta(1, [wl({ id: 0, addresses: ["10.7.7.7"] }), wl({ id: 1 })])), "");
+    // Truncated and trailing bytes.
+    const good = delta(1, [wl({ locality: "r" })]);
+    const cut = Buffer.from(good.subarray(0, good.length - 3));
+    cut.writeUInt32LE(cut.length - HEADER_BYTES, 44);
+    assert.match(errorOf(shadow, cut), /^record 0 \(workload upsert id 0\)\.memberships.*: truncated$/);
+    const longer = Buffer.concat([good, Buffer.from([0])]);
+    assert.match(errorOf(shadow, longer), /^header\.bodyLength/);
+    longer.writeUInt32LE(longer.length - HEADER_BYTES, 44);
+    assert.match(errorOf(shadow, longer), /^body\.length: 1 bytes after the last record/);
+  });
+});

@@ -1,0 +1,187 @@
+// A small decoder of format v1 written for the tests from the layout in issue 15's design (not
+// from the encoder): every field of every record back into plain objects, so the tests can
+// compare what the feed sent with what it meant to send.
+import { isIP } from "node:net";
+
+export interface DecodedRef {
+  address?: string;
+  hostname?: string;
+  port: number;
+}
+
+export type DecodedRecord =
+  | {
+      type: "workload";
+      id: number;
+      flags: number;
+      network: string;
+      identity: string;
+      locality: string;
+      waypoint?: DecodedRef;
+      gateway?: DecodedRef;
+      addresses: string[];
+      memberships: Array<{ service: number; overrides: Array<[number, number]> }>;
+    }
+  | { type: "workloadRemove"; id: number }
+  | {
+      type: "service";
+      id: number;
+      hostname: string;
+      flags: number;
+      cluster?: string;
+      lbPrefs: number;
+      ports: Array<[number, number]>;
+      vips: Array<{ network: string; address: string }>;
+      waypoint?: DecodedRef;
+      sans: string[];
+    }
+  | { type: "serviceRemove"; id: number };
+
+export interface DecodedMessage {
+  kind: number;
+  epoch: number;
+  base: number;
+  version: number;
+  workloadIdLimit: number;
+  serviceIdLimit: number;
+  records: DecodedRecord[];
+}
+
+function v6(bytes: Buffer): string {
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(bytes.readUInt16BE(i).toString(16));
+  // Canonical form through Node's own parser (RFC 5952 compression).
+  return new URL(`http://[${groups.join(":")}]/`).hostname.slice(1, -1);
+}
+
+export function decodeMessage(buf: Buffer): DecodedMessage {
+  let p = 0;
+  const u8 = () => buf.readUInt8(p++);
+  const u16 = () => ((p += 2), buf.readUInt16LE(p - 2));
+  const u32 = () => ((p += 4), buf.readUInt32LE(p - 4));
+  const u64 = () => ((p += 8), buf.readUInt32LE(p - 8) + buf.readUInt32LE(p - 4) * 2 ** 32);
+  const str = () => {
+    const n = u16();
+    const s = buf.toString("utf8", p, p + n);
+    if (p + n > buf.length) throw new Error("string past the end");
+    p += n;
+    return s;
+  };
+  const address = () => {
+    const family = u8();
+    if (family === 4) {
+      const s = [...buf.subarray(p, p + 4)].join(".");
+      p += 4;
+      return s;
+    }
+    if (family !== 6) throw new Error(`family ${family}`);
+    const s = v6(buf.subarray(p, p + 16));
+    p += 16;
+    return s;
+  };
+  const ref = (): DecodedRef => {
+    const kind = u8();
+    const r: DecodedRef = kind === 1 ? { address: address(), port: 0 } : kind === 2 ? { hostname: str(), port: 0 } : (() => { throw new Error(`ref kind ${kind}`); })();
+    r.port = u16();
+    return r;
+  };
+  if (u32() !== 0x3148534d) throw new Error("magic");
+  if (u16() !== 1) throw new Error("format");
+  const kind = u16();
+  const epoch = u64();
+  const base = u64();
+  const version = u64();
+  const workloadIdLimit = u32();
+  const serviceIdLimit = u32();
+  const count = u32();
+  const bodyLength = u32();
+  if (bodyLength !== buf.length - 56) throw new Error(`body length ${bodyLength} vs ${buf.length - 56}`);
+  if (u64() !== 0) throw new Error("reserved");
+  const records: DecodedRecord[] = [];
+  for (let i = 0; i < count; i++) {
+    const type = u8();
+    const id = u32();
+    if (type === 1) {
+      const flags = u8();
+      const network = str();
+      const identity = str();
+      const locality = str();
+      const waypoint = flags & 4 ? ref() : undefined;
+      const gateway = flags & 8 ? ref() : undefined;
+      const addresses: string[] = [];
+      for (let n = u8(); n > 0; n--) addresses.push(address());
+      const memberships: Array<{ service: number; overrides: Array<[number, number]> }> = [];
+      for (let n = u16(); n > 0; n--) {
+        const service = u32();
+        const overrides: Array<[number, number]> = [];
+        for (let k = u8(); k > 0; k--) overrides.push([u16(), u16()]);
+        memberships.push({ service, overrides });
+      }
+      records.push({ type: "workload", id, flags, network, identity, locality, ...(waypoint && { waypoint }), ...(gateway && { gateway }), addresses, memberships });
+    } else if (type === 2) records.push({ type: "workloadRemove", id });
+    else if (type === 3) {
+      const hostname = str();
+      const flags = u8();
+      const cluster = flags & 8 ? str() : undefined;
+      const lbPrefs = u32();
+      const ports: Array<[number, number]> = [];
+      for (let n = u16(); n > 0; n--) ports.push([u16(), u16()]);
+      const vips: Array<{ network: string; address: string }> = [];
+      for (let n = u16(); n > 0; n--) vips.push({ network: str(), address: address() });
+      const waypoint = flags & 4 ? ref() : undefined;
+      const sans: string[] = [];
+      for (let n = u16(); n > 0; n--) sans.push(str());
+      records.push({ type: "service", id, hostname, flags, ...(cluster !== undefined && { cluster }), lbPrefs, ports, vips, ...(waypoint && { waypoint }), sans });
+    } else if (type === 4) records.push({ type: "serviceRemove", id });
+    else throw new Error(`record ${i}: type ${type}`);
+  }
+  if (p !== buf.length) throw new Error(`${buf.length - p} bytes after the records`);
+  void isIP;
+  return { kind, epoch, base, version, workloadIdLimit, serviceIdLimit, records };
+}
+
+/** Applies decoded messages to a model keyed by id, as a client would (for convergence checks). */
+export class DecodedModel {
+  epoch = 0;
+  version = 0;
+  workloads = new Map<number, Extract<DecodedRecord, { type: "workload" }>>();
+  services = new Map<number, Extract<DecodedRecord, { type: "service" }>>();
+
+  apply(m: DecodedMessage): void {
+    if (m.kind === 3) {
+      if (m.epoch !== this.epoch || m.version !== this.version) throw new Error(`no-change at ${m.epoch}/${m.version}, model at ${this.epoch}/${this.version}`);
+      return;
+    }
+    if (m.kind === 1) {
+      this.workloads.clear();
+      this.services.clear();
+    } else if (m.epoch !== this.epoch || m.base !== this.version) throw new Error(`delta from ${m.epoch}/${m.base} onto ${this.epoch}/${this.version}`);
+    for (const r of m.records) {
+      if (r.type === "workload") this.workloads.set(r.id, r);
+      else if (r.type === "workloadRemove") this.workloads.delete(r.id);
+      else if (r.type === "service") this.services.set(r.id, r);
+      else {
+        this.services.delete(r.id);
+        for (const w of this.workloads.values()) w.memberships = w.memberships.filter((x) => x.service !== r.id);
+      }
+    }
+    this.epoch = m.epoch;
+    this.version = m.version;
+  }
+
+  /** The model without ids: workloads (memberships by hostname) and services, as JSON strings, sorted. */
+  contents(): { workloads: string[]; services: string[] } {
+    const hostOf = new Map([...this.services.values()].map((s) => [s.id, s.hostname]));
+    const workloads: string[] = [];
+    for (const w of this.workloads.values()) {
+      const { id: _id, memberships, ...rest } = w;
+      workloads.push(JSON.stringify({ ...rest, memberships: memberships.map((m) => ({ service: hostOf.get(m.service), overrides: m.overrides })).sort((a, b) => String(a.service).localeCompare(String(b.service))) }));
+    }
+    const services: string[] = [];
+    for (const s of this.services.values()) {
+      const { id: _id, ...rest } = s;
+      services.push(JSON.stringify(rest));
+    }
+    return { workloads: workloads.sort(), services: services.sort() };
+  }
+}
