@@ -10,7 +10,7 @@ export const UNKNOWN_PASSTHROUGH = "passthrough";
 export const UNKNOWN_REFUSE = "refuse";
 
 const COMMON_FIELDS = ["role", "localNetwork"];
-const CLIENT_FIELDS = ["tunnelCluster", "tunnelPort", "unknownDestination"];
+const CLIENT_FIELDS = ["tunnelCluster", "unknownDestination"];
 const SERVER_FIELDS = ["localWorkload", "appCluster"];
 
 export class TunnelConfig {
@@ -21,7 +21,6 @@ export class TunnelConfig {
   client: bool = true;
   // client
   tunnelCluster: ArrayBuffer = new ArrayBuffer(0);
-  tunnelPort: i32 = 15008;
   refuseUnknown: bool = false;
   // server
   /** This proxy's workload (index in the mesh), -1 for a client. */
@@ -102,7 +101,6 @@ function readClient(reader: ConfigReader, root: JsonValue, config: TunnelConfig)
   const cluster = reader.optionalString(root, "tunnelCluster", "", "tunnel_port_hbone");
   if (!reader.failed() && cluster.length == 0) reader.fail("tunnelCluster", "must not be empty");
   config.tunnelCluster = String.UTF8.encode(cluster);
-  config.tunnelPort = <i32>reader.optionalInteger(root, "tunnelPort", "", 1, 65535, 15008);
   const unknown = reader.optionalEnum(root, "unknownDestination", "", [UNKNOWN_PASSTHROUGH, UNKNOWN_REFUSE], UNKNOWN_PASSTHROUGH);
   config.refuseUnknown = unknown == UNKNOWN_REFUSE;
   if (reader.failed()) return;
