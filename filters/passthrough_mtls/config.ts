@@ -1,4 +1,4 @@
-// passthrough_mtls plugin configuration: the shared mesh model plus four fields of its own,
+// passthrough_mtls plugin configuration: the shared mesh model plus five fields of its own,
 // parsed once per root context. See README.md for every field.
 import { ByteSource, ConfigReader } from "../../assembly/json";
 
@@ -9,7 +9,7 @@ export const MODE_SUBSET = "subset";
 export const DEFAULT_MTLS_CLUSTER = "outbound_mtls_passthrough";
 export const DEFAULT_SUBSET_CLUSTER = "passthrough_mtls_subset";
 
-const OWN_FIELDS = ["localNetwork", "mode", "mtlsCluster", "subsetCluster"];
+const OWN_FIELDS = ["localNetwork", "mode", "mtlsCluster", "subsetCluster", "lbAddress"];
 
 export class PassthroughConfig {
   constructor(
@@ -23,6 +23,11 @@ export class PassthroughConfig {
     /** UTF-8 cluster names, encoded once: they go to the host as they are. */
     readonly mtlsCluster: ArrayBuffer,
     readonly subsetCluster: ArrayBuffer,
+    /**
+     * Write lb_address (the envoy.lb.address value) for every mesh pod: always in subset mode (its
+     * bridge reads it), in direct mode only when `lbAddress: true` asks (an access log, say).
+     */
+    readonly writeLbAddress: bool,
   ) {}
 }
 
@@ -35,7 +40,7 @@ function refuse(error: string): PassthroughConfigResult {
 }
 
 /**
- * Streams the configuration (no JSON tree: a million pods fit) and reads the four own fields
+ * Streams the configuration (no JSON tree: a million pods fit) and reads the five own fields
  * from the small object parseMeshDocument hands back. Own-field problems are reported before
  * mesh problems, as the fields are checked first.
  */
@@ -56,6 +61,10 @@ function configOf(doc: MeshDocument, node: NodeNetwork): PassthroughConfigResult
   const mode = reader.optionalEnum(root, "mode", "", [MODE_DIRECT, MODE_SUBSET], MODE_DIRECT);
   const mtlsCluster = reader.optionalString(root, "mtlsCluster", "", DEFAULT_MTLS_CLUSTER);
   const subsetCluster = reader.optionalString(root, "subsetCluster", "", DEFAULT_SUBSET_CLUSTER);
+  // Absent means false; read with the other fallback too, an explicit false is told apart.
+  const lbAddress = reader.optionalBool(root, "lbAddress", "", false);
+  const lbAddressRefused = !reader.optionalBool(root, "lbAddress", "", true);
+  if (!reader.failed() && mode == MODE_SUBSET && lbAddressRefused) reader.fail("lbAddress", "subset mode needs it (its bridge balances on wasm.lb_address)");
   if (!reader.failed() && mtlsCluster.length == 0) reader.fail("mtlsCluster", "must not be empty");
   if (!reader.failed() && subsetCluster.length == 0) reader.fail("subsetCluster", "must not be empty");
   if (reader.failed()) return refuse(reader.error());
@@ -70,6 +79,7 @@ function configOf(doc: MeshDocument, node: NodeNetwork): PassthroughConfigResult
       mode == MODE_SUBSET,
       String.UTF8.encode(mtlsCluster),
       String.UTF8.encode(subsetCluster),
+      mode == MODE_SUBSET || lbAddress,
     ),
     "",
   );
