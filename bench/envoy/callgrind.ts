@@ -44,12 +44,18 @@ interface PathResult extends Key {
   dump: string;
   /** Worker instructions per second with no connection. */
   idlePerSecond: number;
+  /** Per measured batch: upstream connections opened and TLS handshakes made (all clusters). */
+  upstreamConnections: [number, number];
+  handshakes: [number, number];
 }
 
 interface Batch {
   counts: ThreadCount[];
   /** Wall seconds per connection. */
   seconds: number;
+  /** Upstream connections every cluster opened during the batch, and TLS handshakes. */
+  upstreamConnections: number;
+  handshakes: number;
 }
 
 
@@ -83,12 +89,22 @@ function connectionBatch(host: string, port: number, count: number, tolerant = f
   });
 }
 
-async function statsDelta(envoy: CallgrindEnvoy, work: () => Promise<ThreadCount[]>): Promise<{ counts: ThreadCount[]; delta: Delta }> {
+async function statsDelta(envoy: CallgrindEnvoy, work: () => Promise<ThreadCount[]>): Promise<{ counts: ThreadCount[]; delta: Delta; sum: (pattern: RegExp) => number }> {
   const before = await envoy.stats();
   const counts = await work();
   const after = await envoy.stats();
-  return { counts, delta: (name) => (after.get(name) ?? 0) - (before.get(name) ?? 0) };
+  const delta: Delta = (name) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+  const sum = (pattern: RegExp) => [...after.keys()].filter((name) => pattern.test(name)).reduce((n, name) => n + delta(name), 0);
+  return { counts, delta, sum };
 }
+
+/**
+ * What a batch's cost can jump by without the filter changing: a new pooled upstream
+ * connection (a TLS handshake is worth several hundred thousand instructions). Counted per
+ * batch so a deviation between the two batches can be traced to it.
+ */
+const UPSTREAM_CX = /^cluster\.[^ ]*\.upstream_cx_total$/;
+const HANDSHAKES = /(^|\.)ssl\.handshake$/;
 
 const CLOSE_PAUSE_MS = 1000;
 
@@ -144,7 +160,7 @@ const worker = (counts: ThreadCount[]) => busiest(counts).instructions;
 /** One measured batch: zero, connections, dump; the dump's files stay for callgrind_annotate. */
 async function measuredBatch(envoy: CallgrindEnvoy, outbound: number, spec: PathSpec, connections: number, label: string): Promise<Batch> {
   const began = performance.now();
-  const { counts, delta } = await statsDelta(envoy, async () => {
+  const { counts, delta, sum } = await statsDelta(envoy, async () => {
     await envoy.zero();
     await connectionBatch(spec.host, spec.port, connections);
     // A fixed pause, not polling: an admin request in the window would be counted (and /stats
@@ -154,7 +170,7 @@ async function measuredBatch(envoy: CallgrindEnvoy, outbound: number, spec: Path
   });
   const wrong = spec.verify(delta, connections);
   if (wrong) throw new Error(`${spec.filter} ${spec.variant}/${spec.path}: ${wrong}`);
-  return { counts, seconds: (performance.now() - began) / 1000 / connections };
+  return { counts, seconds: (performance.now() - began) / 1000 / connections, upstreamConnections: sum(UPSTREAM_CX), handshakes: sum(HANDSHAKES) };
 }
 
 async function measureSidecar(envoy: CallgrindEnvoy, sidecar: SidecarSpec, timings: CallgrindTimings, log: (m: string) => void): Promise<PathResult[]> {
@@ -178,9 +194,11 @@ async function measureSidecar(envoy: CallgrindEnvoy, sidecar: SidecarSpec, timin
         wallSeconds: (performance.now() - began) / 1000,
         dump: busiest(batches[0]!.counts).file,
         idlePerSecond: NaN,
+        upstreamConnections: [batches[0]!.upstreamConnections, batches[1]!.upstreamConnections],
+        handshakes: [batches[0]!.handshakes, batches[1]!.handshakes],
       });
       const r = results.at(-1)!;
-      log(`callgrind ${sidecar.name} ${spec.path}: worker ${Math.round(r.runs[0])} / ${Math.round(r.runs[1])} instructions per connection, all threads ${Math.round(r.allThreadRuns[0])} / ${Math.round(r.allThreadRuns[1])} (${timings.warmup} + 2 × ${n} connections, ${r.wallSeconds.toFixed(1)} s)`);
+      log(`callgrind ${sidecar.name} ${spec.path}: worker ${Math.round(r.runs[0])} / ${Math.round(r.runs[1])} instructions per connection, all threads ${Math.round(r.allThreadRuns[0])} / ${Math.round(r.allThreadRuns[1])} (${timings.warmup} + 2 × ${n} connections, ${r.wallSeconds.toFixed(1)} s; upstream connections ${r.upstreamConnections.join(" / ")}, TLS handshakes ${r.handshakes.join(" / ")})`);
     }
     const idle = await idleRate(envoy);
     for (const r of results) {
@@ -227,6 +245,8 @@ function emitPath(result: PathResult, timings: CallgrindTimings): void {
     per_run: result.runs.map(Math.round),
     deviation: r4(deviation(result.runs)),
     all_threads_deviation: r4(deviation(result.allThreadRuns)),
+    upstream_cx_per_batch: result.upstreamConnections,
+    tls_handshakes_per_batch: result.handshakes,
     target: "< 0.01",
     met: deviation(result.runs) < 0.01,
   });
