@@ -46,12 +46,16 @@ export function instructionTargetRows(results: Results): string[][] {
     ]);
 }
 
-/** The paths outside 1%, with what each batch opened upstream (a new pooled connection or TLS handshake explains a jump). */
+/**
+ * The paths outside 1%, with what each batch opened upstream (a new pooled connection or TLS
+ * handshake explains a jump) and how often the worker's event loop woke up (the same connections
+ * in more wake-ups cost more: the loop's own work per wake-up).
+ */
 function missedRepeats(repeats: Figure[]): string {
   const missed = repeats.filter((f) => f.met === false);
   if (missed.length === 0) return "";
   const perBatch = (value: unknown) => (Array.isArray(value) ? value.map(int).join(" / ") : NOT_MEASURED);
-  const rows = missed.map((f) => `${instructionArm(f)} ${str(f.variant)} ${pct(f.deviation)} (upstream connections ${perBatch(f.upstream_cx_per_batch)}, TLS handshakes ${perBatch(f.tls_handshakes_per_batch)})`);
+  const rows = missed.map((f) => `${instructionArm(f)} ${str(f.variant)} ${pct(f.deviation)} (upstream connections ${perBatch(f.upstream_cx_per_batch)}, TLS handshakes ${perBatch(f.tls_handshakes_per_batch)}, event-loop wake-ups ${perBatch(f.wakeups_per_batch)})`);
   return ` Outside 1%: ${rows.join("; ")}.`;
 }
 
