@@ -28,6 +28,8 @@ export interface CallgrindTimings {
   warmup: number;
   /** Connections per measured batch; each path is measured twice. */
   connections: number;
+  /** Pause after each connection, ms (0: none). */
+  pauseMs: number;
 }
 
 /**
@@ -96,9 +98,9 @@ export function epollWaits(file: string): number {
  * connections may time out while the sidecar, ~50x slower under callgrind, sets up its upstream
  * (seen: 2 of 20 reset while tunnel_port's HTTP/2 pool made its first TLS handshake).
  */
-function connectionBatch(host: string, port: number, count: number, tolerant = false): Promise<void> {
+function connectionBatch(host: string, port: number, count: number, pauseMs: number, tolerant = false): Promise<void> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ["bench/envoy/connection_client.mjs", host, String(port), String(count)], {
+    const child = spawn(process.execPath, ["bench/envoy/connection_client.mjs", host, String(port), String(count), String(pauseMs)], {
       uid: GENERATOR_UID,
       gid: GENERATOR_GID,
       stdio: ["ignore", "pipe", "pipe"],
@@ -194,11 +196,11 @@ const busiest = (counts: ThreadCount[]) => counts.reduce((a, b) => (b.instructio
 const worker = (counts: ThreadCount[]) => busiest(counts).instructions;
 
 /** One measured batch: zero, connections, dump; the dump's files stay for callgrind_annotate. */
-async function measuredBatch(envoy: CallgrindEnvoy, outbound: number, spec: PathSpec, connections: number, label: string): Promise<Batch> {
+async function measuredBatch(envoy: CallgrindEnvoy, outbound: number, spec: PathSpec, connections: number, pauseMs: number, label: string): Promise<Batch> {
   const began = performance.now();
   const { counts, delta, sum } = await statsDelta(envoy, async () => {
     await envoy.zero();
-    await connectionBatch(spec.host, spec.port, connections);
+    await connectionBatch(spec.host, spec.port, connections, pauseMs);
     // A fixed pause, not polling: an admin request in the window would be counted (and /stats
     // makes every worker merge its histograms). The last close takes a few ms under callgrind.
     await sleep(CLOSE_PAUSE_MS);
@@ -216,10 +218,10 @@ async function measureSidecar(envoy: CallgrindEnvoy, sidecar: SidecarSpec, timin
     await envoy.instrument();
     for (const spec of sidecar.paths) {
       const began = performance.now();
-      await connectionBatch(spec.host, spec.port, timings.warmup, true);
+      await connectionBatch(spec.host, spec.port, timings.warmup, timings.pauseMs, true);
       await drained(envoy, sidecar.outbound);
       const batches: Batch[] = [];
-      for (const run of [1, 2]) batches.push(await measuredBatch(envoy, sidecar.outbound, spec, timings.connections, `${spec.path}-${run}`));
+      for (const run of [1, 2]) batches.push(await measuredBatch(envoy, sidecar.outbound, spec, timings.connections, timings.pauseMs, `${spec.path}-${run}`));
       const n = timings.connections;
       const pair = (f: (b: Batch) => number): [number, number] => [f(batches[0]!) / n, f(batches[1]!) / n];
       results.push({
@@ -377,6 +379,15 @@ export async function callgrindBench(timings: CallgrindTimings, log: (m: string)
  * of 60 and batches of 100 keep the two within ~1% in --quick; the full run takes four times as
  * many.
  */
+/**
+ * A pause after each connection. Without it, the next connection arrived while the sidecar was
+ * still closing the last one, and how often the two were handled in one event-loop wake-up
+ * followed the machine's load: the same 100 connections took 847 wake-ups in one batch and 762
+ * in the next (no filter, plain path), and the count moved by 1.5%. With 50 ms every connection
+ * is handled alone: wake-ups 925 / 935, counts within 0.2% (docs/envoy-cpu-profile.md).
+ */
+export const CONNECTION_PAUSE_MS = 50;
+
 export function callgrindTimings(quick: boolean): CallgrindTimings {
-  return quick ? { warmup: 60, connections: 100 } : { warmup: 200, connections: 400 };
+  return quick ? { warmup: 60, connections: 100, pauseMs: CONNECTION_PAUSE_MS } : { warmup: 200, connections: 400, pauseMs: CONNECTION_PAUSE_MS };
 }
