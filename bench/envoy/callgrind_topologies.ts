@@ -99,7 +99,8 @@ function withJobFixture(config: any, fixture: JobFixture): any {
   return config;
 }
 let fixtures: Record<Fixture, string> | undefined;
-const fixturePath = (fixture: Fixture): string => (fixtures ??= buildFixtures(join(REPO_ROOT, "build/profile")))[fixture];
+/** BENCH_FIXTURE_DIR: another directory, for a run beside a full `npm run bench` (which writes build/profile). */
+const fixturePath = (fixture: Fixture): string => (fixtures ??= buildFixtures(process.env.BENCH_FIXTURE_DIR ?? join(REPO_ROOT, "build/profile")))[fixture];
 
 function passthroughTopology(): Topology {
   const sidecar = (name: string, ports: { admin: number; outbound: number }, config: () => object, paths: PathSpec[]): SidecarSpec => ({ name, config, admin: ports.admin, outbound: ports.outbound, paths });
