@@ -47,7 +47,7 @@ def n(value):
 
 def main(paths):
     runs = [load(p) for p in paths]
-    names = ["run A", "run B"][: len(runs)]
+    names = ["run 1", "run 2"][: len(runs)]
     print("| arm ÷ baseline | path | " + " | ".join(f"{name}: arm vs baseline (ratio)" for name in names) + " | target |")
     print("|---|---|" + "---|" * len(runs) + "---|")
     all_ratios = [ratios(r) for r in runs]
