@@ -2,6 +2,7 @@
 // context, a connection, or the VM context (id 0) that is current during `_initialize`.
 import { WasmResult } from "./abi.js";
 import type { HostBuffer } from "./buffers.js";
+import type { HttpCallResponse } from "./http_call.js";
 
 export interface PropertyResult {
   readonly status: number;
@@ -21,6 +22,10 @@ export interface HostContext {
   buffer(type: number): HostBuffer | undefined;
   continueStream(type: number): number;
   closeStream(type: number): number;
+  /** Root contexts only: the HTTP call response being delivered (only during its callback). */
+  httpResponse?: HttpCallResponse;
+  /** What proxy_get_status answers (Envoy sets it for a reset call and never clears the code). */
+  callStatus?: { code: number; message: string };
 }
 
 /** The VM context: current during `_initialize`/`main`; it has no stream and no plugin. */

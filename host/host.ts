@@ -5,6 +5,14 @@ import { readFile } from "node:fs/promises";
 import { LOG_LEVELS, type AbiVersion } from "./abi.js";
 import { Connection, type ConnectOptions, type ConnectionHost } from "./connection.js";
 import type { HostContext } from "./context.js";
+import {
+  HttpCalls,
+  LOCAL_REPLIES,
+  RESET,
+  type HttpCallRequest,
+  type HttpCallResponse,
+  type HttpCluster,
+} from "./http_call.js";
 import { buildImports, type HostServices } from "./imports.js";
 import { LogSink, type HostLogLevel, type LogEntry } from "./logs.js";
 import { MetricIds, MetricStore } from "./metrics.js";
@@ -60,6 +68,13 @@ export interface HostOptions {
    * them, so refused roots never pile up there. Default false.
    */
   readonly deleteRefusedRoots?: boolean;
+  /**
+   * The Envoy clusters proxy_http_call may name. With an `address` (loopback `IP:PORT`) the host
+   * sends real HTTP/1.1 requests and calls back asynchronously as Envoy does (host/http_call.ts);
+   * without one, calls wait in `pendingHttpCalls` for respondHttpCall() and friends. Any other
+   * name is BAD_ARGUMENT, as an unknown cluster is in Envoy. Default: none.
+   */
+  readonly clusters?: Readonly<Record<string, HttpCluster>>;
 }
 
 const encoder = new TextEncoder();
@@ -91,6 +106,9 @@ export class ProxyWasmHost {
   private nextConnectionNumber = 1n;
   private pluginConfiguration: Uint8Array;
   private readonly connectionHost: ConnectionHost;
+  private httpCallsOfMain: HttpCalls | undefined;
+  /** The last canary's calls: cancelled once it is discarded (Envoy destroys the canary VM). */
+  private httpCallsOfCanary: HttpCalls | undefined;
 
   /** Loads (and checks) a module from a file. Throws ModuleRefusedError if Envoy would refuse it. */
   static async fromFile(path: string, options: HostOptions = {}): Promise<ProxyWasmHost> {
@@ -154,6 +172,7 @@ export class ProxyWasmHost {
     if (this.options.canary ?? true) {
       const canary = this.createVm("canary");
       const ok = canary !== undefined && this.startRoot(canary, 1, new Map(), "canary") !== undefined;
+      this.httpCallsOfCanary?.cancelAll();
       // Envoy kills the canary without shutting it down: no on_done/on_delete.
       if (!ok) return false;
     }
@@ -179,7 +198,9 @@ export class ProxyWasmHost {
     this.pluginConfiguration = toBytes(pluginConfiguration);
     if (this.options.canary ?? true) {
       const canary = this.createVm("canary");
-      if (canary === undefined || this.startRoot(canary, 1, new Map(), "canary") === undefined) {
+      const refused = canary === undefined || this.startRoot(canary, 1, new Map(), "canary") === undefined;
+      this.httpCallsOfCanary?.cancelAll();
+      if (refused) {
         this.pluginConfiguration = previous;
         return false;
       }
@@ -221,6 +242,49 @@ export class ProxyWasmHost {
   tick(): void {
     const vm = this.requireStarted("tick");
     vm.call(this.root!, "proxy_on_tick", this.root!.id);
+  }
+
+  // ---- HTTP calls (proxy_http_call) ---------------------------------------------------------
+
+  /** Every call the main VM made, in order (answered ones included). */
+  get httpCalls(): readonly HttpCallRequest[] {
+    return this.httpCallsOfMain?.made ?? [];
+  }
+
+  /** Calls to manual clusters (no address) waiting for an answer. */
+  get pendingHttpCalls(): HttpCallRequest[] {
+    return this.httpCallsOfMain?.pending ?? [];
+  }
+
+  /** Calls not answered yet, real and manual. */
+  get httpCallsInFlight(): number {
+    return this.httpCallsOfMain?.inFlightCount ?? 0;
+  }
+
+  /** Answers a pending call (see httpResponse() in host/http_call.ts); false if not pending. */
+  respondHttpCall(token: number, response: HttpCallResponse): boolean {
+    return this.httpCallsOfMain?.respond(token, response) ?? false;
+  }
+
+  /** The stream is reset after the response began: callback (0, 0, 0), proxy_get_status 11 "reset". */
+  resetHttpCall(token: number): boolean {
+    return this.httpCallsOfMain?.respond(token, RESET, true) ?? false;
+  }
+
+  /** The call's timeout fired: Envoy's local 504 "upstream request timeout". */
+  timeoutHttpCall(token: number): boolean {
+    return this.httpCallsOfMain?.respond(token, LOCAL_REPLIES.timeout()) ?? false;
+  }
+
+  /** The cluster refused the connection: Envoy's local 503 "... remote connection failure". */
+  refuseHttpCall(token: number): boolean {
+    return this.httpCallsOfMain?.respond(token, LOCAL_REPLIES.refused()) ?? false;
+  }
+
+  /** Cancels every call still in flight (real requests too), e.g. at the end of a test. */
+  dispose(): void {
+    this.httpCallsOfMain?.cancelAll();
+    this.httpCallsOfCanary?.cancelAll();
   }
 
   // ---- observations --------------------------------------------------------------------------
@@ -335,7 +399,7 @@ export class ProxyWasmHost {
       },
       (id) => contexts.get(id),
     );
-    vm.instantiate(this.module, buildImports(vm, this.services(kind)));
+    vm.instantiate(this.module, buildImports(vm, this.services(kind, () => vm)));
     vm.restricted = true;
     if (vm.has("_initialize")) {
       vm.call(vm.vmContext, "_initialize");
@@ -360,6 +424,7 @@ export class ProxyWasmHost {
     kind: "main" | "canary",
   ): PluginRoot | undefined {
     const root = new PluginRoot(id, vm, this.pluginConfiguration, this.vmConfiguration, this.pluginProperties);
+    if (kind === "main") root.onDeleted = () => this.httpCallsOfMain?.cancelRoot(id);
     contexts.set(id, root);
     if (kind === "main") this.roots.set(id, root);
     vm.call(root, "proxy_on_context_create", id, 0);
@@ -378,8 +443,22 @@ export class ProxyWasmHost {
     return root;
   }
 
-  private services(kind: "main" | "canary"): HostServices {
+  private services(kind: "main" | "canary", vmOf: () => WasmVm | undefined): HostServices {
+    const httpCalls = new HttpCalls(this.options.clusters ?? {}, (request, response, reset) => {
+      // The canary is discarded right after configure: its calls never call back.
+      const vm = vmOf();
+      const root = kind === "main" ? this.roots.get(request.rootId) : undefined;
+      if (vm === undefined || root === undefined || root.deleted || vm.failed) return;
+      root.httpResponse = response;
+      if (reset) root.callStatus = { code: 11, message: "reset" };
+      vm.call(root, "proxy_on_http_call_response", root.id, request.token, response.headers.length, response.body.length, response.trailers.length);
+      root.httpResponse = undefined;
+      if (reset) root.callStatus = { code: 11, message: "" };
+    });
+    if (kind === "main") this.httpCallsOfMain = httpCalls;
+    else this.httpCallsOfCanary = httpCalls;
     return {
+      httpCalls,
       logs: this.logSink,
       sharedData: this.sharedData,
       clock: this.clock,

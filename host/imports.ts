@@ -6,6 +6,7 @@ import {
   decodeFilterStateArguments,
   validateFilterState,
 } from "./filter_state.js";
+import { decodePairs, encodePairs, type HttpCalls } from "./http_call.js";
 import type { LogSink } from "./logs.js";
 import { splitPropertyPath } from "./properties.js";
 import type { SharedData } from "./shared_data.js";
@@ -27,6 +28,8 @@ export interface HostServices extends WasiOptions {
   configurationFor(contextId: number): Uint8Array;
   /** Records a call to something the host does not emulate. */
   notice(message: string): void;
+  /** This VM's HTTP calls (proxy_http_call). */
+  readonly httpCalls: HttpCalls;
 }
 
 type HostFn = (...args: never[]) => number | void;
@@ -58,9 +61,10 @@ export function buildImports(vm: WasmVm, services: HostServices): WebAssembly.Im
       return WasmResult.Ok;
     },
     proxy_get_status(codePtr: number, messagePtrPtr: number, messageSizePtr: number) {
-      // Only gRPC/HTTP callouts set a status; none are emulated, so it is always 0 and empty.
-      mem().writeU32(codePtr, 0);
-      vm.copyOut(new Uint8Array(0), messagePtrPtr, messageSizePtr);
+      // Set by a reset HTTP call (11, "reset" during its callback); gRPC is not emulated.
+      const status = ctx().callStatus ?? { code: 0, message: "" };
+      mem().writeU32(codePtr, status.code);
+      vm.copyOut(new TextEncoder().encode(status.message), messagePtrPtr, messageSizePtr);
       return WasmResult.Ok;
     },
     proxy_get_property(pathPtr: number, pathSize: number, valuePtrPtr: number, valueSizePtr: number) {
@@ -109,9 +113,18 @@ export function buildImports(vm: WasmVm, services: HostServices): WebAssembly.Im
     proxy_resolve_shared_queue: notEmulated("proxy_resolve_shared_queue", WasmResult.NotFound),
     proxy_dequeue_shared_queue: notEmulated("proxy_dequeue_shared_queue", WasmResult.NotFound),
     proxy_enqueue_shared_queue: notEmulated("proxy_enqueue_shared_queue", WasmResult.NotFound),
-    // A network filter has no header maps: Envoy answers BAD_ARGUMENT (pairs: an empty list).
-    proxy_get_header_map_value() {
-      return WasmResult.BadArgument;
+    // A network filter has no HTTP stream: its only header maps are an HTTP call response's
+    // (types 6 and 7), readable during proxy_on_http_call_response. Any other map, or those
+    // outside the callback, is BAD_ARGUMENT (pairs: an empty list), as in Envoy.
+    proxy_get_header_map_value(type: number, keyPtr: number, keySize: number, valuePtrPtr: number, valueSizePtr: number) {
+      const response = ctx().httpResponse;
+      const map = response === undefined ? undefined : type === 6 ? response.headers : type === 7 ? response.trailers : undefined;
+      if (map === undefined || (type === 7 && map.length === 0)) return WasmResult.BadArgument;
+      const key = mem().readString(keyPtr, keySize).toLowerCase();
+      const entry = map.find(([k]) => k === key);
+      if (entry === undefined) return WasmResult.NotFound;
+      vm.copyOut(new TextEncoder().encode(entry[1]), valuePtrPtr, valueSizePtr);
+      return WasmResult.Ok;
     },
     proxy_add_header_map_value() {
       return WasmResult.BadArgument;
@@ -128,8 +141,10 @@ export function buildImports(vm: WasmVm, services: HostServices): WebAssembly.Im
     proxy_get_header_map_size() {
       return WasmResult.BadArgument;
     },
-    proxy_get_header_map_pairs(_type: number, ptrPtr: number, sizePtr: number) {
-      vm.copyOut(new Uint8Array(0), ptrPtr, sizePtr);
+    proxy_get_header_map_pairs(type: number, ptrPtr: number, sizePtr: number) {
+      const response = ctx().httpResponse;
+      const map = response === undefined ? [] : type === 6 ? response.headers : type === 7 ? response.trailers : [];
+      vm.copyOut(encodePairs(map), ptrPtr, sizePtr);
       return WasmResult.Ok;
     },
     proxy_get_buffer_status(type: number, lengthPtr: number, flagsPtr: number) {
@@ -156,7 +171,33 @@ export function buildImports(vm: WasmVm, services: HostServices): WebAssembly.Im
       if (buffer === undefined) return WasmResult.NotFound;
       return buffer.write(start >>> 0, length >>> 0, mem().read(dataPtr, dataSize));
     },
-    proxy_http_call: notEmulated("proxy_http_call", WasmResult.Unimplemented),
+    proxy_http_call(
+      uriPtr: number,
+      uriSize: number,
+      headersPtr: number,
+      headersSize: number,
+      bodyPtr: number,
+      bodySize: number,
+      _trailersPtr: number,
+      _trailersSize: number,
+      timeoutMs: number,
+      tokenPtr: number,
+    ) {
+      const context = ctx();
+      if (context.kind !== "root") {
+        services.notice("proxy_http_call from a connection context is not emulated by the test host (returned 12)");
+        return WasmResult.Unimplemented;
+      }
+      const started = services.httpCalls.start(
+        context.id,
+        mem().readString(uriPtr, uriSize),
+        decodePairs(mem().read(headersPtr, headersSize)),
+        mem().read(bodyPtr, bodySize).slice(),
+        timeoutMs,
+      );
+      if (started.token !== undefined) mem().writeU32(tokenPtr, started.token);
+      return started.status;
+    },
     proxy_grpc_call: notEmulated("proxy_grpc_call", WasmResult.Unimplemented),
     proxy_grpc_stream: notEmulated("proxy_grpc_stream", WasmResult.Unimplemented),
     proxy_grpc_cancel: notEmulated("proxy_grpc_cancel", WasmResult.NotFound),

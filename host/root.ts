@@ -3,6 +3,7 @@
 // connection properties, set_property and filter state are NOT_FOUND there, as in Envoy.
 import { BufferType, StreamType, WasmResult } from "./abi.js";
 import { ConstBuffer, type HostBuffer } from "./buffers.js";
+import type { HttpCallResponse } from "./http_call.js";
 import type { HostContext, PropertyResult } from "./context.js";
 import { lookupProperty, type PropertyMap } from "./properties.js";
 import type { WasmVm } from "./vm.js";
@@ -21,6 +22,11 @@ export class PluginRoot implements HostContext {
   deleted = false;
   /** True only during proxy_on_configure: the plugin configuration buffer exists only then. */
   configuring = false;
+  /** The HTTP call response during proxy_on_http_call_response (headers, body, trailers). */
+  httpResponse: HttpCallResponse | undefined = undefined;
+  callStatus = { code: 0, message: "" };
+  /** Run when the root is deleted (the host cancels its pending HTTP calls, as Envoy does). */
+  onDeleted: (() => void) | undefined = undefined;
 
   constructor(
     readonly id: number,
@@ -46,6 +52,9 @@ export class PluginRoot implements HostContext {
     if (type === BufferType.VmConfiguration) return new ConstBuffer(this.vmConfiguration);
     if (type === BufferType.PluginConfiguration && this.configuring) {
       return new ConstBuffer(this.pluginConfiguration);
+    }
+    if (type === BufferType.HttpCallResponseBody && this.httpResponse !== undefined) {
+      return new ConstBuffer(this.httpResponse.body);
     }
     return undefined;
   }
@@ -76,5 +85,6 @@ export class PluginRoot implements HostContext {
     this.deleted = true;
     this.pendingDone = false;
     this.vm.call(this, "proxy_on_delete", this.id);
+    this.onDeleted?.();
   }
 }

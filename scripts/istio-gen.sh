@@ -2,9 +2,9 @@
 # Builds and runs istiod's own configuration generation for every supported Istio era
 # (tests/istio/v1_30, tests/istio/v1_31: one Go module each, sharing tests/istio/common/), and
 # builds istioctl from the newest era's module graph. Writes build/istio/<era>/... (read by
-# tests/istio/*.test.ts) and .cache/istio/bin/{gen-<era>.test,istioctl-<era>}.
+# tests/istio/*.test.ts) and .cache/istio/bin/{gen-<era>-<sources digest>.test,istioctl-<era>}.
 #
-# Once per `npm test`: a binary is rebuilt only when its module or the shared sources are newer.
+# Once per `npm test`: a test binary is rebuilt only when its sources changed (named after their digest).
 # Go's module and build caches are project-local (.cache/go, scripts/go-env.sh), so a warm run
 # downloads and compiles nothing. Fails (never skips) without Go or the module proxy.
 set -euo pipefail
@@ -19,7 +19,9 @@ source scripts/go-env.sh
 # The newest pseudo-versions' modules are not all in the checksum database yet (sum.golang.org
 # answers 404 for them); go.sum in each module pins every hash, and Go checks downloads against it.
 export GOSUMDB=off
-bin="$root/.cache/istio/bin"
+# ISTIO_BIN_DIR: where the binaries go (default .cache/istio/bin); a second checkout sharing .cache
+# (a git worktree) sets its own so two checkouts with different sources never overwrite each other.
+bin="${ISTIO_BIN_DIR:-$root/.cache/istio/bin}"
 mkdir -p "$bin" build/istio
 # pilot-agent's conversion needs the modules (localModules in generate_test.go).
 if [ ! -f build/passthrough_mtls.wasm ]; then
@@ -38,11 +40,20 @@ timed() { # timed <label> <command...>
   echo "istio-gen: $1 took $((SECONDS - start)) s" >&2
 }
 
+sources_hash() { # sources_hash <module dir>: digest of the Go sources a test binary is built from
+  find "$1" tests/istio/common \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 |
+    sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12
+}
+
 for era in 1.30 1.31; do
   mod="tests/istio/v${era/./_}"
-  test_bin="$bin/gen-$era.test"
-  if stale "$test_bin" "$mod"; then
-    timed "go test -c ($era)" bash -c "cd '$mod' && nice -n 10 go test -c -vet=off -o '$test_bin' ."
+  # Named after its sources' digest: .cache is shared by every checkout of the repository, and
+  # a binary built from other sources (another branch) must never pass for this one's.
+  test_bin="$bin/gen-$era-$(sources_hash "$mod").test"
+  if [ ! -e "$test_bin" ]; then
+    timed "go test -c ($era)" bash -c "cd '$mod' && nice -n 10 go test -c -vet=off -o '$test_bin.tmp.$$' . && mv '$test_bin.tmp.$$' '$test_bin'"
+    # Keep the three newest binaries of the era (about 200 MB each).
+    ls -t "$bin"/gen-"$era"-*.test 2>/dev/null | tail -n +4 | xargs -r rm -f
   fi
   out="$root/build/istio/$era"
   rm -rf "$out"
@@ -55,6 +66,11 @@ for era in 1.30 1.31; do
   (cd "$mod" && PILOT_ENABLE_AMBIENT=true ISTIO_ERA=$era ISTIO_OUT="$out" REPO_ROOT="$root" \
     "$test_bin" -test.run '^TestGenerateAmbient$' -test.count=1 >"$out/generate-ambient.log" 2>&1) ||
     { tail -50 "$out/generate-ambient.log" >&2; echo "istio-gen: istiod $era ambient generation failed" >&2; exit 1; }
+  # istiod's workload and service view of tests/istiodview/mesh.yaml (ambient index and sidecar
+  # registry), compared with the feed's model by tests/istio/feed_vs_istiod.test.ts.
+  (cd "$mod" && PILOT_ENABLE_AMBIENT=true ISTIO_ERA=$era ISTIO_OUT="$out" REPO_ROOT="$root" \
+    "$test_bin" -test.run '^TestIstiodView$' -test.count=1 >"$out/view.log" 2>&1) ||
+    { tail -50 "$out/view.log" >&2; echo "istio-gen: istiod $era workload/service view failed ($out/view.log)" >&2; exit 1; }
   echo "istio-gen: istiod $era generation written to build/istio/$era" >&2
 done
 

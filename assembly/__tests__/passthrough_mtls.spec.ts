@@ -50,7 +50,7 @@ function serviceName(c: PassthroughConfig, d: Decision): string {
   return d.service < 0 ? "<none>" : c.mesh.serviceHostname(d.service);
 }
 
-const OWN_AND_MESH_FIELDS = "localNetwork, mode, mtlsCluster, subsetCluster, lbAddress, workloads, services";
+const OWN_AND_MESH_FIELDS = "localNetwork, mode, mtlsCluster, subsetCluster, lbAddress, meshFeed, workloads, services";
 
 // A mesh with one pod per decision row. Network "" is the default; "west" is another network.
 //   app-0       10.0.0.1 + fd00::1   istio       (also an endpoint of the NON-headless service app)

@@ -65,10 +65,10 @@ const MESH = `
 
 const CLIENT = `{"role": "client", ${MESH}}`;
 const SERVER = `{"role": "server", "localWorkload": "10.1.0.2", ${MESH}}`;
-const CLIENT_KNOWN = "role, localNetwork, tunnelCluster, unknownDestination, workloads, services";
+const CLIENT_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, unknownDestination, workloads, services";
 // A field neither role knows is refused while the configuration streams, before the role is read.
-const ANY_KNOWN = "role, localNetwork, tunnelCluster, unknownDestination, localWorkload, appCluster, workloads, services";
-const SERVER_KNOWN = "role, localNetwork, localWorkload, appCluster, workloads, services";
+const ANY_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, unknownDestination, localWorkload, appCluster, workloads, services";
+const SERVER_KNOWN = "role, localNetwork, meshFeed, localWorkload, appCluster, workloads, services";
 
 // ---------------------------------------------------------------- helpers
 

@@ -68,7 +68,7 @@ function health(up: bool): string {
   return up ? "true" : "false";
 }
 
-const OWN_AND_MESH_FIELDS = "localWorkload, hboneCluster, doubleHboneCluster, plainCluster, unknownDestination, localNetwork, workloads, services";
+const OWN_AND_MESH_FIELDS = "localWorkload, hboneCluster, doubleHboneCluster, plainCluster, unknownDestination, localNetwork, meshFeed, workloads, services";
 
 const SOURCE = `{"uid": "sleep", "addresses": ["10.1.0.100"], "network": "net1", "locality": "r1/z1/s1",
   "tlsMode": "istio", "identity": "spiffe://cluster.local/ns/default/sa/sleep"}`;

@@ -20,6 +20,11 @@ export {
   proxy_get_current_time_nanoseconds,
   proxy_call_foreign_function,
   proxy_done,
+  // Calls out of the VM (the mesh feed's long poll, assembly/runtime/http_call.ts).
+  proxy_http_call,
+  proxy_get_header_map_value,
+  proxy_get_header_map_pairs,
+  proxy_get_status,
 } from "@solo-io/proxy-runtime/assembly/imports";
 
 // @ts-ignore: decorator

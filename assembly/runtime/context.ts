@@ -66,6 +66,12 @@ export class RootContext {
   /** Deleted contexts waiting for reuse (reusesConnections only). */
   readonly pool: Array<ConnectionContext> = new Array<ConnectionContext>();
   onTick(): void {}
+  /**
+   * The response to a proxy_http_call this root made (http_call.ts): `headers` response headers
+   * (0 for a reset: see lastCallStatus), a body of `bodySize` bytes, `trailers` trailers. The
+   * headers and body are readable only during this call.
+   */
+  onHttpCallResponse(token: u32, headers: u32, bodySize: u32, trailers: u32): void {}
   onDone(): bool {
     return true;
   }

@@ -11,7 +11,7 @@
 import "./abort";
 import { ConnectionContext } from "./context";
 import { connections } from "./connections";
-import { configureRoot, createRoot, roots, startRoot, tickRoot } from "./roots";
+import { configureRoot, createRoot, httpCallResponseRoot, roots, startRoot, tickRoot } from "./roots";
 import { FilterStatus, PeerType } from "./types";
 
 export { malloc } from "./host_value";
@@ -48,6 +48,11 @@ export function proxy_on_configure(rootContextId: u32, configurationSize: u32): 
 
 export function proxy_on_tick(rootContextId: u32): void {
   tickRoot(rootContextId);
+}
+
+/** The response to a root's proxy_http_call (the mesh feed's long poll): never per connection. */
+export function proxy_on_http_call_response(contextId: u32, token: u32, headers: u32, bodySize: u32, trailers: u32): void {
+  httpCallResponseRoot(contextId, token, headers, bodySize, trailers);
 }
 
 export function proxy_on_new_connection(contextId: u32): FilterStatus {

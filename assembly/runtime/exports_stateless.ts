@@ -18,7 +18,7 @@
 import "./abort";
 import { ConnectionContext, RootContext } from "./context";
 import { logError } from "./log";
-import { configureRoot, createRoot, roots, startRoot, tickRoot } from "./roots";
+import { configureRoot, createRoot, httpCallResponseRoot, roots, startRoot, tickRoot } from "./roots";
 import { FilterStatus } from "./types";
 
 export { malloc } from "./host_value";
@@ -53,6 +53,11 @@ export function proxy_on_configure(rootContextId: u32, configurationSize: u32): 
 
 export function proxy_on_tick(rootContextId: u32): void {
   tickRoot(rootContextId);
+}
+
+/** The response to a root's proxy_http_call (the mesh feed's long poll): never per connection. */
+export function proxy_on_http_call_response(contextId: u32, token: u32, headers: u32, bodySize: u32, trailers: u32): void {
+  httpCallResponseRoot(contextId, token, headers, bodySize, trailers);
 }
 
 /** The root's one context, given this connection's id (it holds nothing else). */

@@ -30,3 +30,15 @@ export {
   TRUE_VALUE,
   UPSTREAM_SUBJECT_ALT_NAMES,
 } from "./envoy_state";
+export {
+  CallStatus,
+  HeaderPairs,
+  httpCall,
+  httpCallResponseBody,
+  httpCallResponseHeader,
+  httpCallResponseHeaderPairs,
+  httpCallResponseStatus,
+  lastCallStatus,
+  lastHttpCallToken,
+} from "./http_call";
+export { nowMilliseconds, setTickPeriod } from "./timer";

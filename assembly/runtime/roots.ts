@@ -5,9 +5,9 @@
 import { getBufferBytes } from "./buffer";
 import { HostBufferSource } from "./config_source";
 import { factoryFor, RootContext } from "./context";
-import { logError, refreshLogLevel } from "./log";
+import { logDebug, logEnabled, logError, refreshLogLevel } from "./log";
 import { getPropertyString, propertyPath } from "./property";
-import { BufferType } from "./types";
+import { BufferType, LogLevel } from "./types";
 
 export const roots = new Map<u32, RootContext>();
 const ROOT_ID_PATH = propertyPath(["plugin_root_id"]);
@@ -49,4 +49,15 @@ export function configureRoot(rootContextId: u32, configurationSize: u32): u32 {
 export function tickRoot(rootContextId: u32): void {
   refreshLogLevel();
   if (roots.has(rootContextId)) roots.get(rootContextId).onTick();
+}
+
+export function httpCallResponseRoot(rootContextId: u32, token: u32, headers: u32, bodySize: u32, trailers: u32): void {
+  refreshLogLevel();
+  if (roots.has(rootContextId)) {
+    roots.get(rootContextId).onHttpCallResponse(token, headers, bodySize, trailers);
+    return;
+  }
+  // A call made by a connection context, or by a root already deleted (Envoy cancels those:
+  // tests/envoy/http_call.test.ts looks for this line and must not find it).
+  if (logEnabled(LogLevel.Debug)) logDebug("http call response " + token.toString() + " for context " + rootContextId.toString() + ", which is no live root");
 }

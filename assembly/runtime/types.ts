@@ -70,3 +70,15 @@ export enum FilterStateSpan {
   DownstreamRequest = 1,
   DownstreamConnection = 2,
 }
+
+/** Header maps (proxy-wasm HeaderMapType). A network filter has only the HTTP call response's. */
+export enum HeaderMapType {
+  RequestHeaders = 0,
+  RequestTrailers = 1,
+  ResponseHeaders = 2,
+  ResponseTrailers = 3,
+  GrpcReceiveInitialMetadata = 4,
+  GrpcReceiveTrailingMetadata = 5,
+  HttpCallResponseHeaders = 6,
+  HttpCallResponseTrailers = 7,
+}

@@ -18,7 +18,7 @@ export const LABEL_GATEWAY_NAME = "gateway.networking.k8s.io/gateway-name";
 export const LABEL_GATEWAY_MANAGED = "gateway.istio.io/managed";
 export const LABEL_SERVICE_NAME = "kubernetes.io/service-name";
 export const ANNOTATION_GATEWAY_SA = "gateway.istio.io/service-account";
-export const ANNOTATION_SERVICE_ACCOUNTS = "alpha.istio.io/kubernetes-service-accounts";
+export const ANNOTATION_SERVICE_ACCOUNTS = "alpha.istio.io/kubernetes-serviceaccounts";
 export const ANNOTATION_CANONICAL_SERVICE_ACCOUNTS = "alpha.istio.io/canonical-serviceaccounts";
 export const ANNOTATION_TRAFFIC_DISTRIBUTION = "networking.istio.io/traffic-distribution";
 

@@ -1,7 +1,8 @@
-// passthrough_mtls plugin configuration: the shared mesh model plus five fields of its own,
+// passthrough_mtls plugin configuration: the shared mesh model plus six fields of its own,
 // parsed once per root context. See README.md for every field.
 import { ByteSource, ConfigReader } from "../../assembly/json";
 
+import { FeedConfig, MESH_FEED_FIELD, readFeedConfig } from "../../assembly/runtime/feed_config";
 import { LocalNetwork, Mesh, MeshDocument, NodeNetwork, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
 export const MODE_DIRECT = "direct";
@@ -9,13 +10,17 @@ export const MODE_SUBSET = "subset";
 export const DEFAULT_MTLS_CLUSTER = "outbound_mtls_passthrough";
 export const DEFAULT_SUBSET_CLUSTER = "passthrough_mtls_subset";
 
-const OWN_FIELDS = ["localNetwork", "mode", "mtlsCluster", "subsetCluster", "lbAddress"];
+const OWN_FIELDS = ["localNetwork", "mode", "mtlsCluster", "subsetCluster", "lbAddress", MESH_FEED_FIELD];
 
 export class PassthroughConfig {
+  /** Where live changes come from (null: the snapshot above is the model until the next configuration). */
+  feed: FeedConfig | null = null;
+
   constructor(
-    readonly mesh: Mesh,
+    /** The model; replaced when the mesh feed delivers a new one (adoptMesh). */
+    public mesh: Mesh,
     /** Interned id of this proxy's network ("" is always 0; another unknown name is -1). */
-    readonly localNetwork: i32,
+    public localNetwork: i32,
     readonly localNetworkName: string,
     /** The name and where it came from (localNetwork, node metadata NETWORK or the default). */
     readonly network: LocalNetwork,
@@ -40,7 +45,7 @@ function refuse(error: string): PassthroughConfigResult {
 }
 
 /**
- * Streams the configuration (no JSON tree: a million pods fit) and reads the five own fields
+ * Streams the configuration (no JSON tree: a million pods fit) and reads the six own fields
  * from the small object parseMeshDocument hands back. Own-field problems are reported before
  * mesh problems, as the fields are checked first.
  */
@@ -65,22 +70,29 @@ function configOf(doc: MeshDocument, node: NodeNetwork): PassthroughConfigResult
   const lbAddress = reader.optionalBool(root, "lbAddress", "", false);
   const lbAddressRefused = !reader.optionalBool(root, "lbAddress", "", true);
   if (!reader.failed() && mode == MODE_SUBSET && lbAddressRefused) reader.fail("lbAddress", "subset mode needs it (its bridge balances on wasm.lb_address)");
+  const feed = readFeedConfig(reader, root);
   if (!reader.failed() && mtlsCluster.length == 0) reader.fail("mtlsCluster", "must not be empty");
   if (!reader.failed() && subsetCluster.length == 0) reader.fail("subsetCluster", "must not be empty");
   if (reader.failed()) return refuse(reader.error());
   const mesh = doc.mesh;
   if (mesh === null) return refuse(doc.error);
-  return new PassthroughConfigResult(
-    new PassthroughConfig(
-      mesh,
-      mesh.networkId(network.name),
-      network.name,
-      network,
-      mode == MODE_SUBSET,
-      String.UTF8.encode(mtlsCluster),
-      String.UTF8.encode(subsetCluster),
-      mode == MODE_SUBSET || lbAddress,
-    ),
-    "",
+  const config = new PassthroughConfig(
+    mesh,
+    mesh.networkId(network.name),
+    network.name,
+    network,
+    mode == MODE_SUBSET,
+    String.UTF8.encode(mtlsCluster),
+    String.UTF8.encode(subsetCluster),
+    mode == MODE_SUBSET || lbAddress,
   );
+  config.feed = feed;
+  return new PassthroughConfigResult(config, "");
+}
+
+/** A model from the mesh feed: the network's interned id is the only thing derived from it. */
+export function adoptMesh(config: PassthroughConfig, mesh: Mesh): string {
+  config.localNetwork = mesh.networkId(config.localNetworkName);
+  config.mesh = mesh;
+  return "";
 }

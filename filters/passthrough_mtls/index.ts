@@ -27,7 +27,10 @@ import {
   UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
-import { parsePassthroughConfigFrom, PassthroughConfig } from "./config";
+import { adoptMesh, parsePassthroughConfigFrom, PassthroughConfig } from "./config";
+import { FeedClient } from "../../assembly/runtime/feed_client";
+import { Mesh } from "../../assembly/mesh";
+import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { Decision, decide, Route } from "./decision";
 import { ByteSource } from "../../assembly/json";
 // Decides in on_new_connection and keeps nothing per connection: the lean export set.
@@ -50,8 +53,25 @@ function hasWorkloadOn(config: PassthroughConfig): bool {
   return false;
 }
 
+/** The feed's models go into the root's config (filters/mesh_feed/sink.ts). */
+class PassthroughMeshHolder extends MeshHolder {
+  constructor(readonly root: PassthroughRoot) {
+    super();
+  }
+  currentMesh(): Mesh | null {
+    const config = this.root.config;
+    return config === null ? null : config.mesh;
+  }
+  adopt(mesh: Mesh): string {
+    const config = this.root.config;
+    return config === null ? "not configured" : adoptMesh(config, mesh);
+  }
+}
+
 class PassthroughRoot extends RootContext {
   config: PassthroughConfig | null = null;
+  /** Live changes from the mesh feed (meshFeed in the configuration); null without one. */
+  feed: FeedClient | null = null;
   /** Reused for every connection of this root: decisions allocate nothing. */
   readonly destination: Address = new Address();
   readonly decision: Decision = new Decision();
@@ -84,7 +104,23 @@ class PassthroughRoot extends RootContext {
       ", local network " + config.network.describe(),
     );
     this.config = config;
+    const feed = config.feed;
+    if (feed !== null) {
+      const client = new FeedClient(feed, new MeshFeedSink(new PassthroughMeshHolder(this)), "passthrough_mtls");
+      this.feed = client;
+      client.start();
+    }
     return true;
+  }
+
+  onTick(): void {
+    const feed = this.feed;
+    if (feed !== null) feed.onTick();
+  }
+
+  onHttpCallResponse(token: u32, headers: u32, bodySize: u32, trailers: u32): void {
+    const feed = this.feed;
+    if (feed !== null) feed.onResponse(token, headers, bodySize);
   }
 
   newConnection(id: u32): ConnectionContext {

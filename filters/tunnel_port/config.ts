@@ -2,6 +2,7 @@
 // server sidecar's inbound), the shared mesh model, and a few fields per role. See README.md.
 import { ByteSource, ConfigReader, JsonValue } from "../../assembly/json";
 import { PodMemberships } from "./memberships";
+import { FeedConfig, MESH_FEED_FIELD, readFeedConfig } from "../../assembly/runtime/feed_config";
 import { Address, IpParse, LocalNetwork, Mesh, MESH_FIELDS, MeshLimits, MeshDocument, NetworkSource, NodeNetwork, parseIpString, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
 export const ROLE_CLIENT = "client";
@@ -9,7 +10,7 @@ export const ROLE_SERVER = "server";
 export const UNKNOWN_PASSTHROUGH = "passthrough";
 export const UNKNOWN_REFUSE = "refuse";
 
-const COMMON_FIELDS = ["role", "localNetwork"];
+const COMMON_FIELDS = ["role", "localNetwork", MESH_FEED_FIELD];
 const CLIENT_FIELDS = ["tunnelCluster", "unknownDestination"];
 const SERVER_FIELDS = ["localWorkload", "appCluster"];
 
@@ -35,6 +36,10 @@ export class TunnelConfig {
   servedTargets: Set<i32> = new Set<i32>();
   /** Client: the services listing each workload, for connections that dial a pod IP directly. */
   memberships: PodMemberships | null = null;
+  /** Server: localWorkload as configured (found again in every model the feed delivers). */
+  localWorkloadText: string = "";
+  /** Where live changes come from (null: the snapshot is the model until the next configuration). */
+  feed: FeedConfig | null = null;
 
   constructor(mesh: Mesh) {
     this.mesh = mesh;
@@ -84,10 +89,12 @@ function tunnelConfigOf(doc: MeshDocument, node: NodeNetwork): TunnelConfigResul
   const client = role == ROLE_CLIENT;
   reader.onlyKnownFields(root, "", COMMON_FIELDS.concat(client ? CLIENT_FIELDS : SERVER_FIELDS).concat(MESH_FIELDS));
   const network = resolveLocalNetwork(reader, root, node);
+  const feed = readFeedConfig(reader, root);
   if (reader.failed()) return refuse(reader.error());
   const mesh = doc.mesh;
   if (mesh === null) return refuse(doc.error);
   const config = new TunnelConfig(mesh);
+  config.feed = feed;
   config.client = client;
   config.localNetwork = mesh.networkId(network.name);
   config.network = network;
@@ -117,18 +124,22 @@ function readServer(reader: ConfigReader, root: JsonValue, config: TunnelConfig)
     return;
   }
   config.appCluster = String.UTF8.encode(cluster);
+  config.localWorkloadText = text;
+  const error = deriveServer(config);
+  if (error.length > 0) reader.fail("localWorkload", error);
+}
+
+/** The server's own workload and the ports it serves, from config.mesh; "" or why not. */
+function deriveServer(config: TunnelConfig): string {
+  const text = config.localWorkloadText;
   const address = new Address();
-  if (parseIpString(text, address) != IpParse.Ok) {
-    reader.fail("localWorkload", "not an IP address: \"" + text + "\"");
-    return;
-  }
+  if (parseIpString(text, address) != IpParse.Ok) return "not an IP address: \"" + text + "\"";
   const mesh = config.mesh;
   const w = mesh.workloadByAddress(config.localNetwork, address);
-  if (w < 0) {
-    reader.fail("localWorkload", "no workload has address " + text + " on this network" + config.network.origin());
-    return;
-  }
+  if (w < 0) return "no workload has address " + text + " on this network" + config.network.origin();
   config.localWorkload = w;
+  config.servedPairs = new Set<u32>();
+  config.servedTargets = new Set<i32>();
   for (let s = 0, services = mesh.serviceCount(); s < services; s++) {
     for (let e = 0, endpoints = mesh.endpointCount(s); e < endpoints; e++) {
       if (mesh.endpointWorkload(s, e) != w) continue;
@@ -141,5 +152,30 @@ function readServer(reader: ConfigReader, root: JsonValue, config: TunnelConfig)
       }
     }
   }
-  if (config.servedTargets.size == 0) reader.fail("localWorkload", "workload " + text + " is an endpoint of no service: it serves no port");
+  if (config.servedTargets.size == 0) return "workload " + text + " is an endpoint of no service: it serves no port";
+  return "";
+}
+
+/**
+ * A model from the mesh feed, as a new config (the one in force stays untouched when this
+ * refuses): the network's interned id and, per role, the client's pod memberships or the
+ * server's own workload and ports, derived again. O(model) for now: the membership index and
+ * the served ports are rebuilt whole (see the runtime README, "Live updates").
+ */
+export function adoptMesh(current: TunnelConfig, mesh: Mesh): TunnelConfigResult {
+  const config = new TunnelConfig(mesh);
+  config.client = current.client;
+  config.network = current.network;
+  config.localNetwork = mesh.networkId(current.network.name);
+  config.tunnelCluster = current.tunnelCluster;
+  config.refuseUnknown = current.refuseUnknown;
+  config.appCluster = current.appCluster;
+  config.localWorkloadText = current.localWorkloadText;
+  config.feed = current.feed;
+  if (config.client) {
+    config.memberships = new PodMemberships(mesh);
+    return new TunnelConfigResult(config, "");
+  }
+  const error = deriveServer(config);
+  return error.length > 0 ? refuse("localWorkload: " + error) : new TunnelConfigResult(config, "");
 }

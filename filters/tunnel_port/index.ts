@@ -36,7 +36,10 @@ import {
   WasmResult,
 } from "../../assembly/runtime";
 import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
-import { parseTunnelConfigFrom, TunnelConfig } from "./config";
+import { adoptMesh, parseTunnelConfigFrom, TunnelConfig } from "./config";
+import { FeedClient } from "../../assembly/runtime/feed_client";
+import { Mesh } from "../../assembly/mesh";
+import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { AuthorityText, checkServer, parseCanonicalPort, PORT_ABSENT, sameBytes, ServerVerdict } from "./server";
 import { ByteSource } from "../../assembly/json";
 // Decides in on_new_connection and keeps nothing per connection: the lean export set.
@@ -60,8 +63,31 @@ const PEER_PATH = propertyPath(["filter_state", PEER_STATE]);
 const SERVICE_PORT_PROPERTY = propertyPath(["service_port"]);
 const TARGET_PORT_PROPERTY = propertyPath(["target_port"]);
 
+/** The feed's models become the root's config (filters/mesh_feed/sink.ts). */
+class TunnelMeshHolder extends MeshHolder {
+  constructor(readonly root: TunnelRoot) {
+    super();
+  }
+  currentMesh(): Mesh | null {
+    const config = this.root.config;
+    return config === null ? null : config.mesh;
+  }
+  adopt(mesh: Mesh): string {
+    const config = this.root.config;
+    if (config === null) return "not configured";
+    const result = adoptMesh(config, mesh);
+    const next = result.config;
+    if (next === null) return result.error;
+    this.root.config = next;
+    this.root.cursors = new Cursors(mesh.serviceCount());
+    return "";
+  }
+}
+
 class TunnelRoot extends RootContext {
   config: TunnelConfig | null = null;
+  /** Live changes from the mesh feed (meshFeed in the configuration); null without one. */
+  feed: FeedClient | null = null;
   cursors: Cursors = new Cursors(0);
   readonly destination: Address = new Address();
   readonly endpoint: Address = new Address();
@@ -99,7 +125,23 @@ class TunnelRoot extends RootContext {
     if (config.network.source == NetworkSource.NodeMetadata) logInfo("local network " + config.network.describe());
     this.config = config;
     this.cursors = new Cursors(config.mesh.serviceCount());
+    const feed = config.feed;
+    if (feed !== null) {
+      const client = new FeedClient(feed, new MeshFeedSink(new TunnelMeshHolder(this)), "tunnel_port");
+      this.feed = client;
+      client.start();
+    }
     return true;
+  }
+
+  onTick(): void {
+    const feed = this.feed;
+    if (feed !== null) feed.onTick();
+  }
+
+  onHttpCallResponse(token: u32, headers: u32, bodySize: u32, trailers: u32): void {
+    const feed = this.feed;
+    if (feed !== null) feed.onResponse(token, headers, bodySize);
   }
 
   newConnection(id: u32): ConnectionContext {

@@ -1,9 +1,23 @@
 // waypoint_route plugin configuration: the shared mesh model, this sidecar's own workload (its
 // network and locality drive every choice), and the two clusters. See README.md.
 import { ByteSource, ConfigReader } from "../../assembly/json";
+import { FeedConfig, MESH_FEED_FIELD, readFeedConfig } from "../../assembly/runtime/feed_config";
 import { Address, IpParse, LOCAL_NETWORK_FIELD, LocalNetwork, Mesh, MeshDocument, NetworkSource, NodeNetwork, parseIpString, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
-const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "plainCluster", "unknownDestination", LOCAL_NETWORK_FIELD];
+const OWN_FIELDS = ["localWorkload", "hboneCluster", "doubleHboneCluster", "plainCluster", "unknownDestination", LOCAL_NETWORK_FIELD, MESH_FEED_FIELD];
+
+/** The configuration's own fields: what a model from the mesh feed is derived with again. */
+export class WaypointSettings {
+  constructor(
+    readonly localWorkload: string,
+    readonly hboneCluster: string,
+    readonly doubleHboneCluster: string,
+    readonly plainCluster: string,
+    readonly refuseUnknown: bool,
+    readonly network: LocalNetwork,
+    readonly feed: FeedConfig | null,
+  ) {}
+}
 
 export class WaypointConfig {
   constructor(
@@ -32,6 +46,8 @@ export class WaypointConfig {
 
   private sans: Array<ArrayBuffer>;
   private hostnames: Array<ArrayBuffer>;
+  /** The own fields this config was derived with (set by deriveWaypoint). */
+  settings: WaypointSettings | null = null;
 
   /** Service s's subject alt names joined with ","; empty when it has none (or s is out of range). */
   serviceSans(s: i32): ArrayBuffer {
@@ -82,12 +98,25 @@ function configOf(doc: MeshDocument, node: NodeNetwork): WaypointConfigResult {
   const plain = reader.optionalString(root, "plainCluster", "", "waypoint_route_plain");
   const unknown = reader.optionalEnum(root, "unknownDestination", "", ["passthrough", "refuse"], "passthrough");
   const network = resolveLocalNetwork(reader, root, node);
+  const feed = readFeedConfig(reader, root);
   if (!reader.failed() && hbone.length == 0) reader.fail("hboneCluster", "must not be empty");
   if (!reader.failed() && double.length == 0) reader.fail("doubleHboneCluster", "must not be empty");
   if (!reader.failed() && plain.length == 0) reader.fail("plainCluster", "must not be empty");
   if (reader.failed()) return refuse(reader.error());
   const mesh = doc.mesh;
   if (mesh === null) return refuse(doc.error);
+  return deriveWaypoint(mesh, new WaypointSettings(local, hbone, double, plain, unknown == "refuse", network, feed));
+}
+
+/**
+ * The config for `mesh`: this sidecar's own workload found in it, the per-service texts built.
+ * Used for the configuration's snapshot and again for every model the mesh feed delivers
+ * (O(services) for now: the texts are rebuilt whole).
+ */
+export function deriveWaypoint(mesh: Mesh, settings: WaypointSettings): WaypointConfigResult {
+  const reader = new ConfigReader();
+  const local = settings.localWorkload;
+  const network = settings.network;
   const address = new Address();
   if (parseIpString(local, address) != IpParse.Ok) {
     reader.fail("localWorkload", "not an IP address: \"" + local + "\"");
@@ -106,17 +135,16 @@ function configOf(doc: MeshDocument, node: NodeNetwork): WaypointConfigResult {
     reader.fail("localWorkload", "no workload has address " + local + where);
     return refuse(reader.error());
   }
-  return new WaypointConfigResult(
-    new WaypointConfig(
-      mesh,
-      source,
-      mesh.workloadNetwork(source),
-      String.UTF8.encode(hbone),
-      String.UTF8.encode(double),
-      unknown == "refuse",
-      network,
-      String.UTF8.encode(plain),
-    ),
-    "",
+  const config = new WaypointConfig(
+    mesh,
+    source,
+    mesh.workloadNetwork(source),
+    String.UTF8.encode(settings.hboneCluster),
+    String.UTF8.encode(settings.doubleHboneCluster),
+    settings.refuseUnknown,
+    network,
+    String.UTF8.encode(settings.plainCluster),
   );
+  config.settings = settings;
+  return new WaypointConfigResult(config, "");
 }

@@ -29,7 +29,11 @@ import {
   UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
-import { parseWaypointConfigFrom, WaypointConfig } from "./config";
+import { deriveWaypoint, parseWaypointConfigFrom, WaypointConfig } from "./config";
+import { FeedClient } from "../../assembly/runtime/feed_client";
+import { FeedConfig } from "../../assembly/runtime/feed_config";
+import { Mesh } from "../../assembly/mesh";
+import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { Decision, decide, Outcome, OUTCOME_NAMES, outcomeName, Scratch } from "./decide";
 import { ByteSource } from "../../assembly/json";
 // Decides in on_new_connection and keeps nothing per connection: the lean export set.
@@ -44,8 +48,32 @@ const OUTER_AUTHORITY = propertyPath(["outer_authority"]);
 const OUTER_ADDRESS = propertyPath(["outer_address"]);
 const OUTER_SANS = propertyPath(["outer_sans"]);
 
+/** The feed's models become the root's config (filters/mesh_feed/sink.ts). */
+class WaypointMeshHolder extends MeshHolder {
+  constructor(readonly root: WaypointRoot) {
+    super();
+  }
+  currentMesh(): Mesh | null {
+    const config = this.root.config;
+    return config === null ? null : config.mesh;
+  }
+  adopt(mesh: Mesh): string {
+    const config = this.root.config;
+    if (config === null) return "not configured";
+    const settings = config.settings;
+    if (settings === null) return "not configured";
+    const result = deriveWaypoint(mesh, settings);
+    const next = result.config;
+    if (next === null) return result.error;
+    this.root.use(next);
+    return "";
+  }
+}
+
 class WaypointRoot extends RootContext {
   config: WaypointConfig | null = null;
+  /** Live changes from the mesh feed (meshFeed in the configuration); null without one. */
+  feed: FeedClient | null = null;
   readonly destination: Address = new Address();
   readonly decision: Decision = new Decision();
   readonly scratch: Scratch = new Scratch();
@@ -75,12 +103,35 @@ class WaypointRoot extends RootContext {
       return false;
     }
     if (config.localNetwork.source == NetworkSource.NodeMetadata) logInfo("local network " + config.localNetwork.describe());
+    this.use(config);
+    const settings = config.settings;
+    let feed: FeedConfig | null = null;
+    if (settings !== null) feed = settings.feed;
+    if (feed !== null) {
+      const client = new FeedClient(feed, new MeshFeedSink(new WaypointMeshHolder(this)), "waypoint_route");
+      this.feed = client;
+      client.start();
+    }
+    return true;
+  }
+
+  /** Puts `config` in force (the configuration's, or one derived from a model the feed sent). */
+  use(config: WaypointConfig): void {
     this.config = config;
     // Size the candidate buffer for the largest service now, so no connection grows it.
     let most = 1;
     for (let s = 0, n = config.mesh.serviceCount(); s < n; s++) most = max(most, config.mesh.endpointCount(s));
     this.scratch.ensure(most);
-    return true;
+  }
+
+  onTick(): void {
+    const feed = this.feed;
+    if (feed !== null) feed.onTick();
+  }
+
+  onHttpCallResponse(token: u32, headers: u32, bodySize: u32, trailers: u32): void {
+    const feed = this.feed;
+    if (feed !== null) feed.onResponse(token, headers, bodySize);
   }
 
   newConnection(id: u32): ConnectionContext {

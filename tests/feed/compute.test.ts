@@ -172,6 +172,16 @@ describe("feed: services and endpoints", () => {
   });
 });
 
+  it("service-account annotations add SANs: alpha.istio.io/kubernetes-serviceaccounts as SPIFFE ids, canonical-serviceaccounts as written", () => {
+    // Spelled as istio.io/api's annotation.AlphaKubernetesServiceAccounts (tests/istio/feed_vs_istiod.test.ts
+    // found the feed reading a misspelling that istiod never sets).
+    const svc = service("ns", "s", [{ port: 80 }], {
+      annotations: { "alpha.istio.io/kubernetes-serviceaccounts": "a, b", "alpha.istio.io/canonical-serviceaccounts": "spiffe://other.td/ns/x/sa/y" },
+    });
+    const s = compute([cluster("c1", [["services", svc]])]).services.get("s.ns.svc.cluster.local")!;
+    assert.deepEqual(s.subjectAltNames, ["spiffe://cluster.local/ns/ns/sa/a", "spiffe://cluster.local/ns/ns/sa/b", "spiffe://other.td/ns/x/sa/y"]);
+  });
+
 describe("feed: waypoints (istio.io/use-waypoint)", () => {
   const wp = waypointGateway("default", "waypoint");
   it("a namespace label binds every service to the waypoint, by hostname, port 15008; 'none' on a service opts out", () => {

@@ -600,7 +600,7 @@ describe("passthrough_mtls: Envoy refusing a write closes the connection", () =>
 // ---------------------------------------------------------------- bad configuration
 
 describe("passthrough_mtls: invalid configuration", () => {
-  const KNOWN = "localNetwork, mode, mtlsCluster, subsetCluster, lbAddress, workloads, services";
+  const KNOWN = "localNetwork, mode, mtlsCluster, subsetCluster, lbAddress, meshFeed, workloads, services";
   const BAD: [string, string, string][] = [
     ["an lbAddress that is not a boolean", JSON.stringify({ lbAddress: "true" }), "lbAddress: expected a boolean"],
     ["lbAddress false in subset mode", JSON.stringify({ mode: "subset", lbAddress: false }), "lbAddress: subset mode needs it (its bridge balances on wasm.lb_address)"],

@@ -889,10 +889,10 @@ describe("tunnel_port: Envoy refusing a write closes the connection", () => {
 // ---------------------------------------------------------------- bad configuration
 
 describe("tunnel_port: invalid configuration", () => {
-  const CLIENT_KNOWN = "role, localNetwork, tunnelCluster, unknownDestination, workloads, services";
-  const SERVER_KNOWN = "role, localNetwork, localWorkload, appCluster, workloads, services";
+  const CLIENT_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, unknownDestination, workloads, services";
+  const SERVER_KNOWN = "role, localNetwork, meshFeed, localWorkload, appCluster, workloads, services";
   // A field neither role knows is refused while the configuration streams, before the role is read.
-  const ANY_KNOWN = "role, localNetwork, tunnelCluster, unknownDestination, localWorkload, appCluster, workloads, services";
+  const ANY_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, unknownDestination, localWorkload, appCluster, workloads, services";
   const BAD: [string, unknown, string][] = [
     ["a missing role", {}, "role: missing required field"],
     ["a null role", { role: null }, "role: missing required field"],

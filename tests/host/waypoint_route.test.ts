@@ -1036,7 +1036,7 @@ describe("waypoint_route: health changes arrive as configuration updates", () =>
 // ---------------------------------------------------------------- bad configuration
 
 describe("waypoint_route: invalid configuration", () => {
-  const KNOWN = "localWorkload, hboneCluster, doubleHboneCluster, plainCluster, unknownDestination, localNetwork, workloads, services";
+  const KNOWN = "localWorkload, hboneCluster, doubleHboneCluster, plainCluster, unknownDestination, localNetwork, meshFeed, workloads, services";
   const MESH_ONLY = { workloads: WORLD.workloads, services: WORLD.services };
   const BAD: [string, string, string][] = [
     ["a missing localWorkload", JSON.stringify(MESH_ONLY), "localWorkload: missing required field"],

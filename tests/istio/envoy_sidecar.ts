@@ -26,10 +26,13 @@ const run = (cmd: string, args: string[]): void => {
   execFileSync(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
 };
 
-/** Puts the mesh's pod IPs on loopback (idempotent) and captures the client pod's outbound TCP. */
-export function meshNetwork(): { release(): void } {
+/**
+ * Puts the mesh's pod IPs (and `extraIps`) on loopback (idempotent) and captures the client pod's
+ * outbound TCP.
+ */
+export function meshNetwork(extraIps: string[] = []): { release(): void } {
   requireTestNamespace();
-  for (const ip of MESH_IPS) {
+  for (const ip of [...MESH_IPS, ...extraIps]) {
     try {
       run("ip", ["addr", "add", `${ip}/32`, "dev", "lo"]);
     } catch {
@@ -58,6 +61,32 @@ export async function meshCerts(): Promise<MeshCerts> {
   return { dir, ca };
 }
 
+export interface SidecarOptions {
+  ecds: "ecdsAgent" | "ecdsAgentFetchFailed" | "ecds";
+  name: string;
+  readyTimeoutMs?: number;
+  nodeIp?: string;
+  pod?: string;
+  /** The bootstrap node's metadata (pilot-agent's part), e.g. `{ NETWORK: "net1" }`. */
+  nodeMetadata?: Record<string, string>;
+}
+
+/** The dump as xDS files for one sidecar, in a new directory under .tmp. */
+export function translateFor(d: Dump, certs: MeshCerts, serviceAccount: string, options: SidecarOptions): Translation {
+  const xdsDir = mkdtempSync(join(REPO_ROOT, ".tmp", `istio-xds-${options.name}-`));
+  return translate(d, xdsDir, {
+    certChain: readFileSync(join(certs.dir, `${serviceAccount}.crt`), "utf8"),
+    key: readFileSync(join(certs.dir, `${serviceAccount}.key`), "utf8"),
+    rootCa: certs.ca.cert,
+  }, {
+    ecds: options.ecds,
+    adminPort: 15000,
+    wasmDir: join(REPO_ROOT, "build"),
+    nodeId: `sidecar~${options.nodeIp ?? CLIENT_IP}~${options.pod ?? "sleep-0"}.default~default.svc.cluster.local`,
+    nodeMetadata: options.nodeMetadata,
+  });
+}
+
 export interface IstioSidecar {
   envoy: EnvoyProcess;
   translation: Translation;
@@ -68,14 +97,9 @@ export async function startSidecar(
   d: Dump,
   certs: MeshCerts,
   serviceAccount: string,
-  options: { ecds: "ecdsAgent" | "ecdsAgentFetchFailed" | "ecds"; name: string; readyTimeoutMs?: number; nodeIp?: string; pod?: string },
+  options: SidecarOptions,
 ): Promise<IstioSidecar> {
-  const xdsDir = mkdtempSync(join(REPO_ROOT, ".tmp", `istio-xds-${options.name}-`));
-  const translation = translate(d, xdsDir, {
-    certChain: readFileSync(join(certs.dir, `${serviceAccount}.crt`), "utf8"),
-    key: readFileSync(join(certs.dir, `${serviceAccount}.key`), "utf8"),
-    rootCa: certs.ca.cert,
-  }, { ecds: options.ecds, adminPort: 15000, wasmDir: join(REPO_ROOT, "build"), nodeId: `sidecar~${options.nodeIp ?? CLIENT_IP}~${options.pod ?? "sleep-0"}.default~default.svc.cluster.local` });
+  const translation = translateFor(d, certs, serviceAccount, options);
   const envoy = await EnvoyProcess.start({
     name: options.name,
     adminPort: 15000,

@@ -8,47 +8,15 @@
 //   stand-in HBONE terminator records what arrived (authority, service port, peer identity).
 // Runs inside the test network namespace (npm run test:istio).
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { createSecureServer, type Http2SecureServer, type ServerHttp2Stream } from "node:http2";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { spiffe } from "../support/certs.js";
-import { hboneConnect } from "../support/hbone.js";
+import { hboneConnect, startHboneTerminator, type HboneTerminator } from "../support/hbone.js";
 import { exchange, startBackend, type Backend } from "../support/tcp.js";
 import { ERAS, loadDump } from "./dump.js";
 import { CLIENT_IP, closeWithin, meshCerts, meshNetwork, type IstioSidecar, type MeshCerts, startSidecar } from "./envoy_sidecar.js";
 
 const SERVER_IP = "10.244.1.21";
 const counter = async (s: IstioSidecar, name: string) => (await s.envoy.stats()).get(`wasmcustom.tunnel_port.${name}`) ?? 0;
-
-interface Terminator {
-  server: Http2SecureServer;
-  seen: { authority: string; servicePort: string | undefined; peer: string }[];
-}
-
-/** An HBONE terminator on the pod's 15008: mTLS from the mesh CA, HTTP/2 CONNECT, then echo. */
-function startTerminator(certs: MeshCerts): Promise<Terminator> {
-  const t: Terminator = {
-    seen: [],
-    server: createSecureServer({
-      cert: readFileSync(join(certs.dir, "my-service.crt")),
-      key: readFileSync(join(certs.dir, "my-service.key")),
-      ca: readFileSync(join(certs.dir, "ca.crt")),
-      requestCert: true,
-      rejectUnauthorized: true,
-    }),
-  };
-  t.server.on("stream", (stream: ServerHttp2Stream, headers) => {
-    if (headers[":method"] !== "CONNECT") return stream.respond({ ":status": 405 }, { endStream: true });
-    const peer = (stream.session?.socket as any)?.getPeerCertificate?.()?.subjectaltname ?? "";
-    const seen = { authority: String(headers[":authority"]), servicePort: headers["x-tunnel-service-port"] as string | undefined, peer };
-    t.seen.push(seen);
-    stream.respond({ ":status": 200 });
-    stream.write(`pod authority=${seen.authority}\n`);
-    stream.pipe(stream);
-  });
-  return new Promise((done) => t.server.listen(15008, SERVER_IP, () => done(t)));
-}
 
 for (const { era, label } of ERAS) {
   for (const route of ["A", "B"]) {
@@ -102,20 +70,21 @@ for (const { era, label } of ERAS) {
     describe(`tunnel_port route ${route}, istiod ${label}, real Envoy: client sidecar`, () => {
       let certs: MeshCerts;
       let net: { release(): void };
-      let terminator: Terminator;
+      let terminator: HboneTerminator;
       let sidecar: IstioSidecar;
 
       before(async () => {
         certs = await meshCerts();
         net = meshNetwork();
-        terminator = await startTerminator(certs);
+        // The pod's 15008 (my-service's identity), recording what each tunnel carried.
+        terminator = await startHboneTerminator({ name: "pod", host: SERVER_IP, port: 15008, certDir: certs.dir, certName: "my-service" });
         sidecar = await startSidecar(loadDump(era, "tunnel_port", route), certs, "sleep", { ecds: "ecdsAgent", name: `tp-client-${era}-${route}` });
       });
 
       after(async () => {
         net?.release();
         await sidecar?.envoy.stop();
-        await new Promise((done) => terminator?.server.close(done));
+        await terminator?.close();
       });
 
       it("a connection to the pod's IP is tunnelled to its 15008 over Istio mTLS with the client's identity", async () => {

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { REPO_ROOT } from "../support/paths.js";
 
-const ISTIOCTL = join(REPO_ROOT, ".cache", "istio", "bin", "istioctl-1.31");
+const ISTIOCTL = join(process.env.ISTIO_BIN_DIR ?? join(REPO_ROOT, ".cache", "istio", "bin"), "istioctl-1.31");
 const MESH = join(REPO_ROOT, "build", "istio", "1.31", "sidecar", "mesh.yaml");
 
 function istioctl(args: string[]): { status: number | null; output: string } {

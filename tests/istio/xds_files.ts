@@ -8,8 +8,8 @@
 // Why files and not ADS: the generated config carries istio-proxy-only extensions that upstream
 // Envoy (the pinned .venv/envoy) refuses, which have to come out first; that is what `stripped`
 // lists (one entry per removed extension: where, name, type). Nothing else is changed.
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Dump, Json } from "./dump.js";
 
 /** Extensions only istio-proxy has (Istio's own builds of Envoy); matched by type URL. */
@@ -39,6 +39,19 @@ export interface Translation {
   stripped: Stripped[];
   /** ECDS names the listeners reference that have no resource in the chosen ECDS set. */
   unserved: string[];
+  /** The files Envoy watches: LDS, and one per ECDS name (what `pushFile` replaces). */
+  files: { lds: string; ecds: Map<string, string> };
+}
+
+/**
+ * Delivers an update as istiod's push would arrive: the resources of `source` (a file of another
+ * translation) with a new version, moved atomically onto `target`, the file Envoy watches.
+ */
+export function pushFile(source: string, target: string, version: string): void {
+  const next = { ...JSON.parse(readFileSync(source, "utf8")), versionInfo: version };
+  const staging = join(dirname(target), `.next-${version}`);
+  writeFileSync(staging, JSON.stringify(next, null, 1));
+  renameSync(staging, target);
 }
 
 type EcdsSet = "ecdsAgent" | "ecdsAgentFetchFailed" | "ecds";
@@ -73,11 +86,19 @@ function strip(node: Json, path: string, out: Stripped[]): void {
 
 const safe = (name: string): string => name.replace(/[^A-Za-z0-9._-]/g, "_");
 
-export function translate(d: Dump, dir: string, secrets: Secrets, options: { ecds: EcdsSet; adminPort: number; nodeId: string; wasmDir: string }): Translation {
+export function translate(
+  d: Dump,
+  dir: string,
+  secrets: Secrets,
+  // nodeMetadata: what pilot-agent puts in the bootstrap's node (e.g. NETWORK from the pod's
+  // topology.istio.io/network label); istiod does not make the bootstrap.
+  options: { ecds: EcdsSet; adminPort: number; nodeId: string; wasmDir: string; nodeMetadata?: Record<string, string> },
+): Translation {
   const wasmDir = options.wasmDir;
   mkdirSync(dir, { recursive: true });
   const stripped: Stripped[] = [];
   const unserved: string[] = [];
+  const ecdsFiles = new Map<string, string>();
   const listeners = structuredClone(d.listeners);
   const clusters = structuredClone(d.clusters);
   const routes = structuredClone(d.routes);
@@ -115,7 +136,9 @@ export function translate(d: Dump, dir: string, secrets: Secrets, options: { ecd
       const name: string = node.name;
       const resource = ecds.find((r: Json) => r.name === name);
       if (!resource) unserved.push(name);
-      node.configDiscovery.configSource = pathSource(node.configDiscovery.configSource, file("ecds", name, resource ? [resource] : []));
+      const path = file("ecds", name, resource ? [resource] : []);
+      ecdsFiles.set(name, path);
+      node.configDiscovery.configSource = pathSource(node.configDiscovery.configSource, path);
     }
     if (node.rds?.configSource) {
       const name: string = node.rds.routeConfigName;
@@ -144,7 +167,7 @@ export function translate(d: Dump, dir: string, secrets: Secrets, options: { ecd
   const lds = file("lds", "all", listeners.map((l: Json) => ({ "@type": "type.googleapis.com/envoy.config.listener.v3.Listener", ...l })));
   const cds = file("cds", "all", clusters.map((c: Json) => ({ "@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", ...c })));
   const bootstrap = {
-    node: { id: options.nodeId, cluster: options.nodeId.split("~")[2] ?? "sidecar" },
+    node: { id: options.nodeId, cluster: options.nodeId.split("~")[2] ?? "sidecar", ...(options.nodeMetadata ? { metadata: options.nodeMetadata } : {}) },
     admin: { address: { socketAddress: { address: "127.0.0.1", portValue: options.adminPort } } },
     dynamicResources: {
       ldsConfig: { pathConfigSource: { path: lds }, resourceApiVersion: "V3" },
@@ -156,5 +179,5 @@ export function translate(d: Dump, dir: string, secrets: Secrets, options: { ecd
       typedConfig: { "@type": "type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener" },
     }],
   };
-  return { bootstrap, stripped, unserved };
+  return { bootstrap, stripped, unserved, files: { lds, ecds: ecdsFiles } };
 }

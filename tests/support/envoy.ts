@@ -34,6 +34,8 @@ export interface EnvoyOptions {
   /** Extra component log levels, e.g. "wasm:debug". */
   componentLogLevel?: string;
   readyTimeoutMs?: number;
+  /** Worker threads (`--concurrency`). Default 1. */
+  concurrency?: number;
 }
 
 export class EnvoyProcess {
@@ -58,7 +60,7 @@ export class EnvoyProcess {
       "--use-dynamic-base-id",
       "--log-level", options.logLevel ?? "info",
       "--log-path", logPath,
-      "--concurrency", "1",
+      "--concurrency", String(options.concurrency ?? 1),
       // Tests read the log while Envoy runs: flush it promptly.
       "--file-flush-interval-msec", "50",
     ];

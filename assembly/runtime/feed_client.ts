@@ -1,0 +1,275 @@
+// The mesh feed client of one root context: an HTTP long poll with a version, from every VM's
+// root to the feed (runtime README, "Live updates"). Nothing here runs per connection.
+//
+// States (one call in flight at most):
+//   Starting  configured; the first tick (START_TICK_MS later) sends the first poll. Not from
+//             proxy_on_configure itself: Envoy's configuration-check VM runs configure too and
+//             is thrown away, and at Envoy start-up the cluster may not exist yet.
+//   Polling   a GET /delta/<target>?epoch=E&version=V&wait=W is in flight (timeout W + 5 s).
+//   Waiting   the last attempt failed: the next one is sent by a tick after the backoff
+//             (1 s, doubling to 30 s).
+// A response: 200 + application/x-mesh-delta + a valid header, then
+//   full      → the sink applies it (the model becomes exactly that), epoch/version adopted;
+//   delta     → only when its epoch and base version are this VM's; the sink applies it;
+//   no change → same epoch and version as this VM's;
+//   and the next poll goes out at once. Anything else is a failure and the model in force stays:
+//   unavailable (refused call, status ≠ 200, reset, timeout) or refused (bad content type,
+//   header or body, a delta for another base, the sink refusing it: the next request then asks
+//   for a full resync with epoch=0&version=0). One log line per change of condition, never one
+//   per retry; every failure counts. Connections never wait for any of this.
+import { Counter, Gauge } from "./metrics";
+import { FeedConfig } from "./feed_config";
+import { CONTENT_TYPE, FeedHeader, isMessageContentType, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, readFeedHeader } from "./feed_message";
+import {
+  HeaderPairs,
+  httpCall,
+  httpCallResponseBody,
+  httpCallResponseHeader,
+  httpCallResponseStatus,
+  lastCallStatus,
+  lastHttpCallToken,
+} from "./http_call";
+import { logDebug, logEnabled, logInfo, logWarn } from "./log";
+import { nowMilliseconds, setTickPeriod } from "./timer";
+import { LogLevel, WasmResult } from "./types";
+
+/**
+ * Where the feed's messages go: the filter's model. `apply` gets a whole message whose header
+ * was checked (full, or a delta from this VM's version) and returns "" when applied, or a
+ * one-line reason when refused, in which case the model in force must be unchanged.
+ */
+export class MeshSink {
+  apply(message: ArrayBuffer, header: FeedHeader): string {
+    return "no model accepts feed messages here";
+  }
+}
+
+export const START_TICK_MS: u32 = 20;
+export const TICK_MS: u32 = 1000;
+export const FIRST_BACKOFF_MS: u32 = 1000;
+export const MAX_BACKOFF_MS: u32 = 30000;
+/** On top of the call's own timeout (wait + 5 s): Envoy always calls back, this only guards a lost call. */
+const WATCHDOG_MS: u64 = 10000;
+const CALL_MARGIN_MS: u32 = 5000;
+/** A no-change answer sooner than this after the request was not held (see onResponse). */
+const MIN_HOLD_MS: u64 = 500;
+/** The part of an error body a log line quotes. */
+const QUOTED_BODY: u32 = 120;
+
+export enum FeedState {
+  Starting = 0,
+  Polling = 1,
+  Waiting = 2,
+}
+
+/** What the feed looks like from here, for one log line per change. */
+enum Condition {
+  Unknown = 0,
+  Healthy = 1,
+  Unavailable = 2,
+  Refused = 3,
+}
+
+export class FeedCounters {
+  readonly appliedFull: Counter;
+  readonly appliedDelta: Counter;
+  readonly noChange: Counter;
+  readonly refused: Counter;
+  readonly unavailable: Counter;
+  /** The version this VM decides with (a gauge is one stat for all of Envoy's VMs: the last write). */
+  readonly version: Gauge;
+
+  constructor(prefix: string) {
+    this.appliedFull = new Counter(prefix + ".feed.applied_full");
+    this.appliedDelta = new Counter(prefix + ".feed.applied_delta");
+    this.noChange = new Counter(prefix + ".feed.no_change");
+    this.refused = new Counter(prefix + ".feed.refused");
+    this.unavailable = new Counter(prefix + ".feed.unavailable");
+    this.version = new Gauge(prefix + ".feed.version");
+  }
+}
+
+export class FeedClient {
+  state: FeedState = FeedState.Starting;
+  /** The feed's epoch and version of the model in force (0/0: nothing from the feed yet). */
+  epoch: u64 = 0;
+  version: u64 = 0;
+  /** The token of the call in flight (0 when none). */
+  token: u32 = 0;
+  /** Failed attempts since the feed last answered well. */
+  failures: u32 = 0;
+  backoffMs: u32 = 0;
+  private sentAt: u64 = 0;
+  private retryAt: u64 = 0;
+  /** After a refused message: ask for a full model (epoch=0&version=0) next time. */
+  private resync: bool = false;
+  private condition: Condition = Condition.Unknown;
+  private readonly header: FeedHeader = new FeedHeader();
+  private readonly cluster: ArrayBuffer;
+  private readonly timeoutMs: u32;
+  readonly counters: FeedCounters;
+
+  constructor(readonly config: FeedConfig, readonly sink: MeshSink, readonly prefix: string) {
+    this.cluster = String.UTF8.encode(config.cluster);
+    this.timeoutMs = config.waitSeconds * 1000 + CALL_MARGIN_MS;
+    this.counters = new FeedCounters(prefix);
+  }
+
+  /** From the root's configure: the first tick sends the first poll. */
+  start(): void {
+    this.state = FeedState.Starting;
+    setTickPeriod(START_TICK_MS);
+  }
+
+  /** From the root's proxy_on_tick. */
+  onTick(): void {
+    const now = nowMilliseconds();
+    if (this.state == FeedState.Starting) {
+      setTickPeriod(TICK_MS);
+      this.poll(now);
+    } else if (this.state == FeedState.Waiting) {
+      if (now >= this.retryAt) this.poll(now);
+    } else if (now > this.sentAt + <u64>this.timeoutMs + WATCHDOG_MS) {
+      // Envoy answers every call (a timeout is a local 504); this only guards a call lost anyway.
+      this.token = 0;
+      this.fail(Condition.Unavailable, "no answer " + (now - this.sentAt).toString() + " ms after the request", now);
+    }
+  }
+
+  /**
+   * From the root's proxy_on_http_call_response. Returns false when the token is not this
+   * client's call (another caller of the same root, or a call it gave up on).
+   */
+  onResponse(token: u32, headers: u32, bodySize: u32): bool {
+    if (token == 0 || token != this.token) return false;
+    this.token = 0;
+    const now = nowMilliseconds();
+    if (headers == 0) {
+      this.fail(Condition.Unavailable, "the request was reset (" + lastCallStatus().message + ")", now);
+      return true;
+    }
+    const status = httpCallResponseStatus();
+    if (status != 200) {
+      this.fail(Condition.Unavailable, this.describeStatus(status, bodySize), now);
+      return true;
+    }
+    const type = httpCallResponseHeader("content-type");
+    if (type === null || !isMessageContentType(type)) {
+      this.fail(Condition.Refused, "content-type " + (type === null ? "missing" : "\"" + type + "\"") + ", expected " + CONTENT_TYPE, now);
+      return true;
+    }
+    const body = httpCallResponseBody(bodySize);
+    if (body === null) {
+      this.fail(Condition.Unavailable, "the response body could not be read", now);
+      return true;
+    }
+    const error = this.take(body);
+    if (error.length > 0) {
+      this.fail(Condition.Refused, error, now);
+      return true;
+    }
+    this.recovered();
+    if (this.header.kind == KIND_NO_CHANGE && now < this.sentAt + MIN_HOLD_MS) {
+      // A feed that answers "no change" without holding the request would make this a busy
+      // loop: the next poll waits for a tick instead (not a failure: no count, no backoff).
+      this.retryAt = now + <u64>TICK_MS;
+      this.state = FeedState.Waiting;
+      return true;
+    }
+    this.poll(now);
+    return true;
+  }
+
+  /** Applies one well-formed 200 response; "" when taken, else why it was refused. */
+  private take(body: ArrayBuffer): string {
+    const header = readFeedHeader(body, this.header);
+    if (header.error.length > 0) return header.error;
+    if (header.kind == KIND_NO_CHANGE) {
+      if (header.epoch != this.epoch || header.version != this.version) {
+        return "no-change message for epoch " + header.epoch.toString() + " version " + header.version.toString() + ", but this VM is at " + this.position();
+      }
+      this.counters.noChange.inc();
+      return "";
+    }
+    if (header.kind == KIND_DELTA && (header.epoch != this.epoch || header.base != this.version)) {
+      return "delta from epoch " + header.epoch.toString() + " version " + header.base.toString() + ", but this VM is at " + this.position();
+    }
+    const refused = this.sink.apply(body, header);
+    if (refused.length > 0) return refused;
+    const full = header.kind == KIND_FULL;
+    if (full) this.counters.appliedFull.inc();
+    else this.counters.appliedDelta.inc();
+    const first = this.epoch == 0;
+    this.epoch = header.epoch;
+    this.version = header.version;
+    this.counters.version.set(this.version);
+    if (first) logInfo("mesh feed " + this.config.target + ": full model applied at " + this.position());
+    else if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": " + (full ? "full model" : "delta") + " applied, now at " + this.position());
+    return "";
+  }
+
+  private position(): string {
+    return "epoch " + this.epoch.toString() + " version " + this.version.toString();
+  }
+
+  private describeStatus(status: i32, bodySize: u32): string {
+    // Only built for a log line (a change of condition): Envoy's local replies say why.
+    if (this.condition == Condition.Unavailable) return "";
+    const text = status == 0 ? "no valid :status" : "HTTP " + status.toString();
+    const body = httpCallResponseBody(bodySize < QUOTED_BODY ? bodySize : QUOTED_BODY);
+    if (body === null || body.byteLength == 0) return text;
+    return text + " (" + String.UTF8.decode(body).replaceAll("\n", " ").replaceAll("\r", " ") + ")";
+  }
+
+  private poll(now: u64): void {
+    const epoch = this.resync ? 0 : this.epoch;
+    const version = this.resync ? 0 : this.version;
+    const path = this.config.path + "?epoch=" + epoch.toString() + "&version=" + version.toString() + "&wait=" + this.config.waitSeconds.toString();
+    const headers = new HeaderPairs()
+      .add(":method", "GET")
+      .add(":path", path)
+      .add(":authority", this.config.authority)
+      .add("accept", CONTENT_TYPE)
+      .encode();
+    const status = httpCall(this.cluster, headers, this.timeoutMs);
+    if (status != WasmResult.Ok) {
+      const why = status == WasmResult.BadArgument ? " (no such cluster in Envoy?)" : "";
+      this.fail(Condition.Unavailable, "Envoy refused the call to cluster " + this.config.cluster + ": status " + status.toString() + why, now);
+      return;
+    }
+    this.token = lastHttpCallToken();
+    this.sentAt = now;
+    this.state = FeedState.Polling;
+  }
+
+  private fail(condition: Condition, reason: string, now: u64): void {
+    if (condition == Condition.Refused) {
+      this.counters.refused.inc();
+      this.resync = true;
+    } else {
+      this.counters.unavailable.inc();
+    }
+    this.failures++;
+    this.backoffMs = this.backoffMs == 0 ? FIRST_BACKOFF_MS : min(this.backoffMs * 2, MAX_BACKOFF_MS);
+    this.retryAt = now + <u64>this.backoffMs;
+    this.state = FeedState.Waiting;
+    if (condition != this.condition) {
+      const what = condition == Condition.Refused ? "refused a message" : "unavailable";
+      logWarn(
+        "mesh feed " + this.config.target + " " + what + ": " + reason + "; keeping the model in force (" +
+        (this.epoch == 0 ? "the configuration's snapshot" : this.position()) + "), retrying with backoff up to 30 s",
+      );
+      this.condition = condition;
+    }
+  }
+
+  private recovered(): void {
+    if (this.condition == Condition.Unavailable || this.condition == Condition.Refused) {
+      logInfo("mesh feed " + this.config.target + " answered again after " + this.failures.toString() + " failed attempts: at " + this.position());
+    }
+    this.condition = Condition.Healthy;
+    this.failures = 0;
+    this.backoffMs = 0;
+    this.resync = false;
+  }
+}

@@ -1,0 +1,1 @@
+../common/istiod_view_test.go
