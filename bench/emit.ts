@@ -4,7 +4,8 @@
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 
-export const RESULTS_FILE = "build/bench/results.jsonl";
+/** BENCH_RESULTS names another file, for a part run alone beside a full run (callgrind_run.ts). */
+export const RESULTS_FILE = process.env.BENCH_RESULTS ?? "build/bench/results.jsonl";
 
 export function startResults(file = RESULTS_FILE): void {
   mkdirSync(dirname(file), { recursive: true });

@@ -29,6 +29,12 @@ interface FilterWords {
   readonly rules?: Readonly<Record<string, string>>;
   /** Filter state, existing before the filter ran, that holds the downstream peer the filter checked. */
   readonly downstreamPeerState?: string;
+  /**
+   * The filter's tunnels name one address, which is both the CONNECT's :authority (the shipped
+   * tunneling_config formats it from original_dst_address) and the next hop on this port (the
+   * shipped HBONE cluster's upstream_port_override). Present: SANs + that address mean HBONE.
+   */
+  readonly tunnelsOnPort?: number;
 }
 
 /** The small per-filter table. A new counter needs no entry; add one only for words or details. */
@@ -48,6 +54,7 @@ const FILTERS: Readonly<Record<string, FilterWords>> = {
   },
   tunnel_port: {
     details: ["client.panic_routing"],
+    tunnelsOnPort: 15008,
     downstreamPeerState: "io.tunnel_port.peer_principal",
     rules: {
       "client.tunneled": "an endpoint and its target port found: HBONE to its tunnel port, the service port carried in the CONNECT",
@@ -131,11 +138,12 @@ export interface Decision {
 const sansOf = (value: string | undefined): string[] => (value ? value.split(",").filter((s) => s.length > 0) : []);
 
 /** Which protocol the writes ask Envoy for. Order matters: the most specific evidence first. */
-function protocolOf(o: Observed, last: Map<string, string>): Protocol {
+function protocolOf(o: Observed, last: Map<string, string>, words: FilterWords): Protocol {
   if (o.closed) return "closed";
   if (last.has(KEY.outerAddress)) return "double HBONE"; // outer CONNECT through a gateway, inner CONNECT inside it
   if (last.get(KEY.disableTunneling) === "true") return "plain";
   if (last.has(KEY.authority)) return "HBONE"; // tcp_proxy's tunneling_config opens CONNECT with this authority
+  if (words.tunnelsOnPort !== undefined && last.has(KEY.originalDst) && last.has(KEY.sans)) return "HBONE"; // that address is the authority
   if (last.has(KEY.sans)) return "mTLS"; // a TLS upstream verifying these SANs
   return "plain";
 }
@@ -145,7 +153,7 @@ export function describeDecision(o: Observed): Decision {
   const prefix = `${o.filter}.`;
   const last = new Map<string, string>();
   for (const write of o.writes) last.set(write.key, write.value);
-  const protocol = protocolOf(o, last);
+  const protocol = protocolOf(o, last, words);
 
   // The rule: the counter of this filter that moved, detail counters aside.
   const movedNames = Object.keys(o.moved).filter((name) => name.startsWith(prefix) && o.moved[name]! > 0);
@@ -173,6 +181,10 @@ export function describeDecision(o: Observed): Decision {
     case "HBONE":
       nextHop = last.get(KEY.originalDst) ?? o.destination;
       outerAuthority = last.get(KEY.authority) ?? null;
+      if (outerAuthority === null && words.tunnelsOnPort !== undefined) {
+        outerAuthority = nextHop;
+        nextHop = `${nextHop.slice(0, nextHop.lastIndexOf(":"))}:${words.tunnelsOnPort}`;
+      }
       identitiesChecked.push({ hop: `TLS to ${nextHop}`, identities: sansOf(last.get(KEY.sans)) });
       break;
     case "mTLS":

@@ -50,7 +50,7 @@ function serviceName(c: PassthroughConfig, d: Decision): string {
   return d.service < 0 ? "<none>" : c.mesh.serviceHostname(d.service);
 }
 
-const OWN_AND_MESH_FIELDS = "localNetwork, mode, mtlsCluster, subsetCluster, meshFeed, workloads, services";
+const OWN_AND_MESH_FIELDS = "localNetwork, mode, mtlsCluster, subsetCluster, lbAddress, meshFeed, workloads, services";
 
 // A mesh with one pod per decision row. Network "" is the default; "west" is another network.
 //   app-0       10.0.0.1 + fd00::1   istio       (also an endpoint of the NON-headless service app)
@@ -110,6 +110,7 @@ describe("passthrough_mtls configuration: defaults", () => {
   it("accepts an empty object: direct mode, default cluster names, no workloads", () => {
     const c = config("{}");
     expect(c.subsetMode).toBe(false);
+    expect(c.writeLbAddress).toBe(false);
     expect(utf8(c.mtlsCluster)).toBe("outbound_mtls_passthrough");
     expect(utf8(c.subsetCluster)).toBe("passthrough_mtls_subset");
     expect(c.localNetworkName).toBe("");
@@ -132,8 +133,9 @@ describe("passthrough_mtls configuration: defaults", () => {
   });
 
   it("treats JSON null as an absent field for every own field", () => {
-    const c = config(`{"localNetwork": null, "mode": null, "mtlsCluster": null, "subsetCluster": null}`);
+    const c = config(`{"localNetwork": null, "mode": null, "mtlsCluster": null, "subsetCluster": null, "lbAddress": null}`);
     expect(c.subsetMode).toBe(false);
+    expect(c.writeLbAddress).toBe(false);
     expect(utf8(c.mtlsCluster)).toBe(DEFAULT_MTLS_CLUSTER);
     expect(utf8(c.subsetCluster)).toBe(DEFAULT_SUBSET_CLUSTER);
     expect(c.localNetworkName).toBe("");
@@ -143,6 +145,19 @@ describe("passthrough_mtls configuration: defaults", () => {
 describe("passthrough_mtls configuration: own fields", () => {
   it("reads mode subset", () => {
     expect(config(`{"mode": "subset"}`).subsetMode).toBe(true);
+  });
+
+  it("writes lb_address in subset mode (its bridge needs it) or when lbAddress is true", () => {
+    expect(config(`{"mode": "subset"}`).writeLbAddress).toBe(true);
+    expect(config(`{"mode": "subset", "lbAddress": true}`).writeLbAddress).toBe(true);
+    expect(config(`{"lbAddress": true}`).writeLbAddress).toBe(true);
+    expect(config(`{"lbAddress": false}`).writeLbAddress).toBe(false);
+    expect(config(`{"mode": "direct"}`).writeLbAddress).toBe(false);
+  });
+
+  it("refuses lbAddress false in subset mode, and an lbAddress that is not a boolean", () => {
+    expect(refused(`{"mode": "subset", "lbAddress": false}`)).toBe("lbAddress: subset mode needs it (its bridge balances on wasm.lb_address)");
+    expect(refused(`{"lbAddress": 1}`)).toBe("lbAddress: expected a boolean");
   });
 
   it("reads mode direct", () => {

@@ -65,9 +65,9 @@ const MESH = `
 
 const CLIENT = `{"role": "client", ${MESH}}`;
 const SERVER = `{"role": "server", "localWorkload": "10.1.0.2", ${MESH}}`;
-const CLIENT_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, tunnelPort, unknownDestination, workloads, services";
+const CLIENT_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, unknownDestination, workloads, services";
 // A field neither role knows is refused while the configuration streams, before the role is read.
-const ANY_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, tunnelPort, unknownDestination, localWorkload, appCluster, workloads, services";
+const ANY_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, unknownDestination, localWorkload, appCluster, workloads, services";
 const SERVER_KNOWN = "role, localNetwork, meshFeed, localWorkload, appCluster, workloads, services";
 
 // ---------------------------------------------------------------- helpers
@@ -139,11 +139,10 @@ function port(text: string): i32 {
 // ---------------------------------------------------------------- configuration
 
 describe("tunnel_port configuration: client", () => {
-  it("defaults: tunnel_port_hbone on 15008, unknown passthrough, default local network", () => {
+  it("defaults: tunnel_port_hbone, unknown passthrough, default local network", () => {
     const c = config(`{"role": "client"}`);
     expect(c.client).toBe(true);
     expect(utf8(c.tunnelCluster)).toBe("tunnel_port_hbone");
-    expect(c.tunnelPort).toBe(15008);
     expect(c.refuseUnknown).toBe(false);
     expect(c.localWorkload).toBe(-1);
     expect(c.localNetwork).toBe(c.mesh.networkId(""));
@@ -151,23 +150,16 @@ describe("tunnel_port configuration: client", () => {
   });
 
   it("treats JSON null as an absent field", () => {
-    const c = config(`{"role": "client", "localNetwork": null, "tunnelCluster": null, "tunnelPort": null, "unknownDestination": null}`);
+    const c = config(`{"role": "client", "localNetwork": null, "tunnelCluster": null, "unknownDestination": null}`);
     expect(utf8(c.tunnelCluster)).toBe("tunnel_port_hbone");
-    expect(c.tunnelPort).toBe(15008);
     expect(c.refuseUnknown).toBe(false);
   });
 
   it("reads its own fields", () => {
-    const c = config(`{"role": "client", "tunnelCluster": "my_hbone", "tunnelPort": 15009, "unknownDestination": "refuse"}`);
+    const c = config(`{"role": "client", "tunnelCluster": "my_hbone", "unknownDestination": "refuse"}`);
     expect(utf8(c.tunnelCluster)).toBe("my_hbone");
-    expect(c.tunnelPort).toBe(15009);
     expect(c.refuseUnknown).toBe(true);
     expect(config(`{"role": "client", "unknownDestination": "passthrough"}`).refuseUnknown).toBe(false);
-  });
-
-  it("accepts the tunnelPort bounds 1 and 65535", () => {
-    expect(config(`{"role": "client", "tunnelPort": 1}`).tunnelPort).toBe(1);
-    expect(config(`{"role": "client", "tunnelPort": 65535}`).tunnelPort).toBe(65535);
   });
 
   it("resolves localNetwork to its network id", () => {
@@ -250,22 +242,14 @@ describe("tunnel_port configuration: refusals", () => {
     expect(refused(`{"role": "client", "tunnel_port": 1}`)).toBe("tunnel_port: unknown field (known: " + ANY_KNOWN + ")");
     expect(refused(`{"role": "client", "localWorkload": "10.1.0.2"}`)).toBe("localWorkload: unknown field (known: " + CLIENT_KNOWN + ")");
     expect(refused(`{"role": "client", "appCluster": "x"}`)).toBe("appCluster: unknown field (known: " + CLIENT_KNOWN + ")");
-    expect(refused(`{"role": "server", "localWorkload": "10.1.0.2", "tunnelPort": 15008, ${MESH}}`)).toBe(
-      "tunnelPort: unknown field (known: " + SERVER_KNOWN + ")",
-    );
     expect(refused(`{"role": "server", "tunnelCluster": "x"}`)).toBe("tunnelCluster: unknown field (known: " + SERVER_KNOWN + ")");
     expect(refused(`{"role": "server", "unknownDestination": "refuse"}`)).toBe(
       "unknownDestination: unknown field (known: " + SERVER_KNOWN + ")",
     );
   });
 
-  it("refuses a tunnelPort outside 1..65535 or not an integer", () => {
-    const message = "tunnelPort: expected an integer in [1, 65535]";
-    expect(refused(`{"role": "client", "tunnelPort": 0}`)).toBe(message);
-    expect(refused(`{"role": "client", "tunnelPort": 65536}`)).toBe(message);
-    expect(refused(`{"role": "client", "tunnelPort": -1}`)).toBe(message);
-    expect(refused(`{"role": "client", "tunnelPort": 15008.5}`)).toBe(message);
-    expect(refused(`{"role": "client", "tunnelPort": "15008"}`)).toBe(message);
+  it("refuses tunnelPort: the tunnel port is the HBONE cluster's upstream_port_override now", () => {
+    expect(refused(`{"role": "client", "tunnelPort": 15008}`)).toBe("tunnelPort: unknown field (known: " + ANY_KNOWN + ")");
   });
 
   it("refuses empty or non-string cluster names", () => {

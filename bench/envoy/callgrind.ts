@@ -16,6 +16,7 @@
 // connection at a time. Each batch is checked against the sidecar's stats: every connection must
 // have taken the arm's route.
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { emit } from "../emit.js";
 import { sleep } from "../../tests/support/envoy.js";
 import { CallgrindEnvoy, requireValgrind, type ThreadCount } from "./callgrind_envoy.js";
@@ -27,6 +28,8 @@ export interface CallgrindTimings {
   warmup: number;
   /** Connections per measured batch; each path is measured twice. */
   connections: number;
+  /** Pause after each connection, ms (0: none). */
+  pauseMs: number;
 }
 
 /**
@@ -44,12 +47,48 @@ interface PathResult extends Key {
   dump: string;
   /** Worker instructions per second with no connection. */
   idlePerSecond: number;
+  /** Per measured batch: upstream connections opened and TLS handshakes made (all clusters). */
+  upstreamConnections: [number, number];
+  handshakes: [number, number];
+  /** Per measured batch: the worker's event-loop wake-ups (calls of epoll_wait). */
+  wakeups: [number, number];
 }
 
 interface Batch {
   counts: ThreadCount[];
   /** Wall seconds per connection. */
   seconds: number;
+  /** Upstream connections every cluster opened during the batch, and TLS handshakes. */
+  upstreamConnections: number;
+  handshakes: number;
+  wakeups: number;
+}
+
+/**
+ * Calls of epoll_wait in a callgrind dump: how many times the event loop woke up. The same
+ * connections can take more or fewer wake-ups (events that arrive together are handled in one),
+ * each costing the loop's own work, so this is what a batch's count moves with besides the
+ * connections themselves.
+ */
+export function epollWaits(file: string): number {
+  const names = new Map<string, string>();
+  let callee = "";
+  let calls = 0;
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    if (line.startsWith("cfn=")) {
+      const m = /^cfn=\((\d+)\)(?: (.*))?/.exec(line);
+      if (m) {
+        if (m[2]) names.set(m[1]!, m[2]);
+        callee = names.get(m[1]!) ?? "";
+      }
+    } else if (line.startsWith("fn=")) {
+      const m = /^fn=\((\d+)\)(?: (.*))?/.exec(line);
+      if (m?.[2]) names.set(m[1]!, m[2]);
+    } else if (line.startsWith("calls=") && /(^|[^a-z_])epoll_wait/.test(callee)) {
+      calls += Number(line.slice(6).split(" ")[0]);
+    }
+  }
+  return calls;
 }
 
 
@@ -59,9 +98,9 @@ interface Batch {
  * connections may time out while the sidecar, ~50x slower under callgrind, sets up its upstream
  * (seen: 2 of 20 reset while tunnel_port's HTTP/2 pool made its first TLS handshake).
  */
-function connectionBatch(host: string, port: number, count: number, tolerant = false): Promise<void> {
+function connectionBatch(host: string, port: number, count: number, pauseMs: number, tolerant = false): Promise<void> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ["bench/envoy/connection_client.mjs", host, String(port), String(count)], {
+    const child = spawn(process.execPath, ["bench/envoy/connection_client.mjs", host, String(port), String(count), String(pauseMs)], {
       uid: GENERATOR_UID,
       gid: GENERATOR_GID,
       stdio: ["ignore", "pipe", "pipe"],
@@ -83,12 +122,22 @@ function connectionBatch(host: string, port: number, count: number, tolerant = f
   });
 }
 
-async function statsDelta(envoy: CallgrindEnvoy, work: () => Promise<ThreadCount[]>): Promise<{ counts: ThreadCount[]; delta: Delta }> {
+async function statsDelta(envoy: CallgrindEnvoy, work: () => Promise<ThreadCount[]>): Promise<{ counts: ThreadCount[]; delta: Delta; sum: (pattern: RegExp) => number }> {
   const before = await envoy.stats();
   const counts = await work();
   const after = await envoy.stats();
-  return { counts, delta: (name) => (after.get(name) ?? 0) - (before.get(name) ?? 0) };
+  const delta: Delta = (name) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+  const sum = (pattern: RegExp) => [...after.keys()].filter((name) => pattern.test(name)).reduce((n, name) => n + delta(name), 0);
+  return { counts, delta, sum };
 }
+
+/**
+ * What a batch's cost can jump by without the filter changing: a new pooled upstream
+ * connection (a TLS handshake is worth several hundred thousand instructions). Counted per
+ * batch so a deviation between the two batches can be traced to it.
+ */
+const UPSTREAM_CX = /^cluster\.[^ ]*\.upstream_cx_total$/;
+const HANDSHAKES = /(^|\.)ssl\.handshake$/;
 
 const CLOSE_PAUSE_MS = 1000;
 
@@ -97,12 +146,17 @@ const CLOSE_PAUSE_MS = 1000;
  * so that none fires during a batch (the same in every arm): the workers touch their watchdog on
  * every guard-dog interval (200 ms by default), and the stats flush timer (5 s) makes every
  * worker merge its histograms. stats_flush_on_admin removes the flush timer (then a flush runs
- * only on an admin /stats request, which the benchmark makes only between batches).
+ * only on an admin /stats request, which the benchmark makes only between batches). ORIGINAL_DST
+ * host sweeps: below.
  */
 function withQuietTimers(config: any): any {
   const long = "3600s";
   config.watchdogs = { main_thread_watchdog: { miss_timeout: long, megamiss_timeout: long }, worker_watchdog: { miss_timeout: long, megamiss_timeout: long } };
   config.stats_flush_on_admin = true;
+  // An ORIGINAL_DST cluster sweeps its hosts every cleanup_interval (5 s) on the main thread and
+  // posts the host set to every worker, which rebuilds its copy: worker work by the clock, whose
+  // count per batch followed the batch's wall time (load). Hosts a batch uses stay either way.
+  for (const cluster of config.static_resources?.clusters ?? []) if (cluster.type === "ORIGINAL_DST") cluster.cleanup_interval = long;
   return config;
 }
 
@@ -142,11 +196,11 @@ const busiest = (counts: ThreadCount[]) => counts.reduce((a, b) => (b.instructio
 const worker = (counts: ThreadCount[]) => busiest(counts).instructions;
 
 /** One measured batch: zero, connections, dump; the dump's files stay for callgrind_annotate. */
-async function measuredBatch(envoy: CallgrindEnvoy, outbound: number, spec: PathSpec, connections: number, label: string): Promise<Batch> {
+async function measuredBatch(envoy: CallgrindEnvoy, outbound: number, spec: PathSpec, connections: number, pauseMs: number, label: string): Promise<Batch> {
   const began = performance.now();
-  const { counts, delta } = await statsDelta(envoy, async () => {
+  const { counts, delta, sum } = await statsDelta(envoy, async () => {
     await envoy.zero();
-    await connectionBatch(spec.host, spec.port, connections);
+    await connectionBatch(spec.host, spec.port, connections, pauseMs);
     // A fixed pause, not polling: an admin request in the window would be counted (and /stats
     // makes every worker merge its histograms). The last close takes a few ms under callgrind.
     await sleep(CLOSE_PAUSE_MS);
@@ -154,7 +208,7 @@ async function measuredBatch(envoy: CallgrindEnvoy, outbound: number, spec: Path
   });
   const wrong = spec.verify(delta, connections);
   if (wrong) throw new Error(`${spec.filter} ${spec.variant}/${spec.path}: ${wrong}`);
-  return { counts, seconds: (performance.now() - began) / 1000 / connections };
+  return { counts, seconds: (performance.now() - began) / 1000 / connections, upstreamConnections: sum(UPSTREAM_CX), handshakes: sum(HANDSHAKES), wakeups: epollWaits(busiest(counts).file) };
 }
 
 async function measureSidecar(envoy: CallgrindEnvoy, sidecar: SidecarSpec, timings: CallgrindTimings, log: (m: string) => void): Promise<PathResult[]> {
@@ -164,10 +218,10 @@ async function measureSidecar(envoy: CallgrindEnvoy, sidecar: SidecarSpec, timin
     await envoy.instrument();
     for (const spec of sidecar.paths) {
       const began = performance.now();
-      await connectionBatch(spec.host, spec.port, timings.warmup, true);
+      await connectionBatch(spec.host, spec.port, timings.warmup, timings.pauseMs, true);
       await drained(envoy, sidecar.outbound);
       const batches: Batch[] = [];
-      for (const run of [1, 2]) batches.push(await measuredBatch(envoy, sidecar.outbound, spec, timings.connections, `${spec.path}-${run}`));
+      for (const run of [1, 2]) batches.push(await measuredBatch(envoy, sidecar.outbound, spec, timings.connections, timings.pauseMs, `${spec.path}-${run}`));
       const n = timings.connections;
       const pair = (f: (b: Batch) => number): [number, number] => [f(batches[0]!) / n, f(batches[1]!) / n];
       results.push({
@@ -178,9 +232,12 @@ async function measureSidecar(envoy: CallgrindEnvoy, sidecar: SidecarSpec, timin
         wallSeconds: (performance.now() - began) / 1000,
         dump: busiest(batches[0]!.counts).file,
         idlePerSecond: NaN,
+        upstreamConnections: [batches[0]!.upstreamConnections, batches[1]!.upstreamConnections],
+        handshakes: [batches[0]!.handshakes, batches[1]!.handshakes],
+        wakeups: [batches[0]!.wakeups, batches[1]!.wakeups],
       });
       const r = results.at(-1)!;
-      log(`callgrind ${sidecar.name} ${spec.path}: worker ${Math.round(r.runs[0])} / ${Math.round(r.runs[1])} instructions per connection, all threads ${Math.round(r.allThreadRuns[0])} / ${Math.round(r.allThreadRuns[1])} (${timings.warmup} + 2 × ${n} connections, ${r.wallSeconds.toFixed(1)} s)`);
+      log(`callgrind ${sidecar.name} ${spec.path}: worker ${Math.round(r.runs[0])} / ${Math.round(r.runs[1])} instructions per connection, all threads ${Math.round(r.allThreadRuns[0])} / ${Math.round(r.allThreadRuns[1])} (${timings.warmup} + 2 × ${n} connections, ${r.wallSeconds.toFixed(1)} s; upstream connections ${r.upstreamConnections.join(" / ")}, TLS handshakes ${r.handshakes.join(" / ")}, event-loop wake-ups ${r.wakeups.join(" / ")})`);
     }
     const idle = await idleRate(envoy);
     for (const r of results) {
@@ -227,6 +284,9 @@ function emitPath(result: PathResult, timings: CallgrindTimings): void {
     per_run: result.runs.map(Math.round),
     deviation: r4(deviation(result.runs)),
     all_threads_deviation: r4(deviation(result.allThreadRuns)),
+    upstream_cx_per_batch: result.upstreamConnections,
+    tls_handshakes_per_batch: result.handshakes,
+    wakeups_per_batch: result.wakeups,
     target: "< 0.01",
     met: deviation(result.runs) < 0.01,
   });
@@ -319,6 +379,15 @@ export async function callgrindBench(timings: CallgrindTimings, log: (m: string)
  * of 60 and batches of 100 keep the two within ~1% in --quick; the full run takes four times as
  * many.
  */
+/**
+ * A pause after each connection. Without it, the next connection arrived while the sidecar was
+ * still closing the last one, and how often the two were handled in one event-loop wake-up
+ * followed the machine's load: the same 100 connections took 847 wake-ups in one batch and 762
+ * in the next (no filter, plain path), and the count moved by 1.5%. With 50 ms every connection
+ * is handled alone: wake-ups 925 / 935, counts within 0.2% (docs/envoy-cpu-profile.md).
+ */
+export const CONNECTION_PAUSE_MS = 50;
+
 export function callgrindTimings(quick: boolean): CallgrindTimings {
-  return quick ? { warmup: 60, connections: 100 } : { warmup: 200, connections: 400 };
+  return quick ? { warmup: 60, connections: 100, pauseMs: CONNECTION_PAUSE_MS } : { warmup: 200, connections: 400, pauseMs: CONNECTION_PAUSE_MS };
 }

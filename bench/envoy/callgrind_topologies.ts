@@ -8,7 +8,7 @@ import { REPO_ROOT } from "../../tests/support/paths.js";
 import { BenchEnvoys } from "./bench_envoys.js";
 import { MTLS_POD, nativeMtls, PLAIN_POD, shipped, withWasmFilter } from "./passthrough_configs.js";
 import { NOOP_FILTER, POD_ENVOY_ADMIN, SIDECARS } from "./passthrough_mtls.js";
-import { buildFixtures, type Fixture } from "./profile_fixtures.js";
+import { buildFixtures, type Fixture, type JobFixture } from "./profile_fixtures.js";
 import * as tunnel from "./tunnel_port.js";
 import { startUpstream } from "./upstream.js";
 import * as waypoint from "./waypoint_route.js";
@@ -75,14 +75,32 @@ const passthroughCluster = (d: Delta, n: number) => exactly(d, "cluster.Passthro
  * filter needs to act), "newconn_min" that entry reading destination.address and bumping one
  * counter: the least any filter that looks at the destination can do.
  */
-const FLOOR_FIXTURES = ["bare", "newconn", "newconn_min"] as const satisfies readonly Fixture[];
+const FLOOR_FIXTURES = ["bare", "newconn", "newconn_min", "newconn_fs", "newconn_prop"] as const satisfies readonly Fixture[];
 const FLOOR_WHY: Record<(typeof FLOOR_FIXTURES)[number], string> = {
   bare: "a wasm filter Envoy never enters (no callback exported) vs no filter: Envoy's per-connection wasm Context alone",
   newconn: "one empty VM entry per connection (only proxy_on_new_connection exported) vs no filter",
   newconn_min: "one VM entry reading destination.address and bumping one counter vs no filter: the floor of a filter that decides on the destination",
+  newconn_fs: "newconn_min + one set_envoy_filter_state (envoy.tcp_proxy.cluster) vs no filter: what one Envoy filter-state object adds",
+  newconn_prop: "newconn_min + one set_property (a wasm.* property) vs no filter: what one property adds",
 };
+
+/**
+ * The floor of an HBONE job: the hand-written module that reads the destination, bumps one
+ * counter and writes exactly the values that job needs (profile_fixtures.ts JOB_WRITES), in
+ * place of the filter in the shipped config's catch-all chain (every other part of the config,
+ * the set_filter_state relay included, as shipped).
+ */
+function withJobFixture(config: any, fixture: JobFixture): any {
+  const outbound = config.static_resources.listeners.find((l: any) => l.name === "virtualOutbound");
+  const chain = outbound.filter_chains.find((c: any) => c.name === "virtualOutbound-catchall-tcp");
+  const at = chain.filters.findIndex((f: any) => f.name === "envoy.filters.network.wasm" || f.name === "waypoint_route");
+  if (at < 0) throw new Error(`no wasm filter in the catch-all chain to replace with ${fixture}`);
+  chain.filters[at] = wasmNetworkFilter({ name: `profile_${fixture}`, wasm: fixturePath(fixture), configuration: "" });
+  return config;
+}
 let fixtures: Record<Fixture, string> | undefined;
-const fixturePath = (fixture: Fixture): string => (fixtures ??= buildFixtures(join(REPO_ROOT, "build/profile")))[fixture];
+/** BENCH_FIXTURE_DIR: another directory, for a run beside a full `npm run bench` (which writes build/profile). */
+const fixturePath = (fixture: Fixture): string => (fixtures ??= buildFixtures(process.env.BENCH_FIXTURE_DIR ?? join(REPO_ROOT, "build/profile")))[fixture];
 
 function passthroughTopology(): Topology {
   const sidecar = (name: string, ports: { admin: number; outbound: number }, config: () => object, paths: PathSpec[]): SidecarSpec => ({ name, config, admin: ports.admin, outbound: ports.outbound, paths });
@@ -151,10 +169,20 @@ function tunnelPortTopology(): Topology {
         name: "tp-native", admin: c.native.admin, outbound: c.native.outbound, config: () => tunnel.nativeClient(c.native.admin, c.native.outbound),
         paths: [{ filter: "tunnel_port", variant: "native", path: "hbone", ...target, verify: (d, n) => exactly(d, `cluster.${tunnel.NATIVE_CLUSTER}.upstream_rq_total`, n) }],
       },
+      {
+        name: "tp-job", admin: 15054, outbound: 15055, config: () => withJobFixture(tunnel.shippedClient(15054, 15055), "job_tunnel_port"),
+        paths: [{ filter: "fixture_job_tunnel_port", variant: "with", path: "hbone", ...target, verify: (d, n) => exactly(d, "cluster.tunnel_port_hbone.upstream_rq_total", n) }],
+      },
     ],
-    ratios: [{ arm: { filter: "tunnel_port", variant: "with", path: "hbone" }, baseline: { filter: "tunnel_port", variant: "native", path: "hbone" }, target: 1.1, why: "HBONE with the carried ports vs a per-service native chain" }],
+    ratios: [
+      { arm: { filter: "tunnel_port", variant: "with", path: "hbone" }, baseline: { filter: "tunnel_port", variant: "native", path: "hbone" }, target: 1.1, why: "HBONE with the carried ports vs a per-service native chain" },
+      { arm: { filter: "fixture_job_tunnel_port", variant: "with", path: "hbone" }, baseline: { filter: "tunnel_port", variant: "native", path: "hbone" }, why: "the floor of this job: a hand-written module writing only the 4 values it needs (profile_fixtures.ts) vs native" },
+      { arm: { filter: "tunnel_port", variant: "with", path: "hbone" }, baseline: { filter: "fixture_job_tunnel_port", variant: "with", path: "hbone" }, why: "the filter over that floor: what our code adds" },
+    ],
   };
 }
+
+const JOB_PORTS = { hbone: { admin: 15084, outbound: 15085 }, double: { admin: 15086, outbound: 15087 } } as const;
 
 function waypointTopology(): Topology {
   const target = { host: waypoint.VIP, port: 80 };
@@ -184,10 +212,20 @@ function waypointTopology(): Topology {
       side("wp-native-double", c.nativeDouble, () => waypoint.nativeClient(c.nativeDouble, true), {
         filter: W, variant: "native", path: "double_hbone", ...target, verify: (d, n) => exactly(d, "cluster.inner|my-svc.upstream_rq_total", n),
       }),
+      side("wp-job-hbone", JOB_PORTS.hbone, () => withJobFixture(waypoint.withClient(JOB_PORTS.hbone, waypoint.pluginCopy(true)), "job_waypoint_hbone"), {
+        filter: "fixture_job_waypoint_hbone", variant: "with", path: "hbone", ...target, verify: (d, n) => exactly(d, "cluster.waypoint_route_hbone.upstream_rq_total", n),
+      }),
+      side("wp-job-double", JOB_PORTS.double, () => withJobFixture(waypoint.withClient(JOB_PORTS.double, waypoint.pluginCopy(false)), "job_waypoint_double"), {
+        filter: "fixture_job_waypoint_double", variant: "with", path: "double_hbone", ...target, verify: (d, n) => exactly(d, "cluster.waypoint_route_double_hbone.upstream_rq_total", n),
+      }),
     ],
     ratios: [
       { arm: { filter: W, variant: "with", path: "hbone" }, baseline: { filter: W, variant: "native", path: "hbone" }, target: 1.1, why: "HBONE to the local waypoint vs a static per-service chain" },
       { arm: { filter: W, variant: "with", path: "double_hbone" }, baseline: { filter: W, variant: "native", path: "double_hbone" }, target: 1.1, why: "double HBONE through the gateway vs Istio's internal-listener shape" },
+      { arm: { filter: "fixture_job_waypoint_hbone", variant: "with", path: "hbone" }, baseline: { filter: W, variant: "native", path: "hbone" }, why: "the floor of this job: a hand-written module writing only the 4 values it needs vs native" },
+      { arm: { filter: W, variant: "with", path: "hbone" }, baseline: { filter: "fixture_job_waypoint_hbone", variant: "with", path: "hbone" }, why: "the filter over that floor: what our code adds" },
+      { arm: { filter: "fixture_job_waypoint_double", variant: "with", path: "double_hbone" }, baseline: { filter: W, variant: "native", path: "double_hbone" }, why: "the floor of this job: a hand-written module writing only the 6 values it needs vs native" },
+      { arm: { filter: W, variant: "with", path: "double_hbone" }, baseline: { filter: "fixture_job_waypoint_double", variant: "with", path: "double_hbone" }, why: "the filter over that floor: what our code adds" },
     ],
   };
 }

@@ -4,12 +4,16 @@
 // HTTP/1.1 request with `Connection: close`, reading the whole response and closing. One at a time, so the
 // sidecar sees the same events in the same order in every run. Prints one JSON line
 // {"ok", "failed", "firstError"}; exits 1 when any connection failed.
-//   node bench/envoy/connection_client.mjs <host> <port> <count>
+// With a pause (ms), the client also waits that long after each connection, so the sidecar has
+// finished with one connection (its close events, deferred deletes) before the next arrives and
+// the two are never handled in the same event-loop wake-up.
+//   node bench/envoy/connection_client.mjs <host> <port> <count> [pauseMs]
 import net from "node:net";
 
-const [host, portText, countText] = process.argv.slice(2);
+const [host, portText, countText, pauseText] = process.argv.slice(2);
 const port = Number(portText);
 const count = Number(countText);
+const pauseMs = Number(pauseText ?? 0);
 const REQUEST = `GET / HTTP/1.1\r\nHost: ${host}\r\nUser-Agent: callgrind-bench\r\nConnection: close\r\n\r\n`;
 
 /**
@@ -54,6 +58,7 @@ let failed = 0;
 let firstError;
 for (let i = 0; i < count; i++) {
   const error = await once();
+  if (pauseMs > 0) await new Promise((resume) => setTimeout(resume, pauseMs));
   if (error === undefined) ok++;
   else {
     failed++;

@@ -1,6 +1,7 @@
 // The real-Envoy instruction counts (bench/envoy/callgrind.ts): instructions per connection of
 // the sidecar's worker thread under callgrind, per arm and path, the ratios against the native
 // config (or no filter), their targets, and how well two batches of the same arm agree.
+import { FLOOR_FIXTURE } from "../envoy/floors.js";
 import { measured, named, num, str, type Figure, type Results } from "./results.js";
 
 const NOT_MEASURED = "not measured";
@@ -34,16 +35,43 @@ function verdict(f: Figure): string {
   return f.met ? "**met**" : "**missed**";
 }
 
+/**
+ * A missed target's floor: the path's floor fixture against the same baseline (FLOOR_FIXTURE),
+ * and what the filter adds on top of it, when both were measured in this run.
+ */
+function floorNote(f: Figure, ratios: Figure[]): string {
+  const fixture = FLOOR_FIXTURE[`${str(f.filter)}/${str(f.path)}`];
+  if (fixture === undefined || f.met !== false) return "";
+  const floor = ratios.find((r) => r.filter === fixture && r.path === f.path && r.baseline === f.baseline && r.baseline_filter === f.baseline_filter && r.error === undefined);
+  if (floor === undefined) return "";
+  const over = (num(f.value) ?? NaN) / (num(floor.value) ?? NaN);
+  return `: floor ${ratio(floor.value)} (\`${fixture}\`, the least a wasm filter doing this job costs in Envoy), the filter ×${over.toFixed(3)} over it`;
+}
+
 /** Rows for the Targets table: each instruction ratio that has a target (or failed). */
 export function instructionTargetRows(results: Results): string[][] {
-  return named(results, "envoy_instructions_ratio")
+  const ratios = named(results, "envoy_instructions_ratio");
+  return ratios
     .filter((f) => f.target !== undefined || f.error !== undefined)
     .map((f) => [
       `${str(f.filter)} (${str(f.path)})`,
       `real Envoy, instructions per connection (callgrind), ${str(f.variant)} ÷ ${str(f.baseline)} (target ${str(f.target)})`,
       f.error !== undefined ? "failed" : ratio(f.value),
-      verdict(f),
+      verdict(f) + floorNote(f, ratios),
     ]);
+}
+
+/**
+ * The paths outside 1%, with what each batch opened upstream (a new pooled connection or TLS
+ * handshake explains a jump) and how often the worker's event loop woke up (the same connections
+ * in more wake-ups cost more: the loop's own work per wake-up).
+ */
+function missedRepeats(repeats: Figure[]): string {
+  const missed = repeats.filter((f) => f.met === false);
+  if (missed.length === 0) return "";
+  const perBatch = (value: unknown) => (Array.isArray(value) ? value.map(int).join(" / ") : NOT_MEASURED);
+  const rows = missed.map((f) => `${instructionArm(f)} ${str(f.variant)} ${pct(f.deviation)} (upstream connections ${perBatch(f.upstream_cx_per_batch)}, TLS handshakes ${perBatch(f.tls_handshakes_per_batch)}, event-loop wake-ups ${perBatch(f.wakeups_per_batch)})`);
+  return ` Outside 1%: ${rows.join("; ")}.`;
 }
 
 export function instructionsSection(results: Results): string {
@@ -79,7 +107,8 @@ export function instructionsSection(results: Results): string {
   const worst = repeats.reduce<Figure | undefined>((a, b) => ((num(b.deviation) ?? 0) > (num(a?.deviation) ?? -1) ? b : a), undefined);
   const repeatLine = worst
     ? `Repeatability (\`envoy_instructions_repeat\`): the two batches of an arm differ by at most ${pct(worst.deviation)} (${instructionArm(worst)}, ${str(worst.variant)}); ` +
-      `${repeats.filter((f) => f.met === true).length} of ${repeats.length} paths agree within 1%.`
+      `${repeats.filter((f) => f.met === true).length} of ${repeats.length} paths agree within 1%.` +
+      missedRepeats(repeats)
     : `Repeatability (\`envoy_instructions_repeat\`): ${NOT_MEASURED}.`;
   return [
     heading,

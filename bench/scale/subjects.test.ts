@@ -12,9 +12,9 @@ import { checkRoutes, configureVm } from "./vm.js";
 
 describe("mesh snapshot", () => {
   it("has exactly `pods` workload entries, its own fields first, and the services it counts", () => {
-    const snapshot = buildSnapshot(5_000, { role: "client", tunnelPort: 15008 });
+    const snapshot = buildSnapshot(5_000, { role: "client", tunnelCluster: "tunnel_port_hbone" });
     const config = JSON.parse(Buffer.from(snapshot.config).toString("utf8"));
-    assert.deepEqual(Object.keys(config), ["role", "tunnelPort", "workloads", "services"]);
+    assert.deepEqual(Object.keys(config), ["role", "tunnelCluster", "workloads", "services"]);
     assert.equal(config.workloads.length, 5_000);
     assert.equal(config.services.length, snapshot.services + snapshot.waypoints + snapshot.headlessServices);
     const headless = config.services.filter((s: { headless?: boolean }) => s.headless === true);

@@ -1,4 +1,4 @@
-// passthrough_mtls plugin configuration: the shared mesh model plus four fields of its own,
+// passthrough_mtls plugin configuration: the shared mesh model plus six fields of its own,
 // parsed once per root context. See README.md for every field.
 import { ByteSource, ConfigReader } from "../../assembly/json";
 
@@ -10,7 +10,7 @@ export const MODE_SUBSET = "subset";
 export const DEFAULT_MTLS_CLUSTER = "outbound_mtls_passthrough";
 export const DEFAULT_SUBSET_CLUSTER = "passthrough_mtls_subset";
 
-const OWN_FIELDS = ["localNetwork", "mode", "mtlsCluster", "subsetCluster", MESH_FEED_FIELD];
+const OWN_FIELDS = ["localNetwork", "mode", "mtlsCluster", "subsetCluster", "lbAddress", MESH_FEED_FIELD];
 
 export class PassthroughConfig {
   /** Where live changes come from (null: the snapshot above is the model until the next configuration). */
@@ -28,6 +28,11 @@ export class PassthroughConfig {
     /** UTF-8 cluster names, encoded once: they go to the host as they are. */
     readonly mtlsCluster: ArrayBuffer,
     readonly subsetCluster: ArrayBuffer,
+    /**
+     * Write lb_address (the envoy.lb.address value) for every mesh pod: always in subset mode (its
+     * bridge reads it), in direct mode only when `lbAddress: true` asks (an access log, say).
+     */
+    readonly writeLbAddress: bool,
   ) {}
 }
 
@@ -40,7 +45,7 @@ function refuse(error: string): PassthroughConfigResult {
 }
 
 /**
- * Streams the configuration (no JSON tree: a million pods fit) and reads the four own fields
+ * Streams the configuration (no JSON tree: a million pods fit) and reads the six own fields
  * from the small object parseMeshDocument hands back. Own-field problems are reported before
  * mesh problems, as the fields are checked first.
  */
@@ -61,6 +66,10 @@ function configOf(doc: MeshDocument, node: NodeNetwork): PassthroughConfigResult
   const mode = reader.optionalEnum(root, "mode", "", [MODE_DIRECT, MODE_SUBSET], MODE_DIRECT);
   const mtlsCluster = reader.optionalString(root, "mtlsCluster", "", DEFAULT_MTLS_CLUSTER);
   const subsetCluster = reader.optionalString(root, "subsetCluster", "", DEFAULT_SUBSET_CLUSTER);
+  // Absent means false; read with the other fallback too, an explicit false is told apart.
+  const lbAddress = reader.optionalBool(root, "lbAddress", "", false);
+  const lbAddressRefused = !reader.optionalBool(root, "lbAddress", "", true);
+  if (!reader.failed() && mode == MODE_SUBSET && lbAddressRefused) reader.fail("lbAddress", "subset mode needs it (its bridge balances on wasm.lb_address)");
   const feed = readFeedConfig(reader, root);
   if (!reader.failed() && mtlsCluster.length == 0) reader.fail("mtlsCluster", "must not be empty");
   if (!reader.failed() && subsetCluster.length == 0) reader.fail("subsetCluster", "must not be empty");
@@ -75,6 +84,7 @@ function configOf(doc: MeshDocument, node: NodeNetwork): PassthroughConfigResult
     mode == MODE_SUBSET,
     String.UTF8.encode(mtlsCluster),
     String.UTF8.encode(subsetCluster),
+    mode == MODE_SUBSET || lbAddress,
   );
   config.feed = feed;
   return new PassthroughConfigResult(config, "");

@@ -156,9 +156,11 @@ class PassthroughConnection extends ConnectionContext {
       if (logEnabled(LogLevel.Debug)) logDebug(formatAddress(dst) + " -> passthrough: not a mesh pod on this network");
       return FilterStatus.Continue;
     }
-    // Every mesh pod gets its endpoint-selection value (envoy.lb.address), whatever the route.
+    // The endpoint-selection value (envoy.lb.address) for every mesh pod, whatever the route,
+    // when the configuration uses it (subset mode, or lbAddress: true): each property Envoy
+    // stores costs it thousands of instructions per connection, and direct mode reads none.
     const lbAddress = writeAddress(dst, root.lbAddress.clear());
-    let ok = setPropertyText(LB_ADDRESS_PROPERTY, lbAddress) == WasmResult.Ok;
+    let ok = !config.writeLbAddress || setPropertyText(LB_ADDRESS_PROPERTY, lbAddress) == WasmResult.Ok;
     if (decision.route == Route.PlaintextPod) {
       ok = ok && (!config.subsetMode || this.pick(config.subsetCluster));
       if (!ok) return this.reject(dst);

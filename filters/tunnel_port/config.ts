@@ -11,7 +11,7 @@ export const UNKNOWN_PASSTHROUGH = "passthrough";
 export const UNKNOWN_REFUSE = "refuse";
 
 const COMMON_FIELDS = ["role", "localNetwork", MESH_FEED_FIELD];
-const CLIENT_FIELDS = ["tunnelCluster", "tunnelPort", "unknownDestination"];
+const CLIENT_FIELDS = ["tunnelCluster", "unknownDestination"];
 const SERVER_FIELDS = ["localWorkload", "appCluster"];
 
 export class TunnelConfig {
@@ -22,7 +22,6 @@ export class TunnelConfig {
   client: bool = true;
   // client
   tunnelCluster: ArrayBuffer = new ArrayBuffer(0);
-  tunnelPort: i32 = 15008;
   refuseUnknown: bool = false;
   // server
   /** This proxy's workload (index in the mesh), -1 for a client. */
@@ -109,7 +108,6 @@ function readClient(reader: ConfigReader, root: JsonValue, config: TunnelConfig)
   const cluster = reader.optionalString(root, "tunnelCluster", "", "tunnel_port_hbone");
   if (!reader.failed() && cluster.length == 0) reader.fail("tunnelCluster", "must not be empty");
   config.tunnelCluster = String.UTF8.encode(cluster);
-  config.tunnelPort = <i32>reader.optionalInteger(root, "tunnelPort", "", 1, 65535, 15008);
   const unknown = reader.optionalEnum(root, "unknownDestination", "", [UNKNOWN_PASSTHROUGH, UNKNOWN_REFUSE], UNKNOWN_PASSTHROUGH);
   config.refuseUnknown = unknown == UNKNOWN_REFUSE;
   if (reader.failed()) return;
@@ -170,7 +168,6 @@ export function adoptMesh(current: TunnelConfig, mesh: Mesh): TunnelConfigResult
   config.network = current.network;
   config.localNetwork = mesh.networkId(current.network.name);
   config.tunnelCluster = current.tunnelCluster;
-  config.tunnelPort = current.tunnelPort;
   config.refuseUnknown = current.refuseUnknown;
   config.appCluster = current.appCluster;
   config.localWorkloadText = current.localWorkloadText;

@@ -42,7 +42,8 @@ import { Mesh } from "../../assembly/mesh";
 import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { AuthorityText, checkServer, parseCanonicalPort, PORT_ABSENT, sameBytes, ServerVerdict } from "./server";
 import { ByteSource } from "../../assembly/json";
-export * from "../../assembly/runtime/exports";
+// Decides in on_new_connection and keeps nothing per connection: the lean export set.
+export * from "../../assembly/runtime/exports_stateless";
 
 /** Shared by the server's CONNECT termination (HTTP set_filter_state, shared with upstream). */
 export const SERVICE_PORT_STATE = "io.tunnel_port.service_port";
@@ -58,8 +59,7 @@ const SERVICE_PORT_PATH = propertyPath(["filter_state", SERVICE_PORT_STATE]);
 const ROUTE_SERVICE_PORT_PATH = propertyPath(["metadata", "filter_metadata", "tunnel_port", "service_port"]);
 const PEER_PATH = propertyPath(["filter_state", PEER_STATE]);
 
-/** %FILTER_STATE(wasm.authority:PLAIN)%, %FILTER_STATE(wasm.service_port:PLAIN)%, ... */
-const AUTHORITY_PROPERTY = propertyPath(["authority"]);
+/** %FILTER_STATE(wasm.service_port:PLAIN)%, %FILTER_STATE(wasm.target_port:PLAIN)% */
 const SERVICE_PORT_PROPERTY = propertyPath(["service_port"]);
 const TARGET_PORT_PROPERTY = propertyPath(["target_port"]);
 
@@ -93,7 +93,6 @@ class TunnelRoot extends RootContext {
   readonly endpoint: Address = new Address();
   readonly decision: ClientDecision = new ClientDecision();
   // Texts written to the host, formatted in place for every connection (no allocation).
-  readonly tunnelAddress: ByteText = new ByteText();
   readonly authority: ByteText = new ByteText();
   readonly servicePortText: ByteText = new ByteText(16);
   readonly targetPortText: ByteText = new ByteText(16);
@@ -203,14 +202,15 @@ class TunnelConnection extends ConnectionContext {
     // first address (IPv4 first).
     if (decision.service < 0) pod.copyFrom(dst);
     else mesh.workloadAddress(decision.workload, 0, pod);
-    pod.port = config.tunnelPort;
-    const tunnelAddress = writeAddress(pod, root.tunnelAddress.clear());
+    // podIP:targetPort is one value with two uses: the CONNECT's :authority (the config formats
+    // it from this filter state) and, with the tunnel cluster's upstream_port_override (the
+    // pods' tunnel port, 15008), where the tunnel goes. One write instead of an address and an
+    // authority: each value Envoy stores costs it thousands of instructions per connection.
     pod.port = decision.targetPort;
     const authority = writeAddress(pod, root.authority.clear());
     const ok =
       setEnvoyFilterStateBytes(UPSTREAM_SUBJECT_ALT_NAMES, mesh.workloadIdentityUtf8(decision.workload)) == WasmResult.Ok &&
-      setEnvoyFilterStateText(ORIGINAL_DST_ADDRESS, tunnelAddress) == WasmResult.Ok &&
-      setPropertyText(AUTHORITY_PROPERTY, authority) == WasmResult.Ok &&
+      setEnvoyFilterStateText(ORIGINAL_DST_ADDRESS, authority) == WasmResult.Ok &&
       setPropertyText(SERVICE_PORT_PROPERTY, portText(root.servicePortText, decision.servicePort)) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.tunnelCluster) == WasmResult.Ok;
     if (!ok) return this.reject();
@@ -218,8 +218,8 @@ class TunnelConnection extends ConnectionContext {
     if (decision.panic) root.panic.inc();
     if (logEnabled(LogLevel.Debug)) {
       logDebug(
-        formatAddress(dst) + " -> tunnel to " + tunnelAddress.toString() +
-        ", :authority " + authority.toString() + ", service port " + decision.servicePort.toString() +
+        formatAddress(dst) + " -> tunnel to " + authority.toString() + " (:authority; the tunnel cluster's port)" +
+        ", service port " + decision.servicePort.toString() +
         ", verifying " + mesh.workloadIdentity(decision.workload) + (decision.panic ? " (no healthy endpoint: panic routing)" : ""),
       );
     }

@@ -36,7 +36,8 @@ import { Mesh } from "../../assembly/mesh";
 import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { Decision, decide, Outcome, OUTCOME_NAMES, outcomeName, Scratch } from "./decide";
 import { ByteSource } from "../../assembly/json";
-export * from "../../assembly/runtime/exports";
+// Decides in on_new_connection and keeps nothing per connection: the lean export set.
+export * from "../../assembly/runtime/exports_stateless";
 
 // Properties (%FILTER_STATE(wasm.<name>:PLAIN)%). `authority` is the CONNECT this listener's
 // tcp_proxy opens (the only one for HBONE, the inner one for double HBONE). The outer layer's

@@ -103,7 +103,6 @@ const FIELD_VALUES: Record<string, readonly unknown[]> = {
   ],
   port: [0, 1, 15008, 65535, 65536, -1, "15008"],
   hboneMtlsPort: [0, 1, 15008, 15443, 65535, 65536, "15008"],
-  tunnelPort: [0, 1, 15008, 65535, 65536, -1, "15008", 1.5],
   ports: [{ "0": 80 }, { "080": 80 }, { "+80": 80 }, { "65536": 80 }, { "80": 0 }, { "80": 65536 }, { "80": "8080" }, { "80 ": 80 }, {}, { "81": 9376 }],
   vips: [[{ address: "10.96.0.1" }, { address: "10.96.0.1" }], [{ network: "net1" }], [{ address: "fd00:96::1", network: "net2" }], [{}]],
   endpoints: [[{ workload: "pod-0" }, { workload: "pod-0" }], [{ workload: "pod-0", ports: { "81": 1 } }], [{ ports: {} }], [{ workload: "nope" }]],

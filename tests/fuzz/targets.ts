@@ -51,7 +51,7 @@ export const TARGETS: readonly Target[] = [
   {
     name: "tunnel_port_client",
     filter: "tunnel_port",
-    baseConfig: (s) => ({ role: "client", localNetwork: LOCAL_NETWORK, tunnelCluster: "tunnel_port_hbone", tunnelPort: 15008, unknownDestination: "passthrough", ...mesh(s) }),
+    baseConfig: (s) => ({ role: "client", localNetwork: LOCAL_NETWORK, tunnelCluster: "tunnel_port_hbone", unknownDestination: "passthrough", ...mesh(s) }),
     outcomes: ["client.tunneled", "client.unknown_passthrough", "client.unknown_refused", "client.no_endpoint", "rejected"],
     extras: ["client.panic_routing"],
     closing: ["client.unknown_refused", "client.no_endpoint", "rejected"],

@@ -129,7 +129,7 @@ describe("passthrough_mtls direct mode: mesh pods", () => {
     const { host, conn } = await one(DIRECT, "10.0.0.1:443");
     assertContinues(host, conn);
     assert.deepEqual(envoyWrites(conn), pinned(ID.app, "10.0.0.1:443", MTLS_CLUSTER));
-    assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: "10.0.0.1:443" });
+    assert.deepEqual(wasmProperties(conn), {}); // direct mode writes no lb_address unless lbAddress: true
     assertCounters(host, { mtls: 1 });
   });
 
@@ -154,7 +154,7 @@ describe("passthrough_mtls direct mode: mesh pods", () => {
     const { host, conn } = await one(DIRECT, "10.0.0.2:8080");
     assertContinues(host, conn);
     assert.deepEqual(envoyWrites(conn), []);
-    assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: "10.0.0.2:8080" });
+    assert.deepEqual(wasmProperties(conn), {}); // direct mode writes no lb_address unless lbAddress: true
     assertCounters(host, { passthrough: 1, plaintext_pod: 1 });
   });
 
@@ -192,7 +192,7 @@ describe("passthrough_mtls direct mode: the same IP on two networks", () => {
     const { host, conn } = await one(DIRECT, "10.0.0.11:443");
     assertContinues(host, conn);
     assert.deepEqual(envoyWrites(conn), pinned(ID.httpbin, "10.0.0.11:443", MTLS_CLUSTER));
-    assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: "10.0.0.11:443" });
+    assert.deepEqual(wasmProperties(conn), {}); // direct mode writes no lb_address unless lbAddress: true
     assertCounters(host, { mtls: 1, local_network_wins: 1 });
   });
 
@@ -200,7 +200,7 @@ describe("passthrough_mtls direct mode: the same IP on two networks", () => {
     const { host, conn } = await one(DIRECT, "10.0.0.12:80");
     assertContinues(host, conn);
     assert.deepEqual(envoyWrites(conn), []);
-    assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: "10.0.0.12:80" });
+    assert.deepEqual(wasmProperties(conn), {}); // direct mode writes no lb_address unless lbAddress: true
     assertCounters(host, { passthrough: 1, plaintext_pod: 1, local_network_wins: 1 });
   });
 
@@ -242,7 +242,7 @@ describe("passthrough_mtls direct mode: headless services", () => {
     const { host, conn } = await one(DIRECT, "10.0.1.1:5432");
     assertContinues(host, conn);
     assert.deepEqual(envoyWrites(conn), pinned(ID.db0, "10.0.1.1:5432", `outbound|5432||${DB}`));
-    assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: "10.0.1.1:5432" });
+    assert.deepEqual(wasmProperties(conn), {}); // direct mode writes no lb_address unless lbAddress: true
     assertCounters(host, { headless: 1 });
   });
 
@@ -283,7 +283,7 @@ describe("passthrough_mtls direct mode: headless services", () => {
     const { host, conn } = await one(DIRECT, "[fd00::2]:6379");
     assertContinues(host, conn);
     assert.deepEqual(envoyWrites(conn), pinned(ID.cache, "[fd00::2]:6379", "cache_cluster"));
-    assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: "[fd00::2]:6379" });
+    assert.deepEqual(wasmProperties(conn), {}); // direct mode writes no lb_address unless lbAddress: true
     assertCounters(host, { headless: 1 });
   });
 
@@ -291,7 +291,7 @@ describe("passthrough_mtls direct mode: headless services", () => {
     const { host, conn } = await one(DIRECT, "10.0.2.1:5432");
     assertContinues(host, conn);
     assert.deepEqual(envoyWrites(conn), []);
-    assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: "10.0.2.1:5432" });
+    assert.deepEqual(wasmProperties(conn), {}); // direct mode writes no lb_address unless lbAddress: true
     assertCounters(host, { passthrough: 1, plaintext_pod: 1 });
   });
 
@@ -306,7 +306,7 @@ describe("passthrough_mtls: IPv6 and IPv4-mapped destinations", () => {
     const { host, conn } = await one(DIRECT, "[fd00::1]:443");
     assertContinues(host, conn);
     assert.deepEqual(envoyWrites(conn), pinned(ID.app, "[fd00::1]:443", MTLS_CLUSTER));
-    assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: "[fd00::1]:443" });
+    assert.deepEqual(wasmProperties(conn), {}); // direct mode writes no lb_address unless lbAddress: true
     assertCounters(host, { mtls: 1 });
   });
 
@@ -326,7 +326,7 @@ describe("passthrough_mtls: IPv6 and IPv4-mapped destinations", () => {
     const { host, conn } = await one(DIRECT, "[::ffff:10.0.0.1]:443");
     assertContinues(host, conn);
     assert.deepEqual(envoyWrites(conn), pinned(ID.app, "10.0.0.1:443", MTLS_CLUSTER));
-    assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: "10.0.0.1:443" });
+    assert.deepEqual(wasmProperties(conn), {}); // direct mode writes no lb_address unless lbAddress: true
     assertCounters(host, { mtls: 1 });
   });
 
@@ -339,6 +339,48 @@ describe("passthrough_mtls: IPv6 and IPv4-mapped destinations", () => {
     const { host, conn } = await one(DIRECT, "[::ffff:10.0.1.1]:5432");
     assert.deepEqual(envoyWrites(conn), pinned(ID.db0, "10.0.1.1:5432", `outbound|5432||${DB}`));
     assertCounters(host, { headless: 1 });
+  });
+});
+
+// ---------------------------------------------------------------- lb_address (envoy.lb.address)
+
+describe("passthrough_mtls: lb_address only where the configuration uses it", () => {
+  const ASKED = { ...DIRECT, lbAddress: true };
+  it("direct mode with lbAddress: true writes IP:PORT for every mesh pod, whatever the route", async () => {
+    for (const [destination, expected] of [
+      ["10.0.0.1:443", "10.0.0.1:443"], // tlsMode istio: mTLS
+      ["10.0.0.2:8080", "10.0.0.2:8080"], // tlsMode disabled: plain
+      ["10.0.1.1:5432", "10.0.1.1:5432"], // headless member
+      ["[FD00:0:0:0:0:0:0:1]:443", "[fd00::1]:443"], // IPv6, canonical spelling
+      ["[::ffff:10.0.0.1]:443", "10.0.0.1:443"], // IPv4-mapped: the mesh's IPv4 address
+    ]) {
+      const { host, conn } = await one(ASKED, destination!);
+      assertContinues(host, conn);
+      assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: expected }, destination);
+    }
+    // The routes themselves do not change with it.
+    assert.deepEqual(envoyWrites((await one(ASKED, "10.0.0.1:443")).conn), pinned(ID.app, "10.0.0.1:443", MTLS_CLUSTER));
+  });
+
+  it("writes none for a destination that is not a mesh pod", async () => {
+    const { conn } = await one(ASKED, "10.9.9.9:443");
+    assert.deepEqual(wasmProperties(conn), {});
+    assert.deepEqual(conn.filterStateWrites, []);
+  });
+
+  it("direct mode by default makes no set_property at all: a host refusing lb_address changes nothing", async () => {
+    const host = await start(DIRECT);
+    const conn = withRefusal({ property: "lb_address" }, () => host.connect({ destination: "10.0.0.1:443" }));
+    assertContinues(host, conn);
+    assert.deepEqual(conn.filterStateWrites.map((w) => w.source), ["set_envoy_filter_state", "set_envoy_filter_state", "set_envoy_filter_state"]);
+    assertCounters(host, { mtls: 1 });
+  });
+
+  it("subset mode writes it without being asked (its bridge reads it)", async () => {
+    for (const config of [SUBSET, { ...SUBSET, lbAddress: true }]) {
+      const { conn } = await one(config, "10.0.0.1:443");
+      assert.deepEqual(wasmProperties(conn), { [LB_ADDRESS]: "10.0.0.1:443", [UPSTREAM_SANS]: ID.app });
+    }
   });
 });
 
@@ -514,8 +556,8 @@ describe("passthrough_mtls: Envoy refusing a write closes the connection", () =>
     assertRejected(host, conn, "10.0.1.1:5432");
   });
 
-  it("closes a connection whose endpoint-selection value is refused", async () => {
-    const host = await start(DIRECT);
+  it("closes a connection whose endpoint-selection value is refused (when the configuration asks for it)", async () => {
+    const host = await start({ ...DIRECT, lbAddress: true });
     const conn = withRefusal({ property: "lb_address" }, () => host.connect({ destination: "10.0.0.1:443" }));
     assertRejected(host, conn, "10.0.0.1:443");
   });
@@ -558,8 +600,10 @@ describe("passthrough_mtls: Envoy refusing a write closes the connection", () =>
 // ---------------------------------------------------------------- bad configuration
 
 describe("passthrough_mtls: invalid configuration", () => {
-  const KNOWN = "localNetwork, mode, mtlsCluster, subsetCluster, meshFeed, workloads, services";
+  const KNOWN = "localNetwork, mode, mtlsCluster, subsetCluster, lbAddress, meshFeed, workloads, services";
   const BAD: [string, string, string][] = [
+    ["an lbAddress that is not a boolean", JSON.stringify({ lbAddress: "true" }), "lbAddress: expected a boolean"],
+    ["lbAddress false in subset mode", JSON.stringify({ mode: "subset", lbAddress: false }), "lbAddress: subset mode needs it (its bridge balances on wasm.lb_address)"],
     ["an unknown top-level field", JSON.stringify({ ...MESH, mtls_cluster: "x" }), `mtls_cluster: unknown field (known: ${KNOWN})`],
     ["a bad mode value", JSON.stringify({ mode: "passthrough" }), "mode: expected one of: direct, subset"],
     ["a mode that is not a string", JSON.stringify({ mode: true }), "mode: expected one of: direct, subset"],
@@ -729,7 +773,7 @@ describe("passthrough_mtls: large tables", () => {
     assert.deepEqual(envoyWrites(lastV6), pinned(bigPodIdentity(LAST), "[fd00:128::1]:443", MTLS_CLUSTER));
     const plain = host.connect({ destination: `${bigPodIp(PLAIN)}:80` });
     assert.deepEqual(envoyWrites(plain), []);
-    assert.deepEqual(wasmProperties(plain), { [LB_ADDRESS]: `${bigPodIp(PLAIN)}:80` });
+    assert.deepEqual(wasmProperties(plain), {}); // direct mode writes no lb_address unless lbAddress: true
     // Just past the last pod, and just before the first: not pods.
     const after = host.connect({ destination: `${bigPodIp(N)}:443` });
     assert.deepEqual(after.filterStateWrites, []);

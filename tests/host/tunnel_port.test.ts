@@ -139,7 +139,6 @@ const SERVER = { role: "server", localWorkload: "10.1.0.2", ...MESH }; // web-1
 
 // ---------------------------------------------------------------- what a connection sees
 
-const AUTHORITY = "wasm.authority";
 const SERVICE_PORT = "wasm.service_port";
 const TARGET_PORT = "wasm.target_port";
 const HBONE = "tunnel_port_hbone";
@@ -171,12 +170,15 @@ const start = (config: unknown, options: HostOptions = {}): Promise<ProxyWasmHos
 /** Every counter of the filter; the ones not named in `expected` must be 0. */
 const assertCounters = counterAssertion("tunnel_port", COUNTERS);
 
-/** The five client writes of a tunnel, in the order the filter makes them. */
-function tunnel(identity: string, tunnelAddress: string, authority: string, servicePort: number, cluster = HBONE): [string, string][] {
+/**
+ * The four client writes of a tunnel, in the order the filter makes them. `authority`
+ * (podIP:targetPort) is both the CONNECT's :authority (the shipped configs format it from
+ * original_dst_address) and the tunnel's address (the HBONE cluster overrides its port).
+ */
+function tunnel(identity: string, authority: string, servicePort: number, cluster = HBONE): [string, string][] {
   return [
     [SAN, identity],
-    [ORIGINAL_DST, tunnelAddress],
-    [AUTHORITY, authority],
+    [ORIGINAL_DST, authority],
     [SERVICE_PORT, String(servicePort)],
     [CLUSTER, cluster],
   ];
@@ -243,15 +245,15 @@ const PEER = ID.web0;
 // ---------------------------------------------------------------- client: service VIPs
 
 describe("tunnel_port client: a service VIP", () => {
-  it("tunnels to an endpoint's tunnel port with :authority podIP:targetPort, carrying the service port", async () => {
+  it("tunnels to podIP:targetPort (the :authority; the cluster dials the tunnel port), carrying the service port", async () => {
     const host = await start(CLIENT);
     const conn = host.connect({ source: "10.1.9.9:40000", destination: "10.96.0.10:80" });
     assertContinues(host, conn);
     // The cursor starts at the first endpoint: web-0, which uses the service default 8080.
-    assert.deepEqual(writes(conn), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8080", 80));
+    assert.deepEqual(writes(conn), tunnel(ID.web0, "10.1.0.1:8080", 80));
     assert.deepEqual(
       conn.filterStateWrites.map((w) => w.source),
-      ["set_envoy_filter_state", "set_envoy_filter_state", "set_property", "set_property", "set_envoy_filter_state"],
+      ["set_envoy_filter_state", "set_envoy_filter_state", "set_property", "set_envoy_filter_state"],
     );
     assertCounters(host, { "client.tunneled": 1 });
     assert.deepEqual(host.logLines("warn"), []);
@@ -261,8 +263,8 @@ describe("tunnel_port client: a service VIP", () => {
   it("alternates between two endpoints, each carrying its own target port (per-endpoint override)", async () => {
     const host = await start(CLIENT);
     const seen = [1, 2, 3, 4].map(() => writes(host.connect({ destination: "10.96.0.10:80" })));
-    const web0 = tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8080", 80);
-    const web1 = tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:9090", 80); // web-1 overrides 80 -> 9090
+    const web0 = tunnel(ID.web0, "10.1.0.1:8080", 80);
+    const web1 = tunnel(ID.web1, "10.1.0.2:9090", 80); // web-1 overrides 80 -> 9090
     assert.deepEqual(seen, [web0, web1, web0, web1]);
     assertCounters(host, { "client.tunneled": 4 });
   });
@@ -271,8 +273,8 @@ describe("tunnel_port client: a service VIP", () => {
     const host = await start(CLIENT);
     const first = host.connect({ destination: "10.96.0.10:443" });
     const second = host.connect({ destination: "10.96.0.10:443" });
-    assert.deepEqual(writes(first), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8443", 443));
-    assert.deepEqual(writes(second), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 443));
+    assert.deepEqual(writes(first), tunnel(ID.web0, "10.1.0.1:8443", 443));
+    assert.deepEqual(writes(second), tunnel(ID.web1, "10.1.0.2:8443", 443));
   });
 
   it("advances the round-robin cursor once per connection of the service, whatever its port", async () => {
@@ -280,9 +282,9 @@ describe("tunnel_port client: a service VIP", () => {
     const a = host.connect({ destination: "10.96.0.10:80" });
     const b = host.connect({ destination: "10.96.0.10:443" });
     const c = host.connect({ destination: "10.96.0.10:80" });
-    assert.deepEqual(writes(a), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8080", 80));
-    assert.deepEqual(writes(b), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 443));
-    assert.deepEqual(writes(c), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8080", 80));
+    assert.deepEqual(writes(a), tunnel(ID.web0, "10.1.0.1:8080", 80));
+    assert.deepEqual(writes(b), tunnel(ID.web1, "10.1.0.2:8443", 443));
+    assert.deepEqual(writes(c), tunnel(ID.web0, "10.1.0.1:8080", 80));
   });
 
   it("keeps one cursor per service: other services' and pod-IP connections do not move it", async () => {
@@ -293,24 +295,17 @@ describe("tunnel_port client: a service VIP", () => {
     host.connect({ destination: "10.1.0.1:8080" }); // web-0 directly
     host.connect({ destination: "10.9.9.9:80" }); // unknown
     const second = host.connect({ destination: "10.96.0.10:80" });
-    assert.deepEqual(writes(first), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8080", 80));
-    assert.deepEqual(writes(second), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:9090", 80));
+    assert.deepEqual(writes(first), tunnel(ID.web0, "10.1.0.1:8080", 80));
+    assert.deepEqual(writes(second), tunnel(ID.web1, "10.1.0.2:9090", 80));
   });
 
-  it("uses the configured tunnelCluster and tunnelPort", async () => {
-    const host = await start({ ...CLIENT, tunnelCluster: "my_hbone", tunnelPort: 15009 });
+  it("uses the configured tunnelCluster", async () => {
+    const host = await start({ ...CLIENT, tunnelCluster: "my_hbone" });
     const conn = host.connect({ destination: "10.96.0.10:80" });
     assertContinues(host, conn);
-    assert.deepEqual(writes(conn), tunnel(ID.web0, "10.1.0.1:15009", "10.1.0.1:8080", 80, "my_hbone"));
+    assert.deepEqual(writes(conn), tunnel(ID.web0, "10.1.0.1:8080", 80, "my_hbone"));
   });
 
-  it("accepts the extreme tunnelPort values 1 and 65535", async () => {
-    for (const tunnelPort of [1, 65535]) {
-      const host = await start({ ...CLIENT, tunnelPort });
-      const conn = host.connect({ destination: "10.96.0.10:80" });
-      assert.deepEqual(writes(conn), tunnel(ID.web0, `10.1.0.1:${tunnelPort}`, "10.1.0.1:8080", 80));
-    }
-  });
 
   it("does not wait for the client's first bytes (server-first protocols)", async () => {
     const host = await start(CLIENT);
@@ -353,8 +348,8 @@ describe("tunnel_port client: endpoint health and candidates", () => {
     const host = await start(CLIENT);
     const seen = [1, 2, 3].map(() => host.connect({ destination: "10.96.0.30:80" }));
     for (const conn of seen) assertContinues(host, conn);
-    const sick0 = tunnel(ID.sick0, "10.1.2.1:15008", "10.1.2.1:8080", 80);
-    const sick1 = tunnel(ID.sick1, "10.1.2.2:15008", "10.1.2.2:8081", 80); // override 80 -> 8081
+    const sick0 = tunnel(ID.sick0, "10.1.2.1:8080", 80);
+    const sick1 = tunnel(ID.sick1, "10.1.2.2:8081", 80); // override 80 -> 8081
     assert.deepEqual(seen.map(writes), [sick0, sick1, sick0]);
     assertCounters(host, { "client.tunneled": 3, "client.panic_routing": 3 });
   });
@@ -364,7 +359,7 @@ describe("tunnel_port client: endpoint health and candidates", () => {
     const host = await start(CLIENT);
     const conn = host.connect({ destination: "10.96.0.51:80" });
     assertContinues(host, conn);
-    assert.deepEqual(writes(conn), tunnel(ID.sick0, "10.1.2.1:15008", "10.1.2.1:8080", 80));
+    assert.deepEqual(writes(conn), tunnel(ID.sick0, "10.1.2.1:8080", 80));
     assertCounters(host, { "client.tunneled": 1, "client.panic_routing": 1 });
   });
 
@@ -373,7 +368,7 @@ describe("tunnel_port client: endpoint health and candidates", () => {
     const host = await start(CLIENT);
     for (let i = 0; i < 8; i++) {
       const conn = host.connect({ destination: "10.96.0.50:80" });
-      assert.deepEqual(writes(conn), tunnel(ID.solo, "10.1.0.4:15008", "10.1.0.4:80", 80), `connection ${i}`);
+      assert.deepEqual(writes(conn), tunnel(ID.solo, "10.1.0.4:80", 80), `connection ${i}`);
     }
     assertCounters(host, { "client.tunneled": 8 });
   });
@@ -409,7 +404,7 @@ describe("tunnel_port client: a pod IP", () => {
     const host = await start(CLIENT);
     const conn = host.connect({ destination: "10.1.0.1:8443" });
     assertContinues(host, conn);
-    assert.deepEqual(writes(conn), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8443", 443));
+    assert.deepEqual(writes(conn), tunnel(ID.web0, "10.1.0.1:8443", 443));
     assertCounters(host, { "client.tunneled": 1 });
   });
 
@@ -417,14 +412,14 @@ describe("tunnel_port client: a pod IP", () => {
     // web (80 -> 8080) comes before web-alt (70 -> 8080): 80, neither the lower port nor the last.
     const host = await start(CLIENT);
     const conn = host.connect({ destination: "10.1.0.1:8080" });
-    assert.deepEqual(writes(conn), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8080", 80));
+    assert.deepEqual(writes(conn), tunnel(ID.web0, "10.1.0.1:8080", 80));
   });
 
   it("takes the config-order service over a later one for the same target on another pod", async () => {
     // web-1:8443 is web's 443 (service index 0) and admin's 9000 (index 2): web wins.
     const host = await start(CLIENT);
     const conn = host.connect({ destination: "10.1.0.2:8443" });
-    assert.deepEqual(writes(conn), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 443));
+    assert.deepEqual(writes(conn), tunnel(ID.web1, "10.1.0.2:8443", 443));
   });
 
   it("takes the HTTP route's service port only in canonical form (09000 is not 9000)", async () => {
@@ -432,9 +427,9 @@ describe("tunnel_port client: a pod IP", () => {
     const host = await start(CLIENT);
     const viaRoute = (servicePort: string) =>
       host.connect({ destination: "10.1.0.2:8443", properties: { metadata: { filter_metadata: { tunnel_port: { service_port: new TextEncoder().encode(servicePort) } } } } });
-    assert.deepEqual(writes(viaRoute("9000")), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 9000));
+    assert.deepEqual(writes(viaRoute("9000")), tunnel(ID.web1, "10.1.0.2:8443", 9000));
     for (const spelling of ["09000", "+9000", " 9000", "9000 ", "9000,443", "0x2328"]) {
-      assert.deepEqual(writes(viaRoute(spelling)), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:8443", 443), `route service port ${JSON.stringify(spelling)}`);
+      assert.deepEqual(writes(viaRoute(spelling)), tunnel(ID.web1, "10.1.0.2:8443", 443), `route service port ${JSON.stringify(spelling)}`);
     }
     assertCounters(host, { "client.tunneled": 7 });
   });
@@ -442,7 +437,7 @@ describe("tunnel_port client: a pod IP", () => {
   it("applies the pod's override: its overridden target maps back, the service default does not", async () => {
     const host = await start(CLIENT);
     const overridden = host.connect({ destination: "10.1.0.2:9090" });
-    assert.deepEqual(writes(overridden), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:9090", 80));
+    assert.deepEqual(writes(overridden), tunnel(ID.web1, "10.1.0.2:9090", 80));
     const serviceDefault = host.connect({ destination: "10.1.0.2:8080" });
     assertContinues(host, serviceDefault);
     assert.deepEqual(writes(serviceDefault), PASSTHROUGH);
@@ -469,7 +464,7 @@ describe("tunnel_port client: a pod IP", () => {
   it("tunnels to an unhealthy pod dialled directly (no choice to make), without panic", async () => {
     const host = await start(CLIENT);
     const conn = host.connect({ destination: "10.1.2.2:8081" });
-    assert.deepEqual(writes(conn), tunnel(ID.sick1, "10.1.2.2:15008", "10.1.2.2:8081", 80));
+    assert.deepEqual(writes(conn), tunnel(ID.sick1, "10.1.2.2:8081", 80));
     assertCounters(host, { "client.tunneled": 1 });
   });
 
@@ -483,7 +478,7 @@ describe("tunnel_port client: a pod IP", () => {
   it("finds a pod through an IPv4-mapped destination and writes its IPv4 address", async () => {
     const host = await start(CLIENT);
     const conn = host.connect({ destination: "[::ffff:10.1.0.2]:9090" });
-    assert.deepEqual(writes(conn), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:9090", 80));
+    assert.deepEqual(writes(conn), tunnel(ID.web1, "10.1.0.2:9090", 80));
   });
 });
 
@@ -494,19 +489,19 @@ describe("tunnel_port client: IPv6", () => {
     const host = await start(CLIENT);
     const conn = host.connect({ destination: "[fd00:96::60]:80" });
     assertContinues(host, conn);
-    assert.deepEqual(writes(conn), tunnel(ID.v6, "[fd00:1::1]:15008", "[fd00:1::1]:8080", 80));
+    assert.deepEqual(writes(conn), tunnel(ID.v6, "[fd00:1::1]:8080", 80));
   });
 
   it("reaches an IPv6 pod through the service's IPv4 VIP", async () => {
     const host = await start(CLIENT);
     const conn = host.connect({ destination: "10.96.0.60:80" });
-    assert.deepEqual(writes(conn), tunnel(ID.v6, "[fd00:1::1]:15008", "[fd00:1::1]:8080", 80));
+    assert.deepEqual(writes(conn), tunnel(ID.v6, "[fd00:1::1]:8080", 80));
   });
 
   it("tunnels to an IPv6 pod dialled directly, in canonical spelling", async () => {
     const host = await start(CLIENT);
     const conn = host.connect({ destination: "[FD00:1:0:0:0:0:0:1]:8080" });
-    assert.deepEqual(writes(conn), tunnel(ID.v6, "[fd00:1::1]:15008", "[fd00:1::1]:8080", 80));
+    assert.deepEqual(writes(conn), tunnel(ID.v6, "[fd00:1::1]:8080", 80));
     assertCounters(host, { "client.tunneled": 1 });
   });
 
@@ -530,11 +525,11 @@ describe("tunnel_port client: the local network", () => {
   it("takes the local network's pod when the same IP exists on two networks", async () => {
     // 10.1.0.1 is web-0 here and west-twin on west (which web-west maps 80 -> 8080).
     const local = await start(CLIENT);
-    assert.deepEqual(writes(local.connect({ destination: "10.1.0.1:8080" })), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8080", 80));
+    assert.deepEqual(writes(local.connect({ destination: "10.1.0.1:8080" })), tunnel(ID.web0, "10.1.0.1:8080", 80));
     const west = await start({ ...CLIENT, localNetwork: "west" });
     assert.deepEqual(
       writes(west.connect({ destination: "10.1.0.1:8080" })),
-      tunnel(ID.westTwin, "10.1.0.1:15008", "10.1.0.1:8080", 80),
+      tunnel(ID.westTwin, "10.1.0.1:8080", 80),
     );
   });
 
@@ -542,7 +537,7 @@ describe("tunnel_port client: the local network", () => {
     const host = await start({ ...CLIENT, localNetwork: "west" });
     // remote's west VIP: west-0 is local now.
     const remote = host.connect({ destination: "10.96.1.41:80" });
-    assert.deepEqual(writes(remote), tunnel(ID.west, "10.2.0.1:15008", "10.2.0.1:80", 80));
+    assert.deepEqual(writes(remote), tunnel(ID.west, "10.2.0.1:80", 80));
     // web's west VIP: web-0 and web-1 live on the default network, which is remote now.
     assertClosed(host, host.connect({ destination: "10.96.1.10:80" }));
     // The default network's VIP is unknown from west.
@@ -601,7 +596,7 @@ describe("tunnel_port client: unknown destinations", () => {
 
   it("still tunnels known destinations under unknownDestination refuse", async () => {
     const host = await start({ ...CLIENT, unknownDestination: "refuse" });
-    assert.deepEqual(writes(host.connect({ destination: "10.96.0.10:80" })), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8080", 80));
+    assert.deepEqual(writes(host.connect({ destination: "10.96.0.10:80" })), tunnel(ID.web0, "10.1.0.1:8080", 80));
     assertCounters(host, { "client.tunneled": 1 });
   });
 
@@ -865,13 +860,13 @@ describe("tunnel_port: Envoy refusing a write closes the connection", () => {
     assert.deepEqual(writes(conn), []);
   });
 
-  it("client: authority property refused", async () => {
+  it("client: service_port property refused", async () => {
     const host = await start(CLIENT);
-    const conn = withRefusal({ property: "authority" }, () => host.connect({ destination: "10.96.0.10:80" }));
+    const conn = withRefusal({ property: "service_port" }, () => host.connect({ destination: "10.96.0.10:80" }));
     assertRejected(host, conn);
     assert.deepEqual(writes(conn), [
       [SAN, ID.web0],
-      [ORIGINAL_DST, "10.1.0.1:15008"],
+      [ORIGINAL_DST, "10.1.0.1:8080"],
     ]);
   });
 
@@ -894,28 +889,24 @@ describe("tunnel_port: Envoy refusing a write closes the connection", () => {
 // ---------------------------------------------------------------- bad configuration
 
 describe("tunnel_port: invalid configuration", () => {
-  const CLIENT_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, tunnelPort, unknownDestination, workloads, services";
+  const CLIENT_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, unknownDestination, workloads, services";
   const SERVER_KNOWN = "role, localNetwork, meshFeed, localWorkload, appCluster, workloads, services";
   // A field neither role knows is refused while the configuration streams, before the role is read.
-  const ANY_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, tunnelPort, unknownDestination, localWorkload, appCluster, workloads, services";
+  const ANY_KNOWN = "role, localNetwork, meshFeed, tunnelCluster, unknownDestination, localWorkload, appCluster, workloads, services";
   const BAD: [string, unknown, string][] = [
     ["a missing role", {}, "role: missing required field"],
     ["a null role", { role: null }, "role: missing required field"],
     ["a bad role", { role: "both" }, "role: expected one of: client, server"],
     ["a role in the wrong case", { role: "Client" }, "role: expected one of: client, server"],
     ["a role that is not a string", { role: 1 }, "role: expected one of: client, server"],
+    ["tunnelPort (now the HBONE cluster's upstream_port_override)", { ...CLIENT, tunnelPort: 15008 }, `tunnelPort: unknown field (known: ${ANY_KNOWN})`],
     ["an unknown top-level field", { ...CLIENT, tunnel_port: 15008 }, `tunnel_port: unknown field (known: ${ANY_KNOWN})`],
     ["a server field on a client", { ...CLIENT, localWorkload: "10.1.0.2" }, `localWorkload: unknown field (known: ${CLIENT_KNOWN})`],
     ["appCluster on a client", { role: "client", appCluster: "x" }, `appCluster: unknown field (known: ${CLIENT_KNOWN})`],
-    ["a client field on a server", { ...SERVER, tunnelPort: 15008 }, `tunnelPort: unknown field (known: ${SERVER_KNOWN})`],
+    ["a client field on a server", { ...SERVER, tunnelCluster: "tunnel_port_hbone" }, `tunnelCluster: unknown field (known: ${SERVER_KNOWN})`],
     ["tunnelCluster on a server", { ...SERVER, tunnelCluster: "x" }, `tunnelCluster: unknown field (known: ${SERVER_KNOWN})`],
     ["unknownDestination on a server", { ...SERVER, unknownDestination: "refuse" }, `unknownDestination: unknown field (known: ${SERVER_KNOWN})`],
     ["a localNetwork that is not a string", { role: "client", localNetwork: 1 }, "localNetwork: expected a string"],
-    ["tunnelPort 0", { role: "client", tunnelPort: 0 }, "tunnelPort: expected an integer in [1, 65535]"],
-    ["tunnelPort 65536", { role: "client", tunnelPort: 65536 }, "tunnelPort: expected an integer in [1, 65535]"],
-    ["a negative tunnelPort", { role: "client", tunnelPort: -15008 }, "tunnelPort: expected an integer in [1, 65535]"],
-    ["a fractional tunnelPort", { role: "client", tunnelPort: 15008.5 }, "tunnelPort: expected an integer in [1, 65535]"],
-    ["a tunnelPort string", { role: "client", tunnelPort: "15008" }, "tunnelPort: expected an integer in [1, 65535]"],
     ["an empty tunnelCluster", { role: "client", tunnelCluster: "" }, "tunnelCluster: must not be empty"],
     ["a tunnelCluster that is not a string", { role: "client", tunnelCluster: 7 }, "tunnelCluster: expected a string"],
     ["a bad unknownDestination", { role: "client", unknownDestination: "drop" }, "unknownDestination: expected one of: passthrough, refuse"],
@@ -968,9 +959,9 @@ describe("tunnel_port: invalid configuration", () => {
 
   it("keeps serving the previous configuration when a reconfiguration is refused", async () => {
     const host = await start(CLIENT);
-    assert.equal(host.reconfigure(JSON.stringify({ ...CLIENT, tunnelPort: 0 })), false);
+    assert.equal(host.reconfigure(JSON.stringify({ ...CLIENT, tunnelCluster: "" })), false);
     assert.equal(host.failed, false);
-    assert.deepEqual(writes(host.connect({ destination: "10.96.0.10:80" })), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8080", 80));
+    assert.deepEqual(writes(host.connect({ destination: "10.96.0.10:80" })), tunnel(ID.web0, "10.1.0.1:8080", 80));
   });
 });
 
@@ -982,10 +973,10 @@ describe("tunnel_port: logs", () => {
       "tunnel",
       CLIENT,
       { destination: "10.96.0.10:80" },
-      /^10\.96\.0\.10:80 -> .*10\.1\.0\.1:15008.*10\.1\.0\.1:8080.*\b80\b.*sa\/web-0/,
+      /^10\.96\.0\.10:80 -> tunnel to 10\.1\.0\.1:8080 .*service port 80\b.*sa\/web-0/,
     ],
     ["panic tunnel", CLIENT, { destination: "10.96.0.30:80" }, /^10\.96\.0\.30:80 -> .*sa\/sick-0.*panic/],
-    ["IPv6 tunnel", CLIENT, { destination: "[fd00:96::60]:80" }, /\[fd00:1::1\]:15008.*\[fd00:1::1\]:8080/],
+    ["IPv6 tunnel", CLIENT, { destination: "[fd00:96::60]:80" }, /tunnel to \[fd00:1::1\]:8080 /],
     ["unknown passthrough", CLIENT, { destination: "10.9.9.9:80" }, /^10\.9\.9\.9:80 -> .*unknown/],
     ["no destination passthrough", CLIENT, {}, /unknown/],
     ["server accept", SERVER, arriving("10.1.0.2:9090", "80", PEER), /10\.1\.0\.2:9090.*service port 80.*target port 9090/],
@@ -1070,8 +1061,8 @@ describe("tunnel_port: 10,000 connections", () => {
         return seen;
       });
     const first = round();
-    assert.deepEqual(first[0]!.writes.map((w) => w[2]), tunnel(ID.web0, "10.1.0.1:15008", "10.1.0.1:8080", 80).map((w) => w[1]));
-    assert.deepEqual(first[1]!.writes.map((w) => w[2]), tunnel(ID.web1, "10.1.0.2:15008", "10.1.0.2:9090", 80).map((w) => w[1]));
+    assert.deepEqual(first[0]!.writes.map((w) => w[2]), tunnel(ID.web0, "10.1.0.1:8080", 80).map((w) => w[1]));
+    assert.deepEqual(first[1]!.writes.map((w) => w[2]), tunnel(ID.web1, "10.1.0.2:9090", 80).map((w) => w[1]));
     const ROUNDS = 1_112; // 9 kinds x 1,112 = 10,008 connections
     for (let r = 0; r < ROUNDS; r++) {
       for (const options of kinds) host.connect(options).end();

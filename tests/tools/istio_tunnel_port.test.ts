@@ -228,16 +228,17 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
             const state = connect("10.96.10.1:80");
             assert.equal(state.get("envoy.tcp_proxy.cluster"), clusterName);
             assert.equal(state.get("wasm.service_port"), "80");
-            const authority = state.get("wasm.authority")!;
+            // podIP:targetPort: the CONNECT's :authority (the merged tunneling_config formats it
+            // from this key) and the tunnel's address (the added cluster dials it on 15008).
+            const authority = state.get("envoy.network.transport_socket.original_dst_address")!;
             seen.add(authority);
-            const pod = authority.split(":")[0];
-            assert.equal(state.get("envoy.network.transport_socket.original_dst_address"), `${pod}:${snapshot.tunnelPort ?? 15008}`);
+            assert.equal(state.get("wasm.authority"), undefined);
             assert.equal(state.get("envoy.network.upstream_subject_alt_names"), "spiffe://cluster.local/ns/default/sa/my-service");
           }
           assert.deepEqual([...seen].sort(), ["10.244.1.21:9376", "10.244.2.22:9377"]);
           // The pod IP dialled directly on its target port: the service port is recovered.
           const direct = connect("10.244.2.22:9377");
-          assert.equal(direct.get("wasm.authority"), "10.244.2.22:9377");
+          assert.equal(direct.get("envoy.network.transport_socket.original_dst_address"), "10.244.2.22:9377");
           assert.equal(direct.get("wasm.service_port"), "80");
           // admin:81 -> 9376 on pod 0, carried as service port 81 (the server's RBAC denies it).
           assert.equal(connect("10.96.10.2:81").get("wasm.service_port"), "81");
@@ -348,7 +349,7 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
       const plain = plainConfig("tunnel_port_client.yaml").static_resources.listeners[0].filter_chains[0].filters;
       assert.deepEqual(tcp.tunneling_config, plain.find((f: Json) => f.name === TCP_PROXY).typed_config.tunneling_config);
       // The formatters read the keys the filter writes (see the client behaviour test above).
-      assert.equal(tcp.tunneling_config.hostname, "%FILTER_STATE(wasm.authority:PLAIN)%");
+      assert.equal(tcp.tunneling_config.hostname, "%FILTER_STATE(envoy.network.transport_socket.original_dst_address:PLAIN)%");
       assert.deepEqual(tcp.tunneling_config.headers_to_add, [
         { header: { key: "x-tunnel-service-port", value: "%FILTER_STATE(wasm.service_port:PLAIN)%" } },
       ]);
@@ -362,6 +363,8 @@ describe("Istio manifests for tunnel_port (istio/tunnel_port/)", () => {
       clusterNamed(plainConfig("tunnel_port_client.yaml").static_resources.clusters, cluster.name); // the proven config's name
       assert.equal(cluster.type, "ORIGINAL_DST");
       assert.equal(cluster.lb_policy, "CLUSTER_PROVIDED");
+      // The filter writes podIP:targetPort (the :authority too); the cluster dials the pods' 15008.
+      assert.deepEqual(cluster.original_dst_lb_config, { upstream_port_override: 15008 });
       const http = cluster.typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"];
       assert.deepEqual(http.explicit_http_config, { http2_protocol_options: {} });
       const tls = cluster.transport_socket.typed_config;
