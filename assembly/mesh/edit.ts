@@ -509,3 +509,19 @@ export function removeService(m: Mesh, s: i32): void {
 
 /** IDENTITY_MASK re-exported for the apply path. */
 export { IDENTITY_MASK };
+
+/** The locality id of `text` (a valid locality), interned with its region / zone prefixes. */
+export function internLocality(m: Mesh, text: string): i32 {
+  const known = m.localities.find(text);
+  if (known >= 0) return known;
+  const id = m.localities.intern(text);
+  const parts = text.split("/");
+  const n = parts.length;
+  const region = m.localityPrefixes.intern(unchecked(parts[0]));
+  const zone = n > 1 ? m.localityPrefixes.intern(unchecked(parts[0]) + "/" + unchecked(parts[1])) : 0;
+  const subzone = n > 2 ? m.localityPrefixes.intern(text) : 0;
+  m.localityParts.push(region);
+  m.localityParts.push(zone);
+  m.localityParts.push(subzone);
+  return id;
+}

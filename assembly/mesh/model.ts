@@ -125,6 +125,9 @@ export class Mesh {
 
   /** Bumped by every applied change: references resolve again lazily (Ref.generation). */
   generation: u32 = 0;
+  /** The feed's epoch and version this model is at (0, 0: built from JSON, or empty). */
+  epoch: u64 = 0;
+  version: u64 = 0;
 
   // ---- Workloads (ids < workloadTotal; capacity = wIdentityFlags.length) ----
   workloadTotal: i32 = 0;

@@ -591,7 +591,7 @@ function serviceBytes(ports: i64, hostname: i64, cluster: i64, sans: i64, sanTex
  * strings: a service with many ports would otherwise leave several per port as garbage).
  * Hostnames are ASCII (isHostname).
  */
-function defaultClusterName(port: i32, hostname: string): ArrayBuffer {
+export function defaultClusterName(port: i32, hostname: string): ArrayBuffer {
   const digits = port >= 10000 ? 5 : port >= 1000 ? 4 : port >= 100 ? 3 : port >= 10 ? 2 : 1;
   const n = hostname.length;
   const out = new ArrayBuffer(9 + digits + 2 + n);
