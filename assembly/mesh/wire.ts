@@ -207,23 +207,25 @@ export class WireReader {
   strPtr: usize = 0;
   strLen: i32 = 0;
 
-  string(field: string): bool {
+  // Field names are passed as (static name, list index, static sub-name) and joined only when
+  // a message is written: nothing is built per record on the success path.
+  string(field: string, index: i32 = -1, sub: string = ""): bool {
     const n = <i32>this.u16();
-    if (this.over() || !this.has(n)) return this.truncated(field);
+    if (this.over() || !this.has(n)) return this.truncated(compose(field, index, sub));
     this.strPtr = this.base + <usize>this.pos;
     this.strLen = n;
     this.pos += n;
-    if (findInvalidUtf8At(this.strPtr, n) >= 0) return this.fail(field, "not valid UTF-8");
+    if (findInvalidUtf8At(this.strPtr, n) >= 0) return this.fail(compose(field, index, sub), "not valid UTF-8");
     return true;
   }
 
   /** An address (u8 family + 4 or 16 bytes, network order) into `out`, IPv4-mapped → IPv4. */
-  address(field: string, out: Address): bool {
+  address(field: string, out: Address, index: i32 = -1, sub: string = ""): bool {
     const family = <i32>this.u8();
-    if (this.over()) return this.truncated(field);
-    if (family != 4 && family != 6) return this.fail(field, "address family " + family.toString() + " is not 4 or 6");
+    if (this.over()) return this.truncated(compose(field, index, sub));
+    if (family != 4 && family != 6) return this.fail(compose(field, index, sub), "address family " + family.toString() + " is not 4 or 6");
     const n = family == 4 ? 4 : 16;
-    if (!this.has(n)) return this.truncated(field);
+    if (!this.has(n)) return this.truncated(compose(field, index, sub));
     const p = this.base + <usize>this.pos;
     this.pos += n;
     if (family == 4) {
@@ -246,9 +248,9 @@ export class WireReader {
     out.address.clear();
     out.hostLen = 0;
     if (kind == REF_ADDRESS) {
-      if (!this.address(field + ".address", out.address)) return false;
+      if (!this.address(field, out.address, -1, "address")) return false;
     } else if (kind == REF_HOSTNAME) {
-      if (!this.string(field + ".hostname")) return false;
+      if (!this.string(field, -1, "hostname")) return false;
       out.hostPtr = this.strPtr;
       out.hostLen = this.strLen;
       if (!isHostname(String.UTF8.decodeUnsafe(out.hostPtr, <usize>out.hostLen))) {
@@ -300,7 +302,7 @@ export class WireReader {
     w.addressAt = this.pos;
     const a = this.scratch;
     for (let i = 0; i < count; i++) {
-      if (!this.address(indexed("addresses", i), a)) return false;
+      if (!this.address("addresses", a, i)) return false;
       // Duplicates within the workload (the message is small per workload: pairwise).
       if (this.addressRepeats(w.addressAt, i, a)) return this.fail(indexed("addresses", i), "duplicate address");
     }
@@ -415,8 +417,8 @@ export class WireReader {
     s.vipAt = this.pos;
     const a = this.scratch;
     for (let i = 0; i < vips; i++) {
-      if (!this.string(indexed("vips", i) + ".network")) return false;
-      if (!this.address(indexed("vips", i) + ".address", a)) return false;
+      if (!this.string("vips", i, "network")) return false;
+      if (!this.address("vips", a, i, "address")) return false;
     }
     s.waypoint.present = false;
     if ((flags & SF_WAYPOINT) != 0 && !this.ref("waypoint", s.waypoint)) return false;
@@ -425,7 +427,7 @@ export class WireReader {
     s.sanCount = sans;
     s.sanAt = this.pos;
     for (let i = 0; i < sans; i++) {
-      if (!this.string(indexed("subjectAltNames", i))) return false;
+      if (!this.string("subjectAltNames", i)) return false;
       if (this.strLen == 0) return this.fail(indexed("subjectAltNames", i), "must not be empty");
       if (!isSanText(String.UTF8.decodeUnsafe(this.strPtr, <usize>this.strLen))) return this.fail(indexed("subjectAltNames", i), SAN_COMMA);
     }
@@ -444,6 +446,13 @@ export class WireReader {
     if (isLocality(text)) return true;
     return this.fail("locality", "not a locality (expected " + LOCALITY_SHAPE + "): " + quoted(ptr, len));
   }
+}
+
+/** `field[index].sub` (index < 0 and sub "" left out); failure paths only. */
+function compose(field: string, index: i32, sub: string): string {
+  let path = index >= 0 ? field + "[" + index.toString() + "]" : field;
+  if (sub.length > 0) path = path.length > 0 ? path + "." + sub : sub;
+  return path;
 }
 
 /** `name[i]` (built on failure paths only). */
