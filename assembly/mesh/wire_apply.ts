@@ -18,6 +18,7 @@
 import { Address, FAMILY_V4, formatIp } from "./ip";
 import {
   addMembership,
+  reserveMembers,
   clearServiceContent,
   ensureMemberships,
   ensureServices,
@@ -345,7 +346,7 @@ function storeService(r: WireReader, m: Mesh, s: WireService): bool {
  * Stores workload record `w` (checked) into m: columns, addresses (checked against the
  * tables), references, memberships (each must name a live service). False (failed) on a clash.
  */
-function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload): bool {
+function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, checkServices: bool = true): bool {
   const id = w.id;
   const net = m.networks.internUtf8(w.netPtr, w.netLen);
   if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
@@ -387,7 +388,7 @@ function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload): bool {
   for (let i = 0; i < w.memberCount; i++) {
     const s = <i32>r.u32At(at);
     const n = <i32>r.u8At(at + 4);
-    if (!m.serviceLive(s)) return r.fail(indexed("memberships", i) + ".service", "service " + s.toString() + " is not live after this message");
+    if (checkServices && !m.serviceLive(s)) return r.fail(indexed("memberships", i) + ".service", "service " + s.toString() + " is not live after this message");
     overrides.length = 0;
     for (let k = 0; k < n; k++) {
       overrides.push((r.u16At(at + 5 + k * 4) << 16) | r.u16At(at + 7 + k * 4));
@@ -428,6 +429,7 @@ function loadFull(r: WireReader, h: Header): Mesh | null {
   let extraWorkloads = 0;
   let ports = 0;
   let vips = 0;
+  const perService = new StaticArray<u32>(ns);
   const start = r.pos;
   for (let i = 0; i < h.records; i++) {
     const type = recordHead(r, i);
@@ -455,6 +457,8 @@ function loadFull(r: WireReader, h: Header): Mesh | null {
       memberships += w.memberCount;
       let at = w.memberAt;
       for (let k = 0; k < w.memberCount; k++) {
+        const service = r.u32At(at);
+        if (service < <u32>ns) unchecked(perService[service]++);
         const n = <i32>load<u8>(r.base + <usize>at + 4);
         if (n > 0) {
           overridden++;
@@ -480,31 +484,61 @@ function loadFull(r: WireReader, h: Header): Mesh | null {
   m.wExtra = new ChunkPool(<i32>extraWords, extraWorkloads, nw);
   m.memOverrides = new ChunkPool(<i32>overrideWords, overridden, memberships);
   m.sMembers = new ChunkPool(memberships + ns * 3, ns, ns);
+  for (let s = 0; s < ns; s++) reserveMembers(m, s, <i32>unchecked(perService[s]));
   m.portIndex = new U64Table(ports);
   refTable = null;
-  // Pass 2: services; pass 3: workloads.
-  for (let pass = 0; pass < 2; pass++) {
-    r.pos = start;
-    for (let i = 0; i < h.records; i++) {
-      const type = recordHead(r, i);
-      if (type == 0) return null;
-      if (type == REC_SERVICE_UPSERT) {
-        if (!r.service(serviceRec, h.serviceLimit)) return null;
-        const end = r.pos;
-        if (pass == 0 && !storeService(r, m, serviceRec)) return null;
-        r.pos = end;
-      } else {
-        if (!r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) return null;
-        if (pass == 1) {
-          const end = r.pos;
-          if (!storeWorkload(r, m, workloadRec)) return null;
-          r.pos = end;
-        }
-      }
+  // Pass 2: every record stored in message order (memberships may name a service that comes
+  // later; whether each named service is in the message is checked once all are stored).
+  r.pos = start;
+  r.trusted = true;
+  for (let i = 0; i < h.records; i++) {
+    const type = recordHead(r, i);
+    if (type == REC_SERVICE_UPSERT) {
+      if (!r.service(serviceRec, h.serviceLimit)) return null;
+      const end = r.pos;
+      if (!storeService(r, m, serviceRec)) return null;
+      r.pos = end;
+    } else {
+      if (!r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) return null;
+      const end = r.pos;
+      if (!storeWorkload(r, m, workloadRec, false)) return null;
+      r.pos = end;
     }
+  }
+  r.trusted = false;
+  for (let s = 0; s < ns; s++) {
+    if (!m.serviceLive(s) && m.endpointCount(s) > 0) return failMembership(r, h, start, s);
   }
   m.generation = 1;
   return m;
+}
+
+/**
+ * The refusal for service s, named by a membership but not in the full message: finds the
+ * first workload record naming it (failure path: a scan of the message).
+ */
+function failMembership(r: WireReader, h: Header, start: i32, s: i32): Mesh | null {
+  r.pos = start;
+  r.trusted = true;
+  for (let i = 0; i < h.records; i++) {
+    const type = recordHead(r, i);
+    if (type == REC_SERVICE_UPSERT) {
+      r.service(serviceRec, h.serviceLimit);
+      continue;
+    }
+    if (type != REC_WORKLOAD_UPSERT || !r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) break;
+    let at = workloadRec.memberAt;
+    for (let k = 0; k < workloadRec.memberCount; k++) {
+      if (<i32>r.u32At(at) == s) {
+        r.trusted = false;
+        return failNull(r, indexed("memberships", k) + ".service", "service " + s.toString() + " is not in this full message");
+      }
+      at += 5 + <i32>r.u8At(at + 4) * 4;
+    }
+  }
+  r.trusted = false;
+  r.record = -1;
+  return failNull(r, "", "a membership names service " + s.toString() + ", which is not in this full message");
 }
 
 function trailing(r: WireReader): Mesh | null {
@@ -571,6 +605,7 @@ function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
     else clearServiceContent(m, id);
   }
   // 2: the services' last upserts; 3: the workloads'.
+  r.trusted = true;
   for (let pass = 0; pass < 2; pass++) {
     for (let i = 0; i < n; i++) {
       const type = unchecked(recType[i]);
@@ -590,6 +625,7 @@ function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
       }
     }
   }
+  r.trusted = false;
   m.version = h.version;
   m.generation++;
   // Checked before: a failure here would be a bug in checkFinalState, reported, not trapped.
