@@ -623,6 +623,56 @@ export class Mesh {
   }
 
   /**
+   * The service port of the lowest-id service (configuration order for JSON) listing w whose
+   * port maps to TARGET port `target` for w (its override, else the default); -1 if none.
+   * What tunnel_port's client needs for a connection dialled to a pod IP; walks w's
+   * memberships, so it stays right under changes (an index built at configure would not).
+   */
+  servicePortForTarget(w: i32, target: i32): i32 {
+    if (!inRange(w, this.workloadTotal) || !validPort(target)) return -1;
+    let bestService = -1;
+    let bestPort = -1;
+    let g = <i32>unchecked(this.wMember[w]) - 1;
+    for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
+      const s = <i32>unchecked(this.memService[g]) - 1;
+      if (s >= 0 && (bestService < 0 || s < bestService)) {
+        const n = this.servicePortCount(s);
+        for (let i = 0; i < n; i++) {
+          const slot = this.slotAt(s, i);
+          if (!inRange(slot, this.slotPort.length)) continue;
+          const port = <i32>unchecked(this.slotPort[slot]);
+          let t = this.overrideOf(g, port);
+          if (t < 0) t = <i32>unchecked(this.slotTarget[slot]);
+          if (t == target) {
+            bestService = s;
+            bestPort = port;
+            break;
+          }
+        }
+      }
+      g = <i32>unchecked(this.memNext[g]) - 1;
+    }
+    return bestPort;
+  }
+
+  /** Whether some service listing w maps `servicePort` to TARGET port `target` for it. */
+  mapsPort(w: i32, servicePort: i32, target: i32): bool {
+    if (!inRange(w, this.workloadTotal) || !validPort(target)) return false;
+    let g = <i32>unchecked(this.wMember[w]) - 1;
+    for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
+      const s = <i32>unchecked(this.memService[g]) - 1;
+      const slot = this.portSlot(s, servicePort);
+      if (inRange(slot, this.slotTarget.length)) {
+        let t = this.overrideOf(g, servicePort);
+        if (t < 0) t = <i32>unchecked(this.slotTarget[slot]);
+        if (t == target) return true;
+      }
+      g = <i32>unchecked(this.memNext[g]) - 1;
+    }
+    return false;
+  }
+
+  /**
    * Every (service, endpoint index) pair that has workload w, flattened [s0, e0, s1, e1, ...],
    * in service order. Allocates: for configure-time use, not per connection.
    */

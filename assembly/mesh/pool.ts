@@ -3,11 +3,11 @@
 // overrides and a service's ports, VIPs, SANs and members can each be replaced in place.
 //
 // A chunk is [owner, capacity, data x capacity]; `index` maps owner -> data offset + 1. A
-// replaced or freed chunk becomes garbage. When garbage passes a third of the used words (and
-// 64 words) the next allocation first compacts in place: live chunks slide down in address
-// order (a chunk is live when the index still points at it), so the array never holds more
-// than about 1.5x its live words plus 64, and the memory is reused rather than grown. Only
-// when the compacted array is still too small does it grow, by doubling. Offsets handed out
+// replaced or freed chunk becomes garbage. When an allocation does not fit and garbage is at
+// least a third of the used words (and 64), the pool first compacts in place: live chunks
+// slide down in address order (a chunk is live when the index still points at it). Only when
+// it still does not fit does the array grow, by doubling, so it doubles only when at least 2/3
+// of it is live and stays within about 3x its live words + 128. Offsets handed out
 // are valid until the next alloc / resize of any owner (compaction moves chunks).
 import { exactCapacity } from "./table";
 import { SparseColumn } from "./table";
