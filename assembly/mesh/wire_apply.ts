@@ -645,6 +645,7 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
   const addr4 = new AddrTable4(0);
   const addr6 = new AddrTable6(0);
   const newNetworks = new Array<string>();
+  let newTexts = 0;
   const a = scratchAddress;
   for (let i = 0; i < n; i++) {
     const type = unchecked(recType[i]);
@@ -684,6 +685,14 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
     } else {
       const w = workloadRec;
       r.workload(w, h.workloadLimit, h.serviceLimit);
+      // Interned texts are kept until the next full load: refuse (rather than fail half-way)
+      // a message that could overflow their ids. Counted per record: an upper bound.
+      if (w.identityLen > 0 && m.identities.findUtf8(w.identityPtr, w.identityLen) < 0 && <u32>(m.identities.size + newTexts++) > IDENTITY_MASK) {
+        return r.fail("identity", "the interned identities are full (" + IDENTITY_MASK.toString() + "): a full load compacts them");
+      }
+      if (w.localityLen > 0 && m.localities.findUtf8(w.localityPtr, w.localityLen) < 0 && m.localities.size + newTexts++ > MAX_LOCALITIES) {
+        return r.fail("locality", "the interned localities are full (" + MAX_LOCALITIES.toString() + "): a full load compacts them");
+      }
       const net = networkKey(m, w.netPtr, w.netLen, newNetworks);
       if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
       r.pos = w.addressAt;
