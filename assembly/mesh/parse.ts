@@ -166,7 +166,6 @@ const MESH_WORKLOADS = 0;
 const ADDRESSES_NAME = new JsonNames(["addresses"]);
 const ADDRESS_NAME = new JsonNames(["address"]);
 const SERVICE_COUNTED = new JsonNames(["ports", "endpoints", "subjectAltNames", "vips"]);
-const HEADLESS_NAME = new JsonNames(["headless"]);
 /** Service texts the reservation sizes one by one (see MeshScan.countServices). */
 const SERVICE_TEXT_NAMES = new JsonNames(["hostname", "cluster"]);
 const TEXT_HOSTNAME = 0;
@@ -215,11 +214,6 @@ export class MeshDocument {
   ok(): bool {
     return this.own !== null && this.mesh !== null && this.error.length == 0;
   }
-}
-
-// @ts-ignore: decorator
-@inline function portKey(index: i32, port: i32): u64 {
-  return (<u64>index << 16) | <u64>port;
 }
 
 function q(text: string): string {
@@ -293,10 +287,8 @@ class MeshScan {
   vip4: i32 = 0;
   vip6: i32 = 0;
   // For the build's memory reservation (see reserveBuildMemory): bytes the services' own texts
-  // may cost once decoded (names, SANs, a cluster name per port), and (pod, port) pairs of
-  // headless services (the headless index).
+  // may cost once decoded (names, SANs, a cluster name per port).
   serviceTextBytes: i64 = 0;
-  headlessPairs: i64 = 0;
   /** Workloads with a `waypoint` / `networkGateway` value (null counts too: an upper bound). */
   workloadWaypoints: i64 = 0;
   workloadGateways: i64 = 0;
@@ -461,14 +453,12 @@ class MeshScan {
         continue;
       }
       const slotsBefore = this.slots;
-      const endpointsBefore = this.endpoints;
       const sansBefore = this.sans;
       const vipsBefore = this.vips;
       let hostname: i64 = 0;
       let cluster: i64 = 0;
       let sanText: i64 = 0;
       let otherText: i64 = 0;
-      let headless = false;
       while (true) {
         t = s.next();
         if (t == JsonToken.EndObject) {
@@ -476,11 +466,9 @@ class MeshScan {
           if (this.slots > slotsBefore) this.servicesWithPorts++;
           if (this.sans > sansBefore) this.servicesWithSans++;
           if (this.vips > vipsBefore) this.servicesWithVips++;
-          if (headless) this.headlessPairs += (this.endpoints - endpointsBefore) * (this.slots - slotsBefore);
           break;
         }
         if (t != JsonToken.Key) return false;
-        const isHeadless = HEADLESS_NAME.find(s) == 0;
         const textName = SERVICE_TEXT_NAMES.find(s);
         const counted = SERVICE_COUNTED.find(s);
         const valueAt = s.offset();
@@ -512,7 +500,6 @@ class MeshScan {
         } else if (!s.skip(t)) {
           return false;
         } else {
-          if (isHeadless) headless = t == JsonToken.True;
           const bytes = <i64>(s.offset() - valueAt);
           if (textName == TEXT_HOSTNAME) hostname = bytes;
           else if (textName > TEXT_HOSTNAME) cluster = bytes;
