@@ -148,17 +148,24 @@ export class AddrTable4 {
    */
   insert(ip: u32, owner: i32, network: i32): i32 {
     if (!fits(owner, network)) return FULL;
-    const existing = this.find(ip, network);
-    if (existing >= 0) return existing;
     const capacity = this.capacity;
-    if (this.used >= <i32>capacity - 1) return FULL; // always keep one empty slot
     const slots = this.slots;
+    const net = <u32>network;
+    // One probe run: the key's entry (a clash) or the first empty slot, where it goes.
     let i = slotOf(mix32(ip), capacity);
-    while (unchecked(slots[<i32>(i << 1) + 1]) != 0) i = i + 1 == capacity ? 0 : i + 1;
-    unchecked((slots[<i32>(i << 1)] = ip));
-    unchecked((slots[<i32>(i << 1) + 1] = pack(owner, network)));
-    this.used++;
-    return ADDED;
+    for (let probes: u32 = 0; probes < capacity; probes++) {
+      const packed = unchecked(slots[<i32>(i << 1) + 1]);
+      if (packed == 0) {
+        if (this.used >= <i32>capacity - 1) return FULL; // always keep one empty slot
+        unchecked((slots[<i32>(i << 1)] = ip));
+        unchecked((slots[<i32>(i << 1) + 1] = pack(owner, network)));
+        this.used++;
+        return ADDED;
+      }
+      if (unchecked(slots[<i32>(i << 1)]) == ip && packed >> OWNER_BITS == net) return <i32>(packed & OWNER_MASK) - 1;
+      i = i + 1 == capacity ? 0 : i + 1;
+    }
+    return FULL;
   }
 
   /**

@@ -94,6 +94,8 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
   let vips = 0;
   const perService = new StaticArray<u32>(ns);
   const start = r.pos;
+  // The workload columns first: the check pass leaves each pod's interned text ids in them.
+  ensureWorkloads(m, nw, true);
   for (let i = 0; i < h.records; i++) {
     const type = recordHead(r, i);
     if (type == 0 || !checkRecord(r, m, type, h, true)) return null;
@@ -164,7 +166,7 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
     } else {
       if (!r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) return null;
       const end = r.pos;
-      if (!storeWorkload(r, m, workloadRec, false)) return null;
+      if (!storeWorkload(r, m, workloadRec, true)) return null;
       r.pos = end;
     }
   }

@@ -138,23 +138,35 @@ export function checkRecord(r: WireReader, m: Mesh, type: i32, h: Header, intern
  * interns them into its new model as it goes, so each distinct text is checked once).
  */
 export function checkWorkloadTexts(r: WireReader, m: Mesh, w: WireWorkload, intern: bool): bool {
-  if (w.identityLen > 0 && m.identities.findUtf8(w.identityPtr, w.identityLen) < 0) {
+  let identity = w.identityLen > 0 ? m.identities.findUtf8(w.identityPtr, w.identityLen) : 0;
+  if (identity < 0) {
     if (!r.checkIdentity(w.identityPtr, w.identityLen)) return false;
     if (intern) {
-      const id = m.identities.internUtf8(w.identityPtr, w.identityLen);
-      if (<u32>id > IDENTITY_MASK) return r.fail("identity", "more than " + IDENTITY_MASK.toString() + " distinct identities");
+      identity = m.identities.internUtf8(w.identityPtr, w.identityLen);
+      if (<u32>identity > IDENTITY_MASK) return r.fail("identity", "more than " + IDENTITY_MASK.toString() + " distinct identities");
     }
   }
-  if (w.localityLen > 0 && m.localities.findUtf8(w.localityPtr, w.localityLen) < 0) {
+  let loc = w.localityLen > 0 ? m.localities.findUtf8(w.localityPtr, w.localityLen) : 0;
+  if (loc < 0) {
     if (!r.checkLocality(w.localityPtr, w.localityLen)) return false;
     if (intern) {
-      const id = internLocality(m, String.UTF8.decodeUnsafe(w.localityPtr, <usize>w.localityLen));
-      if (id > MAX_LOCALITIES) return r.fail("locality", "more than " + MAX_LOCALITIES.toString() + " distinct localities");
+      loc = internLocality(m, String.UTF8.decodeUnsafe(w.localityPtr, <usize>w.localityLen));
+      if (loc > MAX_LOCALITIES) return r.fail("locality", "more than " + MAX_LOCALITIES.toString() + " distinct localities");
     }
   }
-  if (intern && m.networks.findUtf8(w.netPtr, w.netLen) < 0) {
-    const id = m.networks.internUtf8(w.netPtr, w.netLen);
-    if (id >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
+  if (!intern) return true;
+  let net = m.networks.findUtf8(w.netPtr, w.netLen);
+  if (net < 0) {
+    net = m.networks.internUtf8(w.netPtr, w.netLen);
+    if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
+  }
+  // A full load's new model has its columns already: keep the ids for the store pass, so it
+  // does not look the texts up again.
+  const id = w.id;
+  if (id >= 0 && id < m.wIdentityFlags.length) {
+    unchecked((m.wIdentityFlags[id] = <u32>identity));
+    unchecked((m.wNetwork[id] = <u16>net));
+    unchecked((m.wLocality[id] = <u16>loc));
   }
   return true;
 }
@@ -241,17 +253,26 @@ export function storeService(r: WireReader, m: Mesh, s: WireService): bool {
  * Stores workload record `w` (checked) into m: columns, addresses (checked against the
  * tables), references, memberships (each must name a live service). False (failed) on a clash.
  */
-export function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, checkServices: bool = true): bool {
+export function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, fullLoad: bool = false): bool {
   const id = w.id;
-  const net = m.networks.internUtf8(w.netPtr, w.netLen);
-  if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
-  const identity = w.identityLen > 0 ? m.identities.internUtf8(w.identityPtr, w.identityLen) : 0;
-  if (<u32>identity > IDENTITY_MASK) return r.fail("identity", "more than " + IDENTITY_MASK.toString() + " distinct identities");
+  let net = 0;
+  let identity = 0;
   let loc = 0;
-  if (w.localityLen > 0) {
-    loc = m.localities.findUtf8(w.localityPtr, w.localityLen);
-    if (loc < 0) loc = internLocality(m, String.UTF8.decodeUnsafe(w.localityPtr, <usize>w.localityLen));
-    if (loc > MAX_LOCALITIES) return r.fail("locality", "more than " + MAX_LOCALITIES.toString() + " distinct localities");
+  if (fullLoad && id >= 0 && id < m.wIdentityFlags.length) {
+    // Interned by the check pass (checkWorkloadTexts), which left the ids in the columns.
+    identity = <i32>(unchecked(m.wIdentityFlags[id]) & IDENTITY_MASK);
+    net = <i32>unchecked(m.wNetwork[id]);
+    loc = <i32>unchecked(m.wLocality[id]);
+  } else {
+    net = m.networks.internUtf8(w.netPtr, w.netLen);
+    if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
+    identity = w.identityLen > 0 ? m.identities.internUtf8(w.identityPtr, w.identityLen) : 0;
+    if (<u32>identity > IDENTITY_MASK) return r.fail("identity", "more than " + IDENTITY_MASK.toString() + " distinct identities");
+    if (w.localityLen > 0) {
+      loc = m.localities.findUtf8(w.localityPtr, w.localityLen);
+      if (loc < 0) loc = internLocality(m, String.UTF8.decodeUnsafe(w.localityPtr, <usize>w.localityLen));
+      if (loc > MAX_LOCALITIES) return r.fail("locality", "more than " + MAX_LOCALITIES.toString() + " distinct localities");
+    }
   }
   let info = <u32>identity;
   if ((w.flags & WF_ISTIO) != 0) info |= W_ISTIO;
@@ -283,7 +304,7 @@ export function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, checkServ
   for (let i = 0; i < w.memberCount; i++) {
     const s = <i32>r.u32At(at);
     const n = <i32>r.u8At(at + 4);
-    if (checkServices && !m.serviceLive(s)) return r.fail(indexed("memberships", i) + ".service", "service " + s.toString() + " is not live after this message");
+    if (!fullLoad && !m.serviceLive(s)) return r.fail(indexed("memberships", i) + ".service", "service " + s.toString() + " is not live after this message");
     overrides.length = 0;
     for (let k = 0; k < n; k++) {
       overrides.push((r.u16At(at + 5 + k * 4) << 16) | r.u16At(at + 7 + k * 4));
