@@ -1,6 +1,9 @@
 // The tree-based mesh parser as it was before streaming (assembly/mesh/parse.ts and fields.ts at
 // commit eb2c51c), kept verbatim apart from renames as the oracle for mesh_stream.spec.ts: the
 // streaming parser must build the same model and report the same first error for every input.
+// Since the model became mutable (issue 15) it stores what it read through the model's edit
+// primitives (assembly/mesh/edit.ts) instead of writing compressed-row columns; its reading
+// and checking are unchanged.
 import { ConfigReader, JsonValue, parseJson, quoteForMessage } from "../json";
 import { Address, FAMILY_V4, IpParse, parseIpString } from "../mesh/ip";
 import {
@@ -11,9 +14,13 @@ import {
   RefTarget,
   S_HEADLESS,
   S_LB_STANDARD,
+  S_LIVE,
+  VIP_WORDS,
   W_HEALTHY,
   W_ISTIO,
+  W_LIVE,
 } from "../mesh/model";
+import { addMembership, ensureMemberships, ensureServices, ensureWorkloads, reserveMembers, setAddresses, setHostname, setPorts, setSans, setVips } from "../mesh/edit";
 import { ADDED, AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
 import {
   isHostname,
@@ -215,11 +222,8 @@ class LegacyMeshParser {
   private uids: Map<string, i32> = new Map<string, i32>();
   /** Canonical reference text → reference id, so identical references are stored once. */
   private refIds: Map<string, i32> = new Map<string, i32>();
-  private v4Next: i32 = 0;
-  private v6Next: i32 = 0;
-  private slotNext: i32 = 0;
-  private epNext: i32 = 0;
-  private vipNext: i32 = 0;
+  private v4s: Array<u32> = new Array<u32>();
+  private v6s: Array<u64> = new Array<u64>();
   // First-pass counts.
   private total: i64 = 0;
   private count4: i32 = 0;
@@ -250,7 +254,6 @@ class LegacyMeshParser {
     if (services !== null) this.services(services.items(), this.servicesPath);
     if (r.failed()) return null;
     this.resolveRefs();
-    this.buildHeadlessIndex();
     return this.mesh;
   }
 
@@ -263,25 +266,18 @@ class LegacyMeshParser {
     if (!this.withinLimit(path, n, this.limits.workloads, "workloads")) return;
     this.countAddresses(items);
     if (!this.withinLimit(path, this.total, this.limits.addresses, "addresses")) return;
+    ensureWorkloads(m, n, true);
     m.workloadTotal = n;
-    m.wIdentityFlags = new StaticArray<u32>(n);
-    m.wNetwork = new StaticArray<u16>(n);
-    m.wLocality = new StaticArray<u16>(n);
     m.wWaypoint = new SparseColumn(n, n);
     m.wGateway = new SparseColumn(n, n);
-    m.v4Start = new StaticArray<u32>(n + 1);
-    m.v4Pool = new StaticArray<u32>(this.count4);
     m.v4Table = new AddrTable4(this.count4);
-    if (this.count6 > 0) {
-      m.v6Start = new StaticArray<u32>(n + 1);
-      m.v6Pool = new StaticArray<u64>(this.count6 * 2);
-      m.v6Table = new AddrTable6(this.count6);
-    }
+    if (this.count6 > 0) m.v6Table = new AddrTable6(this.count6);
     for (let i = 0; i < n; i++) {
+      this.v4s.length = 0;
+      this.v6s.length = 0;
       this.workload(i, unchecked(items[i]), path);
+      setAddresses(m, i, this.v4s, this.v6s);
       if (r.failed()) return;
-      unchecked((m.v4Start[i + 1] = <u32>this.v4Next));
-      if (m.v6Start.length > i + 1) unchecked((m.v6Start[i + 1] = <u32>this.v6Next));
     }
   }
 
@@ -332,7 +328,7 @@ class LegacyMeshParser {
       return f.failField("locality", "not a locality (expected " + LOCALITY_SHAPE + "): " + legacyQ(locality));
     }
     unchecked((m.wLocality[i] = <u16>loc));
-    let info = <u32>identity; // checked against IDENTITY_MASK when interned
+    let info = <u32>identity | W_LIVE; // checked against IDENTITY_MASK when interned
     if (tls == "istio") info |= W_ISTIO;
     if (healthy) info |= W_HEALTHY;
     unchecked((m.wIdentityFlags[i] = info));
@@ -391,17 +387,13 @@ class LegacyMeshParser {
     const a = this.scratch;
     let clash = ADDED;
     if (a.family == FAMILY_V4) {
-      if (this.v4Next >= m.v4Pool.length) return f.failField("addresses", "address count changed while parsing");
       clash = m.v4Table.insert(a.v4, w, net);
-      if (clash == ADDED) unchecked((m.v4Pool[this.v4Next++] = a.v4));
+      if (clash == ADDED) this.v4s.push(a.v4);
     } else {
-      const at = this.v6Next << 1;
-      if (at + 1 >= m.v6Pool.length) return f.failField("addresses", "address count changed while parsing");
       clash = m.v6Table.insert(a.hi, a.lo, w, net);
       if (clash == ADDED) {
-        unchecked((m.v6Pool[at] = a.hi));
-        unchecked((m.v6Pool[at + 1] = a.lo));
-        this.v6Next++;
+        this.v6s.push(a.hi);
+        this.v6s.push(a.lo);
       }
     }
     if (clash == ADDED) return;
@@ -547,36 +539,16 @@ class LegacyMeshParser {
     if (!this.withinLimit(path, slots, limits.serviceItems, "service ports")) return;
     if (!this.withinLimit(path, sans, limits.serviceItems, "subject alt names")) return;
 
+    ensureServices(m, n, true);
     m.serviceTotal = n;
-    m.sFlags = new StaticArray<u8>(n);
-    m.sWaypoint = new StaticArray<u32>(n);
-    m.sLbPrefs = new StaticArray<u32>(n);
-    m.sPortStart = new StaticArray<u32>(n + 1);
-    m.slotPort = new StaticArray<u16>(<i32>slots);
-    m.slotTarget = new StaticArray<u16>(<i32>slots);
-    m.slotService = new StaticArray<u32>(<i32>slots);
     m.portIndex = new U64Table(<i32>slots);
-    m.sEpStart = new StaticArray<u32>(n + 1);
-    m.epWorkload = new StaticArray<u32>(<i32>endpoints);
-    m.sSanStart = new StaticArray<u32>(n + 1);
-    m.sVipStart = new StaticArray<u32>(n + 1);
-    const nv = <i32>vips;
-    m.vipService = new StaticArray<u32>(nv);
-    m.vipNetwork = new StaticArray<u16>(nv);
-    m.vipFamily = new StaticArray<u8>(nv);
-    m.vipV4 = new StaticArray<u32>(nv);
-    m.vipHi = new StaticArray<u64>(nv);
-    m.vipLo = new StaticArray<u64>(nv);
+    ensureMemberships(m, <i32>endpoints, true);
     m.vipTable4 = new AddrTable4(vip4);
     m.vipTable6 = new AddrTable6(vip6);
     // (service, workload) pairs seen, to refuse a workload listed twice in one service.
     const seen = new U64Table(<i32>endpoints);
     for (let i = 0; i < n && !r.failed(); i++) {
       this.service(i, unchecked(items[i]), path, seen);
-      unchecked((m.sPortStart[i + 1] = <u32>this.slotNext));
-      unchecked((m.sEpStart[i + 1] = <u32>this.epNext));
-      unchecked((m.sVipStart[i + 1] = <u32>this.vipNext));
-      unchecked((m.sSanStart[i + 1] = <u32>m.sans.length));
     }
   }
 
@@ -603,8 +575,7 @@ class LegacyMeshParser {
       const first = r.indexPath(listPath, m.hostnames.get(hostname));
       return r.fail(hostPath, "duplicate hostname " + legacyQ(hostname) + " (first at " + first + ")");
     }
-    m.hostnames.set(hostname, i);
-    m.sHostname.push(hostname);
+    setHostname(m, i, hostname);
 
     const headless = r.optionalBool(obj, "headless", p, false);
     let cluster: ArrayBuffer | null = null;
@@ -627,16 +598,18 @@ class LegacyMeshParser {
     if (sans !== null) {
       const sanPath = r.childPath(p, "subjectAltNames");
       const list = sans.items();
+      const names = new Array<string>();
       for (let k = 0; k < list.length && !r.failed(); k++) {
         const at = r.indexPath(sanPath, k);
         const name = r.expectString(unchecked(list[k]), at);
         if (r.failed()) return;
         if (name.length == 0) return r.fail(at, "must not be empty");
         if (!isSanText(name)) return r.fail(at, SAN_COMMA);
-        m.sans.push(name);
+        names.push(name);
       }
+      setSans(m, i, names);
     }
-    let flags: u8 = headless ? S_HEADLESS : 0;
+    let flags: u8 = headless ? S_HEADLESS | S_LIVE : S_LIVE;
     if (this.loadBalancing(i, obj, p)) flags |= S_LB_STANDARD;
     unchecked((m.sFlags[i] = flags));
   }
@@ -649,22 +622,19 @@ class LegacyMeshParser {
     if (ports === null) return;
     const path = r.childPath(p, "ports");
     const keys = ports.keys();
+    const words = new Array<u32>();
+    const names = new Array<ArrayBuffer>();
     for (let k = 0; k < keys.length && !r.failed(); k++) {
       const key = unchecked(keys[k]);
       const port = parsePortKey(key);
       if (port < 0) return r.fail(r.childPath(path, key), "not a port number (1..65535): " + legacyQ(key));
       const target = <i32>r.requireInteger(ports, key, path, 1, 65535);
       if (r.failed()) return;
-      const slot = this.slotNext;
-      if (slot >= m.slotPort.length) return r.fail(path, "port count changed while parsing");
-      this.slotNext++;
-      m.portIndex.add(legacyPortKey(s, port), slot);
-      unchecked((m.slotPort[slot] = <u16>port));
-      unchecked((m.slotTarget[slot] = <u16>target));
-      unchecked((m.slotService[slot] = <u32>s));
+      words.push((<u32>port << 16) | <u32>target);
       const name = cluster !== null ? cluster : String.UTF8.encode("outbound|" + port.toString() + "||" + hostname);
-      m.slotCluster.push(name);
+      names.push(name);
     }
+    setPorts(m, s, words, names);
   }
 
   private vips(s: i32, obj: JsonValue, p: string): void {
@@ -674,6 +644,7 @@ class LegacyMeshParser {
     if (vips === null) return;
     const path = r.childPath(p, "vips");
     const list = vips.items();
+    const words = new Array<u32>();
     for (let k = 0; k < list.length && !r.failed(); k++) {
       const f = this.nested.at(path, k);
       const vip = f.object(unchecked(list[k]), VIP_FIELDS);
@@ -682,29 +653,26 @@ class LegacyMeshParser {
       const net = this.networkId(network, f, "network");
       const text = f.requireString(vip, "address");
       if (net < 0 || !this.parseAddress(text, f, "address", -1)) return;
-      const v = this.vipNext;
-      if (v >= m.vipService.length) return r.fail(path, "VIP count changed while parsing");
       const a = this.scratch;
-      unchecked((m.vipService[v] = <u32>s));
-      unchecked((m.vipNetwork[v] = <u16>net));
-      unchecked((m.vipFamily[v] = <u8>a.family));
-      unchecked((m.vipV4[v] = a.v4));
-      unchecked((m.vipHi[v] = a.hi));
-      unchecked((m.vipLo[v] = a.lo));
       const clash =
         a.family == FAMILY_V4
-          ? m.vipTable4.insert(a.v4, v, net)
-          : m.vipTable6.insert(a.hi, a.lo, v, net);
+          ? m.vipTable4.insert(a.v4, s, net)
+          : m.vipTable6.insert(a.hi, a.lo, s, net);
       if (clash == ADDED) {
-        this.vipNext++;
+        words.push((<u32>net << 8) | <u32>a.family);
+        words.push(a.family == FAMILY_V4 ? a.v4 : <u32>(a.hi >> 32));
+        words.push(a.family == FAMILY_V4 ? 0 : <u32>a.hi);
+        words.push(a.family == FAMILY_V4 ? 0 : <u32>(a.lo >> 32));
+        words.push(a.family == FAMILY_V4 ? 0 : <u32>a.lo);
         continue;
       }
-      if (clash < 0 || clash >= m.vipService.length) return f.failField("address", "VIP table full");
-      const owner = <i32>unchecked(m.vipService[clash]);
+      if (clash < 0 || clash >= m.serviceTotal) return f.failField("address", "VIP table full");
+      const owner = clash;
       if (owner == s) return f.failField("address", "duplicate VIP " + legacyQ(text));
       const other = r.indexPath(this.servicesPath, owner);
       return f.failField("address", "VIP " + legacyQ(text) + " on " + legacyOnNetwork(network) + " is already used by " + other);
     }
+    if (!r.failed()) setVips(m, s, words, false);
   }
 
   /** Endpoints of service s (one per pod, so paths are built only on failure). */
@@ -715,6 +683,8 @@ class LegacyMeshParser {
     if (endpoints === null) return;
     const path = r.childPath(p, "endpoints");
     const list = endpoints.items();
+    const members = new Array<i32>();
+    const overrides = new Array<Array<u32>>();
     for (let k = 0; k < list.length && !r.failed(); k++) {
       const f = this.nested.at(path, k);
       const ep = f.object(unchecked(list[k]), ENDPOINT_FIELDS);
@@ -728,17 +698,19 @@ class LegacyMeshParser {
         const first = r.indexPath(path, before);
         return f.failField("workload", "workload " + legacyQ(uid) + " is already an endpoint (at " + first + ")");
       }
-      const g = this.epNext;
-      if (g >= m.epWorkload.length) return r.fail(path, "endpoint count changed while parsing");
-      this.epNext++;
-      unchecked((m.epWorkload[g] = <u32>w));
-      const overrides = f.optionalObject(ep, "ports");
-      if (overrides !== null) this.endpointPorts(s, g, overrides, f, p);
+      members.push(w);
+      const own = new Array<u32>();
+      overrides.push(own);
+      const ports = f.optionalObject(ep, "ports");
+      if (ports !== null) this.endpointPorts(s, own, ports, f, p);
     }
+    if (r.failed()) return;
+    reserveMembers(m, s, members.length);
+    for (let k = 0; k < members.length; k++) addMembership(m, unchecked(members[k]), s, unchecked(overrides[k]));
   }
 
   /** An endpoint's `ports` overrides: service port (which s must have) → target port. */
-  private endpointPorts(s: i32, g: i32, overrides: JsonValue, f: LegacyItemReader, servicePath: string): void {
+  private endpointPorts(s: i32, own: Array<u32>, overrides: JsonValue, f: LegacyItemReader, servicePath: string): void {
     const r = this.reader;
     const m = this.mesh;
     const keys = overrides.keys();
@@ -756,7 +728,7 @@ class LegacyMeshParser {
       let target: i64 = v !== null && v.isInteger() ? v.asInteger() : 0;
       if (target < 1 || target > 65535) target = r.requireInteger(overrides, key, f.fieldPath("ports"), 1, 65535);
       if (r.failed()) return;
-      m.overrides.add(g, port, <i32>target);
+      own.push((<u32>port << 16) | <u32>target);
     }
   }
 
@@ -834,26 +806,6 @@ class LegacyMeshParser {
     }
   }
 
-  /** (workload, effective target port) → port slot, for every endpoint of a headless service. */
-  private buildHeadlessIndex(): void {
-    const m = this.mesh;
-    for (let s = 0; s < m.serviceTotal; s++) {
-      if (!m.serviceHeadless(s)) continue;
-      const slotFrom = <i32>unchecked(m.sPortStart[s]);
-      const slotTo = <i32>unchecked(m.sPortStart[s + 1]);
-      const epFrom = <i32>unchecked(m.sEpStart[s]);
-      const epTo = <i32>unchecked(m.sEpStart[s + 1]);
-      for (let g = epFrom; g < epTo && g < m.epWorkload.length; g++) {
-        const w = <i32>unchecked(m.epWorkload[g]);
-        for (let slot = slotFrom; slot < slotTo && slot < m.slotPort.length; slot++) {
-          const port = <i32>unchecked(m.slotPort[slot]);
-          let target = m.overrides.size > 0 ? m.overrides.get(g, port) : -1;
-          if (target < 0) target = <i32>unchecked(m.slotTarget[slot]);
-          m.headless.add(legacyPortKey(w, target), slot);
-        }
-      }
-    }
-  }
 }
 
 /** The original tree-based parseMeshConfig. */

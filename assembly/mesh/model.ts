@@ -1,16 +1,22 @@
-// The mesh model: workloads, services and the references between them, built once per
-// configuration (parse.ts) and then only read.
+// The mesh model: workloads, services and the references between them. Built from the JSON
+// configuration (parse.ts) or a binary full message (wire_apply.ts), and changed in place by
+// binary delta messages (edit.ts: workload / service upsert and remove).
 //
-// Layout is struct-of-arrays: one flat column per field, indexed by workload or service
-// index, so a pod costs a few bytes per column and no object of its own (see README.md for
-// the per-pod budget). Repeated texts (identities, networks, localities) are interned ids.
-// Lookups are O(1) hash probes over flat arrays and allocate nothing; every accessor answers a
-// neutral value (-1, "", false, an empty buffer) for an index out of range instead of trapping.
+// Layout is struct-of-arrays: one flat column per field, indexed by workload or service id
+// (the JSON build numbers them in configuration order; the feed assigns them), so a pod costs a
+// few bytes per column and no object of its own (see README.md for the per-pod budget). The
+// columns have a capacity and grow by doubling; variable-length lists (a workload's extra
+// addresses, a service's ports, VIPs, SANs and members, a membership's port overrides) live in
+// ChunkPools (pool.ts). A workload's first IPv4 address is inline. Repeated texts (identities,
+// networks, localities) are interned ids. Lookups are O(1) hash probes over flat arrays and
+// allocate nothing; every accessor answers a neutral value (-1, "", false, an empty buffer)
+// for an id out of range or not live instead of trapping.
 //
-// The columns are public so parse.ts can fill them; nothing may write them after parsing.
+// The columns are public so parse.ts and edit.ts can fill them; filters only read.
 import { Address, FAMILY_V4, FAMILY_V6 } from "./ip";
 import { StringTable } from "./intern";
-import { AddrTable4, AddrTable6, OBJECT_OVERHEAD, PortTable, SparseColumn, U64Table } from "./table";
+import { ChunkPool } from "./pool";
+import { AddrTable4, AddrTable6, OBJECT_OVERHEAD, SparseColumn, U64Table } from "./table";
 
 export enum TlsMode {
   Disabled = 0,
@@ -53,6 +59,8 @@ export class Ref {
   target: RefTarget = RefTarget.Unresolved;
   /** Workload or service index when resolved, else -1. */
   index: i32 = -1;
+  /** Mesh.generation this resolution was made in; resolved again lazily after a change. */
+  generation: u32 = 0;
 }
 
 // A workload's identity id and flags share one u32 (`wIdentityFlags`), so the fields a
@@ -61,9 +69,21 @@ export class Ref {
 export const IDENTITY_MASK: u32 = 0xffffff;
 export const W_ISTIO: u32 = 1 << 24;
 export const W_HEALTHY: u32 = 2 << 24;
+/** The id holds a workload (ids are reused; a removed one reads as absent). */
+export const W_LIVE: u32 = 4 << 24;
+/** The first IPv4 address is in wV4. */
+export const W_V4: u32 = 8 << 24;
+/** More addresses are in the wExtra chunk ([n4, v4 x n4, v6 as 4 words each]). */
+export const W_EXTRA: u32 = 16 << 24;
 // Service flag bits.
 export const S_HEADLESS: u8 = 1;
 export const S_LB_STANDARD: u8 = 2;
+export const S_LIVE: u8 = 4;
+/** memPos bit: the membership has port overrides (a memOverrides chunk). */
+export const M_OVERRIDES: u32 = 0x80000000;
+export const M_POS_MASK: u32 = 0x7fffffff;
+/** Words per VIP in a service's sVips chunk: [network << 8 | family, v4 or hi/lo as 4 words]. */
+export const VIP_WORDS: i32 = 5;
 
 /** Default routing preference: network, region, zone, subzone (one scope per byte). */
 export const DEFAULT_LB_PREFS: u32 = 0x04030201;
@@ -76,7 +96,7 @@ const EMPTY_BYTES = new ArrayBuffer(0);
 }
 
 // @ts-ignore: decorator
-@inline function portKey(index: i32, port: i32): u64 {
+@inline export function portKey(index: i32, port: i32): u64 {
   return (<u64>index << 16) | <u64>port;
 }
 
@@ -103,12 +123,24 @@ export class Mesh {
   /** Per locality id: region, zone and subzone prefix ids. */
   localityParts: Array<i32> = [0, 0, 0];
 
-  // ---- Workloads (n = workloadTotal) ----
+  /** Bumped by every applied change: references resolve again lazily (Ref.generation). */
+  generation: u32 = 0;
+  /** The feed's epoch and version this model is at (0, 0: built from JSON, or empty). */
+  epoch: u64 = 0;
+  version: u64 = 0;
+
+  // ---- Workloads (ids < workloadTotal; capacity = wIdentityFlags.length) ----
   workloadTotal: i32 = 0;
+  liveWorkloads: i32 = 0;
+  /** Identity id (bits 0..23) and W_* flags. 0 = no workload at this id. */
   wIdentityFlags: StaticArray<u32> = new StaticArray<u32>(0);
   wNetwork: StaticArray<u16> = new StaticArray<u16>(0);
   /** Locality id (at most MAX_LOCALITIES distinct). */
   wLocality: StaticArray<u16> = new StaticArray<u16>(0);
+  /** The first IPv4 address (when W_V4). */
+  wV4: StaticArray<u32> = new StaticArray<u32>(0);
+  /** First membership id + 1 of the workload's chain (memNext), 0 = none. */
+  wMember: StaticArray<u32> = new StaticArray<u32>(0);
   /**
    * Reference id + 1; 0 = none. Dense only when many workloads have one (a service waypoint is
    * the common case; a workload's own waypoint or gateway is rare), so a mesh without them pays
@@ -116,49 +148,54 @@ export class Mesh {
    */
   wWaypoint: SparseColumn = new SparseColumn();
   wGateway: SparseColumn = new SparseColumn();
-  /** Workload w's IPv4 addresses are v4Pool[v4Start[w] .. v4Start[w + 1]). */
-  v4Start: StaticArray<u32> = new StaticArray<u32>(1);
-  v4Pool: StaticArray<u32> = new StaticArray<u32>(0);
-  /** Same for IPv6, two u64 per address; both empty when no workload has one. */
-  v6Start: StaticArray<u32> = new StaticArray<u32>(0);
-  v6Pool: StaticArray<u64> = new StaticArray<u64>(0);
+  /** Addresses beyond the inline IPv4 one: [n4, v4 x n4, (hi hi, hi lo, lo hi, lo lo) x n6]. */
+  wExtra: ChunkPool = new ChunkPool();
   v4Table: AddrTable4 = new AddrTable4(0);
   v6Table: AddrTable6 = new AddrTable6(0);
 
-  // ---- Services (m = serviceTotal) ----
+  // ---- Memberships (a workload in a service: one "endpoint"; ids < memTotal) ----
+  memTotal: i32 = 0;
+  memLive: i32 = 0;
+  /** Free membership ids, chained through memNext (head + 1; 0 = none). */
+  memFree: i32 = 0;
+  /** Service id + 1; 0 = a free id. */
+  memService: StaticArray<u32> = new StaticArray<u32>(0);
+  /** Position in the service's member list, | M_OVERRIDES when it has port overrides. */
+  memPos: StaticArray<u32> = new StaticArray<u32>(0);
+  /** Next membership of the same workload + 1 (0 ends the chain). */
+  memNext: StaticArray<u32> = new StaticArray<u32>(0);
+  /** Per-membership target-port overrides: words (service port << 16 | target port). */
+  memOverrides: ChunkPool = new ChunkPool();
+
+  // ---- Services (ids < serviceTotal; capacity = sFlags.length) ----
   serviceTotal: i32 = 0;
+  liveServices: i32 = 0;
   sHostname: Array<string> = new Array<string>();
   hostnames: Map<string, i32> = new Map<string, i32>();
   sFlags: StaticArray<u8> = new StaticArray<u8>(0);
   sWaypoint: StaticArray<u32> = new StaticArray<u32>(0);
   /** Routing preference, one Scope per byte from the lowest, 0 ends the list. */
   sLbPrefs: StaticArray<u32> = new StaticArray<u32>(0);
-  /** Service s's ports are port slots sPortStart[s] .. sPortStart[s + 1]. */
-  sPortStart: StaticArray<u32> = new StaticArray<u32>(1);
+  /** Per service: its port slot ids, in configuration order. */
+  sPorts: ChunkPool = new ChunkPool();
   slotPort: StaticArray<u16> = new StaticArray<u16>(0);
   slotTarget: StaticArray<u16> = new StaticArray<u16>(0);
-  slotService: StaticArray<u32> = new StaticArray<u32>(0);
   slotCluster: Array<ArrayBuffer> = new Array<ArrayBuffer>();
+  slotTotal: i32 = 0;
+  slotFree: Array<i32> = new Array<i32>();
   /** (service, service port) → port slot. */
   portIndex: U64Table = new U64Table();
-  /** Service s's endpoints are epWorkload[sEpStart[s] .. sEpStart[s + 1]) (global ids). */
-  sEpStart: StaticArray<u32> = new StaticArray<u32>(1);
-  epWorkload: StaticArray<u32> = new StaticArray<u32>(0);
-  /** (global endpoint id, service port) → per-endpoint target port. */
-  overrides: PortTable = new PortTable();
-  sSanStart: StaticArray<u32> = new StaticArray<u32>(1);
+  /** Per service: [count, workload id x count] (swap-remove order after a change). */
+  sMembers: ChunkPool = new ChunkPool();
+  /** Per service: SAN slot ids into `sans`. */
+  sSans: ChunkPool = new ChunkPool();
   sans: Array<string> = new Array<string>();
-  sVipStart: StaticArray<u32> = new StaticArray<u32>(1);
-  vipService: StaticArray<u32> = new StaticArray<u32>(0);
-  vipNetwork: StaticArray<u16> = new StaticArray<u16>(0);
-  vipFamily: StaticArray<u8> = new StaticArray<u8>(0);
-  vipV4: StaticArray<u32> = new StaticArray<u32>(0);
-  vipHi: StaticArray<u64> = new StaticArray<u64>(0);
-  vipLo: StaticArray<u64> = new StaticArray<u64>(0);
+  sanFree: Array<i32> = new Array<i32>();
+  /** Per service: VIP_WORDS words per VIP. */
+  sVips: ChunkPool = new ChunkPool();
+  /** VIP → service id (owner), per network. */
   vipTable4: AddrTable4 = new AddrTable4(0);
   vipTable6: AddrTable6 = new AddrTable6(0);
-  /** (workload, effective target port) → port slot of a headless service; first one wins. */
-  headless: U64Table = new U64Table();
 
   // ---- References ----
   refs: Array<Ref> = new Array<Ref>();
@@ -180,8 +217,14 @@ export class Mesh {
 
   // ================================================================ workloads
 
+  /** Workload ids are below this (some ids may be free after changes: workloadLive). */
   workloadCount(): i32 {
     return this.workloadTotal;
+  }
+
+  /** Whether id w holds a workload. */
+  workloadLive(w: i32): bool {
+    return this.flag(w, W_LIVE);
   }
 
   /** The workload holding `addr`'s IP on `network`, or -1. No allocation. */
@@ -274,39 +317,98 @@ export class Mesh {
   /** IPv4 addresses first, then IPv6, each in configuration order. */
   workloadAddressCount(w: i32): i32 {
     if (!inRange(w, this.workloadTotal)) return 0;
-    return this.v4Count(w) + this.v6Count(w);
+    const info = unchecked(this.wIdentityFlags[w]);
+    let n = (info & W_V4) != 0 ? 1 : 0;
+    if ((info & W_EXTRA) != 0) {
+      const at = this.wExtra.offset(w);
+      if (at >= 0) {
+        const n4 = <i32>this.wExtra.word(at);
+        n += n4 + ((this.wExtra.capacityOf(w) - 1 - n4) >> 2);
+      }
+    }
+    return n;
   }
 
   /** Writes address i of workload w into `out` (port -1); false when there is none. */
   workloadAddress(w: i32, i: i32, out: Address): bool {
     out.clear();
     if (!inRange(w, this.workloadTotal) || i < 0) return false;
-    const n4 = this.v4Count(w);
+    const info = unchecked(this.wIdentityFlags[w]);
+    if ((info & W_V4) != 0) {
+      if (i == 0) {
+        out.setV4(unchecked(this.wV4[w]));
+        return true;
+      }
+      i--;
+    }
+    if ((info & W_EXTRA) == 0) return false;
+    const pool = this.wExtra;
+    const at = pool.offset(w);
+    if (at < 0) return false;
+    const n4 = <i32>pool.word(at);
     if (i < n4) {
-      const at = <i32>unchecked(this.v4Start[w]) + i;
-      if (!inRange(at, this.v4Pool.length)) return false;
-      out.setV4(unchecked(this.v4Pool[at]));
+      out.setV4(pool.word(at + 1 + i));
       return true;
     }
-    if (i - n4 >= this.v6Count(w)) return false;
-    const at = (<i32>unchecked(this.v6Start[w]) + i - n4) << 1;
-    if (!inRange(at + 1, this.v6Pool.length)) return false;
-    out.setV6(unchecked(this.v6Pool[at]), unchecked(this.v6Pool[at + 1]));
+    const k = at + 1 + n4 + ((i - n4) << 2);
+    if (k + 4 > at + pool.capacityOf(w)) return false;
+    const hi = (<u64>pool.word(k) << 32) | <u64>pool.word(k + 1);
+    const lo = (<u64>pool.word(k + 2) << 32) | <u64>pool.word(k + 3);
+    out.setV6(hi, lo);
     return true;
+  }
+
+  // ================================================================ memberships
+
+  /** The workload's first membership id (its chain, newest first), or -1. */
+  firstMembership(w: i32): i32 {
+    return inRange(w, this.workloadTotal) ? <i32>unchecked(this.wMember[w]) - 1 : -1;
+  }
+
+  /** The next membership of the same workload, or -1. */
+  nextMembership(g: i32): i32 {
+    return inRange(g, this.memTotal) && unchecked(this.memService[g]) != 0 ? <i32>unchecked(this.memNext[g]) - 1 : -1;
+  }
+
+  /** The service of membership g, or -1. */
+  membershipService(g: i32): i32 {
+    return inRange(g, this.memTotal) ? <i32>unchecked(this.memService[g]) - 1 : -1;
+  }
+
+  /** g's position among its service's endpoints (endpointWorkload(s, e)), or -1. */
+  membershipIndex(g: i32): i32 {
+    if (!inRange(g, this.memTotal) || unchecked(this.memService[g]) == 0) return -1;
+    return <i32>(unchecked(this.memPos[g]) & M_POS_MASK);
+  }
+
+  /** The membership of workload w in service s, or -1 (walks w's chain: a pod has few). */
+  membershipOf(w: i32, s: i32): i32 {
+    if (!inRange(w, this.workloadTotal)) return -1;
+    const want = <u32>s + 1;
+    let g = <i32>unchecked(this.wMember[w]) - 1;
+    for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
+      if (unchecked(this.memService[g]) == want) return g;
+      g = <i32>unchecked(this.memNext[g]) - 1;
+    }
+    return -1;
   }
 
   // ================================================================ services
 
+  /** Service ids are below this (some may be free after changes: serviceLive). */
   serviceCount(): i32 {
     return this.serviceTotal;
   }
 
+  serviceLive(s: i32): bool {
+    return inRange(s, this.serviceTotal) && (unchecked(this.sFlags[s]) & S_LIVE) != 0;
+  }
+
   /** The service with VIP `addr` on `network`, or -1. No allocation. */
   serviceByVip(network: i32, addr: Address): i32 {
-    let vip = -1;
-    if (addr.family == FAMILY_V4) vip = this.vipTable4.find(addr.v4, network);
-    else if (addr.family == FAMILY_V6) vip = this.vipTable6.find(addr.hi, addr.lo, network);
-    return inRange(vip, this.vipService.length) ? <i32>unchecked(this.vipService[vip]) : -1;
+    if (addr.family == FAMILY_V4) return this.vipTable4.find(addr.v4, network);
+    if (addr.family == FAMILY_V6) return this.vipTable6.find(addr.hi, addr.lo, network);
+    return -1;
   }
 
   /** The service with this hostname, or -1. */
@@ -327,12 +429,12 @@ export class Mesh {
   }
 
   servicePortCount(s: i32): i32 {
-    return this.rangeLength(this.sPortStart, s);
+    return inRange(s, this.serviceTotal) ? this.sPorts.capacityOf(s) : 0;
   }
 
   /** Service port number i of s (configuration order), or -1. */
   servicePortAt(s: i32, i: i32): i32 {
-    const slot = this.rangeItem(this.sPortStart, s, i);
+    const slot = this.slotAt(s, i);
     return inRange(slot, this.slotPort.length) ? <i32>unchecked(this.slotPort[slot]) : -1;
   }
 
@@ -357,49 +459,44 @@ export class Mesh {
   }
 
   endpointCount(s: i32): i32 {
-    return this.rangeLength(this.sEpStart, s);
-  }
-
-  /** Endpoints of all services, numbered service after service: the global endpoint ids. */
-  endpointTotal(): i32 {
-    return this.epWorkload.length;
-  }
-
-  /** Workload index of global endpoint g, or -1. */
-  globalEndpointWorkload(g: i32): i32 {
-    return inRange(g, this.epWorkload.length) ? <i32>unchecked(this.epWorkload[g]) : -1;
+    if (!inRange(s, this.serviceTotal)) return 0;
+    const at = this.sMembers.offset(s);
+    return at < 0 ? 0 : <i32>this.sMembers.word(at);
   }
 
   /**
-   * The service global endpoint g belongs to, or -1: a binary search over the services'
-   * endpoint ranges (O(log services), no allocation). `globalEndpointIndex` gives e within it.
+   * Membership ids ("global endpoint ids") are below this; free ids answer -1 below. The JSON
+   * build numbers them service after service, in configuration order.
    */
+  endpointTotal(): i32 {
+    return this.memTotal;
+  }
+
+  /** Workload of membership (global endpoint) g, or -1. */
+  globalEndpointWorkload(g: i32): i32 {
+    const s = this.membershipService(g);
+    if (s < 0) return -1;
+    return this.endpointWorkload(s, <i32>(unchecked(this.memPos[g]) & M_POS_MASK));
+  }
+
+  /** The service global endpoint g belongs to, or -1 (O(1)). */
   endpointService(g: i32): i32 {
-    const starts = this.sEpStart;
-    const n = starts.length - 1;
-    if (n <= 0 || !inRange(g, <i32>unchecked(starts[n]))) return -1;
-    // The last s with starts[s] <= g (services without endpoints share their start).
-    let lo = 0;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (<i32>unchecked(starts[mid]) <= g) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+    return this.membershipService(g);
   }
 
   /** g's position within its service `s` (= endpointService(g)), or -1. */
   globalEndpointIndex(s: i32, g: i32): i32 {
-    if (!inRange(s + 1, this.sEpStart.length) || s < 0) return -1;
-    const e = g - <i32>unchecked(this.sEpStart[s]);
-    return inRange(e, this.rangeLength(this.sEpStart, s)) ? e : -1;
+    if (s < 0 || this.membershipService(g) != s) return -1;
+    return <i32>(unchecked(this.memPos[g]) & M_POS_MASK);
   }
 
   /** Workload index of endpoint e (0-based within s), or -1. */
   endpointWorkload(s: i32, e: i32): i32 {
-    const g = this.rangeItem(this.sEpStart, s, e);
-    return inRange(g, this.epWorkload.length) ? <i32>unchecked(this.epWorkload[g]) : -1;
+    if (!inRange(s, this.serviceTotal)) return -1;
+    const pool = this.sMembers;
+    const at = pool.offset(s);
+    if (at < 0 || !inRange(e, <i32>pool.word(at))) return -1;
+    return <i32>pool.word(at + 1 + e);
   }
 
   /**
@@ -410,43 +507,48 @@ export class Mesh {
   targetPort(s: i32, e: i32, servicePort: i32): i32 {
     const slot = this.portSlot(s, servicePort);
     if (!inRange(slot, this.slotTarget.length)) return -1;
-    const g = this.rangeItem(this.sEpStart, s, e);
-    if (g < 0) return -1;
-    if (this.overrides.size > 0) {
-      const t = this.overrides.get(g, servicePort);
-      if (t >= 0) return t;
-    }
-    return <i32>unchecked(this.slotTarget[slot]);
+    const w = this.endpointWorkload(s, e);
+    if (w < 0) return -1;
+    const g = this.membershipOf(w, s);
+    const t = this.overrideOf(g, servicePort);
+    return t >= 0 ? t : <i32>unchecked(this.slotTarget[slot]);
   }
 
   sanCount(s: i32): i32 {
-    return this.rangeLength(this.sSanStart, s);
+    return inRange(s, this.serviceTotal) ? this.sSans.capacityOf(s) : 0;
   }
 
   san(s: i32, i: i32): string {
-    const at = this.rangeItem(this.sSanStart, s, i);
+    if (!inRange(i, this.sanCount(s))) return "";
+    const at = <i32>this.sSans.word(this.sSans.offset(s) + i);
     return inRange(at, this.sans.length) ? unchecked(this.sans[at]) : "";
   }
 
   vipCount(s: i32): i32 {
-    return this.rangeLength(this.sVipStart, s);
+    return inRange(s, this.serviceTotal) ? this.sVips.capacityOf(s) / VIP_WORDS : 0;
   }
 
   /** Writes VIP i of service s into `out`; false when there is none. */
   vipAddress(s: i32, i: i32, out: Address): bool {
     out.clear();
-    const v = this.rangeItem(this.sVipStart, s, i);
-    if (!inRange(v, this.vipFamily.length)) return false;
-    const family = <i32>unchecked(this.vipFamily[v]);
-    if (family == FAMILY_V4) out.setV4(unchecked(this.vipV4[v]));
-    else out.setV6(unchecked(this.vipHi[v]), unchecked(this.vipLo[v]));
+    if (!inRange(i, this.vipCount(s))) return false;
+    const pool = this.sVips;
+    const at = pool.offset(s) + i * VIP_WORDS;
+    const family = <i32>(pool.word(at) & 0xff);
+    if (family == FAMILY_V4) {
+      out.setV4(pool.word(at + 1));
+    } else {
+      const hi = (<u64>pool.word(at + 1) << 32) | <u64>pool.word(at + 2);
+      const lo = (<u64>pool.word(at + 3) << 32) | <u64>pool.word(at + 4);
+      out.setV6(hi, lo);
+    }
     return true;
   }
 
   /** Network id of VIP i of service s, or -1. */
   vipNetworkId(s: i32, i: i32): i32 {
-    const v = this.rangeItem(this.sVipStart, s, i);
-    return inRange(v, this.vipNetwork.length) ? <i32>unchecked(this.vipNetwork[v]) : -1;
+    if (!inRange(i, this.vipCount(s))) return -1;
+    return <i32>(this.sVips.word(this.sVips.offset(s) + i * VIP_WORDS) >> 8);
   }
 
   lbMode(s: i32): LbMode {
@@ -496,40 +598,91 @@ export class Mesh {
    * The headless service that has workload w as an endpoint and serves on TARGET port `port`
    * for it (the effective target port: the endpoint's override, else the service default),
    * or -1. A direct pod connection dials the pod's target port. When several headless
-   * services match, the first in configuration order wins.
+   * services match, the lowest service id (configuration order) wins; within one, its first
+   * matching port. Walks w's memberships and their ports: no index to keep up to date.
    */
   headlessServiceOf(w: i32, port: i32): i32 {
-    const slot = this.headlessSlot(w, port);
-    return inRange(slot, this.slotService.length) ? <i32>unchecked(this.slotService[slot]) : -1;
+    const found = this.headlessMatch(w, port);
+    return found < 0 ? -1 : <i32>(found >> 32);
   }
 
   /** The SERVICE port of that match (for clusterName), or -1. */
   headlessServicePort(w: i32, port: i32): i32 {
-    const slot = this.headlessSlot(w, port);
+    const found = this.headlessMatch(w, port);
+    if (found < 0) return -1;
+    const slot = <i32>(found & 0xffffffff);
     return inRange(slot, this.slotPort.length) ? <i32>unchecked(this.slotPort[slot]) : -1;
   }
 
   /** Cluster name of that match (UTF-8, shared), or null. */
   headlessCluster(w: i32, port: i32): ArrayBuffer | null {
-    const slot = this.headlessSlot(w, port);
+    const found = this.headlessMatch(w, port);
+    if (found < 0) return null;
+    const slot = <i32>(found & 0xffffffff);
     return inRange(slot, this.slotCluster.length) ? unchecked(this.slotCluster[slot]) : null;
   }
 
   /**
-   * Every (service, endpoint index) pair that has workload w, flattened [s0, e0, s1, e1, ...].
-   * Scans all endpoints and allocates: for configure-time use (e.g. a server-side filter
-   * learning which ports its own workload serves), not per connection.
+   * The service port of the lowest-id service (configuration order for JSON) listing w whose
+   * port maps to TARGET port `target` for w (its override, else the default); -1 if none.
+   * What tunnel_port's client needs for a connection dialled to a pod IP; walks w's
+   * memberships, so it stays right under changes (an index built at configure would not).
+   */
+  servicePortForTarget(w: i32, target: i32): i32 {
+    if (!inRange(w, this.workloadTotal) || !validPort(target)) return -1;
+    let bestService = -1;
+    let bestPort = -1;
+    let g = <i32>unchecked(this.wMember[w]) - 1;
+    for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
+      const s = <i32>unchecked(this.memService[g]) - 1;
+      if (s >= 0 && (bestService < 0 || s < bestService)) {
+        const n = this.servicePortCount(s);
+        for (let i = 0; i < n; i++) {
+          const slot = this.slotAt(s, i);
+          if (!inRange(slot, this.slotPort.length)) continue;
+          const port = <i32>unchecked(this.slotPort[slot]);
+          let t = this.overrideOf(g, port);
+          if (t < 0) t = <i32>unchecked(this.slotTarget[slot]);
+          if (t == target) {
+            bestService = s;
+            bestPort = port;
+            break;
+          }
+        }
+      }
+      g = <i32>unchecked(this.memNext[g]) - 1;
+    }
+    return bestPort;
+  }
+
+  /** Whether some service listing w maps `servicePort` to TARGET port `target` for it. */
+  mapsPort(w: i32, servicePort: i32, target: i32): bool {
+    if (!inRange(w, this.workloadTotal) || !validPort(target)) return false;
+    let g = <i32>unchecked(this.wMember[w]) - 1;
+    for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
+      const s = <i32>unchecked(this.memService[g]) - 1;
+      const slot = this.portSlot(s, servicePort);
+      if (inRange(slot, this.slotTarget.length)) {
+        let t = this.overrideOf(g, servicePort);
+        if (t < 0) t = <i32>unchecked(this.slotTarget[slot]);
+        if (t == target) return true;
+      }
+      g = <i32>unchecked(this.memNext[g]) - 1;
+    }
+    return false;
+  }
+
+  /**
+   * Every (service, endpoint index) pair that has workload w, flattened [s0, e0, s1, e1, ...],
+   * in service order. Allocates: for configure-time use, not per connection.
    */
   endpointsOfWorkload(w: i32): Array<i32> {
     const out = new Array<i32>();
     for (let s = 0; s < this.serviceTotal; s++) {
-      const n = this.endpointCount(s);
-      for (let e = 0; e < n; e++) {
-        if (this.endpointWorkload(s, e) == w) {
-          out.push(s);
-          out.push(e);
-        }
-      }
+      const g = this.membershipOf(w, s);
+      if (g < 0) continue;
+      out.push(s);
+      out.push(this.membershipIndex(g));
     }
     return out;
   }
@@ -542,12 +695,14 @@ export class Mesh {
 
   /** RefTarget of reference r (None for r = -1, i.e. "no waypoint"). */
   refTarget(r: i32): RefTarget {
-    return inRange(r, this.refs.length) ? unchecked(this.refs[r]).target : RefTarget.None;
+    if (!inRange(r, this.refs.length)) return RefTarget.None;
+    return this.resolved(unchecked(this.refs[r])).target;
   }
 
   /** Workload or service index r resolved to, or -1. */
   refIndex(r: i32): i32 {
-    return inRange(r, this.refs.length) ? unchecked(this.refs[r]).index : -1;
+    if (!inRange(r, this.refs.length)) return -1;
+    return this.resolved(unchecked(this.refs[r])).index;
   }
 
   /** Waypoint port / gateway HBONE port, or -1. */
@@ -571,10 +726,48 @@ export class Mesh {
     return true;
   }
 
+  /**
+   * Resolves `ref` as of now. A hostname names a service. An address is looked up on the
+   * referrer's network first (the workload's own; the default network for a service), then
+   * on every other network in id order; on each network a workload address wins over a
+   * service VIP (as ztunnel resolves addresses). No match is Unresolved, not an error. Done
+   * once per reference and model generation: the first lookup after a change pays for it.
+   */
+  resolveRef(ref: Ref): void {
+    ref.generation = this.generation;
+    ref.target = RefTarget.Unresolved;
+    ref.index = -1;
+    if (ref.hostname.length > 0) {
+      const s = this.serviceByHostname(ref.hostname);
+      if (s >= 0) {
+        ref.target = RefTarget.Service;
+        ref.index = s;
+      }
+      return;
+    }
+    const networks = this.networkCount();
+    for (let k = -1; k < networks; k++) {
+      if (k == ref.network) continue;
+      const net = k < 0 ? ref.network : k;
+      const w = this.workloadByAddress(net, ref.address);
+      if (w >= 0) {
+        ref.target = RefTarget.Workload;
+        ref.index = w;
+        return;
+      }
+      const s = this.serviceByVip(net, ref.address);
+      if (s >= 0) {
+        ref.target = RefTarget.Service;
+        ref.index = s;
+        return;
+      }
+    }
+  }
+
   // ================================================================ accounting
 
   /**
-   * Approximate bytes the model keeps after parsing: every column, table, interned text and
+   * Approximate bytes the model keeps: every column, table, pool, interned text and
    * per-service string. An estimate (object headers counted at 20 bytes), used to document
    * and regress the per-pod budget.
    */
@@ -583,34 +776,36 @@ export class Mesh {
     t += this.networks.byteSize() + this.identities.byteSize();
     t += this.localities.byteSize() + this.localityPrefixes.byteSize();
     t += <i64>this.localityParts.length * 4 + OBJECT_OVERHEAD;
-    t += arrayBytes(this.wIdentityFlags) + arrayBytes(this.wNetwork);
-    t += arrayBytes(this.wLocality) + this.wWaypoint.byteSize() + this.wGateway.byteSize();
-    t += arrayBytes(this.v4Start) + arrayBytes(this.v4Pool);
-    t += arrayBytes(this.v6Start) + arrayBytes(this.v6Pool);
+    t += arrayBytes(this.wIdentityFlags) + arrayBytes(this.wNetwork) + arrayBytes(this.wLocality);
+    t += arrayBytes(this.wV4) + arrayBytes(this.wMember);
+    t += this.wWaypoint.byteSize() + this.wGateway.byteSize() + this.wExtra.byteSize();
     t += this.v4Table.byteSize() + this.v6Table.byteSize();
+    t += arrayBytes(this.memService) + arrayBytes(this.memPos) + arrayBytes(this.memNext);
+    t += this.memOverrides.byteSize();
     for (let s = 0; s < this.sHostname.length; s++) {
       t += <i64>unchecked(this.sHostname[s]).length * 2 + OBJECT_OVERHEAD + 4 + 24;
     }
     t += arrayBytes(this.sFlags) + arrayBytes(this.sWaypoint) + arrayBytes(this.sLbPrefs);
-    t += arrayBytes(this.sPortStart) + arrayBytes(this.slotPort) + arrayBytes(this.slotTarget);
-    t += arrayBytes(this.slotService) + this.portIndex.byteSize();
+    t += this.sPorts.byteSize() + arrayBytes(this.slotPort) + arrayBytes(this.slotTarget);
+    t += this.portIndex.byteSize() + <i64>this.slotFree.length * 4;
     for (let i = 0; i < this.slotCluster.length; i++) {
       t += <i64>unchecked(this.slotCluster[i]).byteLength + OBJECT_OVERHEAD + 4;
     }
-    t += arrayBytes(this.sEpStart) + arrayBytes(this.epWorkload) + this.overrides.byteSize();
-    t += arrayBytes(this.sSanStart);
+    t += this.sMembers.byteSize() + this.sSans.byteSize() + this.sVips.byteSize();
     for (let i = 0; i < this.sans.length; i++) {
       t += <i64>unchecked(this.sans[i]).length * 2 + OBJECT_OVERHEAD + 4;
     }
-    t += arrayBytes(this.sVipStart) + arrayBytes(this.vipService) + arrayBytes(this.vipNetwork);
-    t += arrayBytes(this.vipFamily) + arrayBytes(this.vipV4);
-    t += arrayBytes(this.vipHi) + arrayBytes(this.vipLo);
-    t += this.vipTable4.byteSize() + this.vipTable6.byteSize() + this.headless.byteSize();
+    t += this.vipTable4.byteSize() + this.vipTable6.byteSize();
     t += <i64>this.refs.length * (64 + OBJECT_OVERHEAD * 3);
     return t;
   }
 
   // ================================================================ internals
+
+  private resolved(ref: Ref): Ref {
+    if (ref.generation != this.generation) this.resolveRef(ref);
+    return ref;
+  }
 
   private flag(w: i32, bit: u32): bool {
     return inRange(w, this.workloadTotal) && (unchecked(this.wIdentityFlags[w]) & bit) != 0;
@@ -621,24 +816,13 @@ export class Mesh {
     return inRange(at, this.localityParts.length) ? unchecked(this.localityParts[at]) : 0;
   }
 
-  private v4Count(w: i32): i32 {
-    return this.rangeLength(this.v4Start, w);
-  }
-
-  private v6Count(w: i32): i32 {
-    return this.rangeLength(this.v6Start, w);
-  }
-
-  /** Length of item i's range in an offsets column of n + 1 entries; 0 when out of range. */
-  private rangeLength(starts: StaticArray<u32>, i: i32): i32 {
-    if (!inRange(i + 1, starts.length) || i < 0) return 0;
-    return <i32>(unchecked(starts[i + 1]) - unchecked(starts[i]));
-  }
-
-  /** Global position of element k of item i's range, or -1. */
-  private rangeItem(starts: StaticArray<u32>, i: i32, k: i32): i32 {
-    if (!inRange(k, this.rangeLength(starts, i))) return -1;
-    return <i32>unchecked(starts[i]) + k;
+  /** Port slot i of service s, or -1. */
+  private slotAt(s: i32, i: i32): i32 {
+    if (!inRange(s, this.serviceTotal)) return -1;
+    const pool = this.sPorts;
+    const at = pool.offset(s);
+    if (at < 0 || !inRange(i, pool.capacityOf(s))) return -1;
+    return <i32>pool.word(at + i);
   }
 
   private portSlot(s: i32, port: i32): i32 {
@@ -646,8 +830,42 @@ export class Mesh {
     return this.portIndex.get(portKey(s, port));
   }
 
-  private headlessSlot(w: i32, port: i32): i32 {
-    if (!inRange(w, this.workloadTotal) || !validPort(port) || this.headless.size == 0) return -1;
-    return this.headless.get(portKey(w, port));
+  /** Membership g's override for `servicePort`, or -1. */
+  overrideOf(g: i32, servicePort: i32): i32 {
+    if (!inRange(g, this.memTotal) || (unchecked(this.memPos[g]) & M_OVERRIDES) == 0) return -1;
+    const pool = this.memOverrides;
+    const at = pool.offset(g);
+    if (at < 0) return -1;
+    const n = pool.capacityOf(g);
+    for (let i = 0; i < n; i++) {
+      const entry = pool.word(at + i);
+      if (<i32>(entry >> 16) == servicePort) return <i32>(entry & 0xffff);
+    }
+    return -1;
+  }
+
+  /** (service << 32 | port slot) of the headless match for (w, target port), or -1. */
+  private headlessMatch(w: i32, port: i32): i64 {
+    if (!inRange(w, this.workloadTotal) || !validPort(port)) return -1;
+    let best: i64 = -1;
+    let g = <i32>unchecked(this.wMember[w]) - 1;
+    for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
+      const s = <i32>unchecked(this.memService[g]) - 1;
+      if (this.serviceHeadless(s) && (best < 0 || s < <i32>(best >> 32))) {
+        const n = this.servicePortCount(s);
+        for (let i = 0; i < n; i++) {
+          const slot = this.slotAt(s, i);
+          if (!inRange(slot, this.slotPort.length)) continue;
+          let target = this.overrideOf(g, <i32>unchecked(this.slotPort[slot]));
+          if (target < 0) target = <i32>unchecked(this.slotTarget[slot]);
+          if (target == port) {
+            best = (<i64>s << 32) | <i64><u32>slot;
+            break;
+          }
+        }
+      }
+      g = <i32>unchecked(this.memNext[g]) - 1;
+    }
+    return best;
   }
 }

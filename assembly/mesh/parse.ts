@@ -31,14 +31,20 @@ import {
   IDENTITY_MASK,
   Mesh,
   Ref,
-  RefTarget,
   S_HEADLESS,
   S_LB_STANDARD,
+  S_LIVE,
+  VIP_WORDS,
+  W_EXTRA,
   W_HEALTHY,
   W_ISTIO,
+  W_LIVE,
+  W_V4,
 } from "./model";
+import { addMembership, ensureMemberships, ensureServices, ensureWorkloads, reserveMembers, reserveSlots, setAddresses, setHostname, setPorts, setSans, setVips } from "./edit";
 import { failElementString, failEnum, failInteger, FieldReader } from "./fields";
-import { ADDED, AddrTable4, AddrTable6, exactCapacity, MAX_TABLE_NETWORKS, mix32, mix64, PortTable, slotOf, SparseColumn, tableCapacity, U64Table } from "./table";
+import { ChunkPool } from "./pool";
+import { ADDED, AddrTable4, AddrTable6, exactCapacity, MAX_TABLE_NETWORKS, mix32, mix64, slotOf, SparseColumn, tableCapacity, U64Table } from "./table";
 import {
   isHostname,
   isLocality,
@@ -160,7 +166,6 @@ const MESH_WORKLOADS = 0;
 const ADDRESSES_NAME = new JsonNames(["addresses"]);
 const ADDRESS_NAME = new JsonNames(["address"]);
 const SERVICE_COUNTED = new JsonNames(["ports", "endpoints", "subjectAltNames", "vips"]);
-const HEADLESS_NAME = new JsonNames(["headless"]);
 /** Service texts the reservation sizes one by one (see MeshScan.countServices). */
 const SERVICE_TEXT_NAMES = new JsonNames(["hostname", "cluster"]);
 const TEXT_HOSTNAME = 0;
@@ -209,11 +214,6 @@ export class MeshDocument {
   ok(): bool {
     return this.own !== null && this.mesh !== null && this.error.length == 0;
   }
-}
-
-// @ts-ignore: decorator
-@inline function portKey(index: i32, port: i32): u64 {
-  return (<u64>index << 16) | <u64>port;
 }
 
 function q(text: string): string {
@@ -287,15 +287,22 @@ class MeshScan {
   vip4: i32 = 0;
   vip6: i32 = 0;
   // For the build's memory reservation (see reserveBuildMemory): bytes the services' own texts
-  // may cost once decoded (names, SANs, a cluster name per port), and (pod, port) pairs of
-  // headless services (the headless index).
+  // may cost once decoded (names, SANs, a cluster name per port).
   serviceTextBytes: i64 = 0;
-  headlessPairs: i64 = 0;
   /** Workloads with a `waypoint` / `networkGateway` value (null counts too: an upper bound). */
   workloadWaypoints: i64 = 0;
   workloadGateways: i64 = 0;
   /** Keys of the endpoints' `ports` objects: the per-endpoint target-port overrides. */
   overrides: i64 = 0;
+  /** Endpoints with at least one override (each gets a chunk in Mesh.memOverrides). */
+  overriddenEndpoints: i64 = 0;
+  /** Workloads with addresses beyond one IPv4 (a Mesh.wExtra chunk) and that chunk's words. */
+  extraWorkloads: i64 = 0;
+  extraWords: i64 = 0;
+  /** Services with any port / VIP / SAN (a chunk each in the service pools). */
+  servicesWithPorts: i64 = 0;
+  servicesWithVips: i64 = 0;
+  servicesWithSans: i64 = 0;
   /**
    * What interning the workloads' identities, networks and localities may cost: each distinct
    * text (told apart by a 2^18-bit filter of their hashes: a collision undercounts, which the
@@ -390,17 +397,26 @@ class MeshScan {
           if (!s.skip(t)) return false;
           continue;
         }
+        let own4 = 0;
+        let own6 = 0;
         while (true) {
           t = s.next();
           if (t == JsonToken.EndArray) break;
           this.addresses++;
           if (t == JsonToken.String) {
             const family = ipFamily(s, this.scratch);
-            if (family == FAMILY_V4) this.count4++;
-            else if (family == FAMILY_V6) this.count6++;
+            if (family == FAMILY_V4) own4++;
+            else if (family == FAMILY_V6) own6++;
           } else if (!s.skip(t)) {
             return false;
           }
+        }
+        this.count4 += own4;
+        this.count6 += own6;
+        // Beyond the inline IPv4 address: a chunk [n4, v4..., v6 as 4 words...].
+        if (own4 > 1 || own6 > 0) {
+          this.extraWorkloads++;
+          this.extraWords += 1 + <i64>max(own4 - 1, 0) + <i64>own6 * 4;
         }
       }
     }
@@ -437,22 +453,22 @@ class MeshScan {
         continue;
       }
       const slotsBefore = this.slots;
-      const endpointsBefore = this.endpoints;
       const sansBefore = this.sans;
+      const vipsBefore = this.vips;
       let hostname: i64 = 0;
       let cluster: i64 = 0;
       let sanText: i64 = 0;
       let otherText: i64 = 0;
-      let headless = false;
       while (true) {
         t = s.next();
         if (t == JsonToken.EndObject) {
           this.serviceTextBytes += serviceBytes(this.slots - slotsBefore, hostname, cluster, this.sans - sansBefore, sanText, otherText);
-          if (headless) this.headlessPairs += (this.endpoints - endpointsBefore) * (this.slots - slotsBefore);
+          if (this.slots > slotsBefore) this.servicesWithPorts++;
+          if (this.sans > sansBefore) this.servicesWithSans++;
+          if (this.vips > vipsBefore) this.servicesWithVips++;
           break;
         }
         if (t != JsonToken.Key) return false;
-        const isHeadless = HEADLESS_NAME.find(s) == 0;
         const textName = SERVICE_TEXT_NAMES.find(s);
         const counted = SERVICE_COUNTED.find(s);
         const valueAt = s.offset();
@@ -484,7 +500,6 @@ class MeshScan {
         } else if (!s.skip(t)) {
           return false;
         } else {
-          if (isHeadless) headless = t == JsonToken.True;
           const bytes = <i64>(s.offset() - valueAt);
           if (textName == TEXT_HOSTNAME) hostname = bytes;
           else if (textName > TEXT_HOSTNAME) cluster = bytes;
@@ -497,9 +512,13 @@ class MeshScan {
 
   /** One endpoint object (just inside it): counts the keys of its `ports` overrides. */
   private countEndpoint(s: JsonStream): bool {
+    const before = this.overrides;
     while (true) {
       let t = s.next();
-      if (t == JsonToken.EndObject) return true;
+      if (t == JsonToken.EndObject) {
+        if (this.overrides > before) this.overriddenEndpoints++;
+        return true;
+      }
       if (t != JsonToken.Key) return false;
       const ports = ENDPOINT_PORTS_NAME.find(s) == 0;
       t = s.next();
@@ -559,7 +578,7 @@ function serviceBytes(ports: i64, hostname: i64, cluster: i64, sans: i64, sanTex
  * strings: a service with many ports would otherwise leave several per port as garbage).
  * Hostnames are ASCII (isHostname).
  */
-function defaultClusterName(port: i32, hostname: string): ArrayBuffer {
+export function defaultClusterName(port: i32, hostname: string): ArrayBuffer {
   const digits = port >= 10000 ? 5 : port >= 1000 ? 4 : port >= 100 ? 3 : port >= 10 ? 2 : 1;
   const n = hostname.length;
   const out = new ArrayBuffer(9 + digits + 2 + n);
@@ -839,19 +858,30 @@ function reserveBuildMemory(scan: MeshScan, limits: MeshLimits): void {
   const n = scan.workloads;
   // The uid index and the IPv4 table share one block (MeshParser.fillV4Table): the larger.
   const shared = max<i64>(<i64>AddrTable4.wordsFor(scan.count4), UidIndex.wordsFor(<i32>min(n, MAX_WORKLOADS))) * 4;
-  let bytes: i64 = n * 8 + (n + 1) * 4 + <i64>scan.count4 * 4 + shared;
-  bytes += SparseColumn.bytesFor(<i32>min(n, MAX_WORKLOADS), scan.workloadWaypoints);
-  bytes += SparseColumn.bytesFor(<i32>min(n, MAX_WORKLOADS), scan.workloadGateways);
-  if (scan.count6 > 0) bytes += (n + 1) * 4 + <i64>scan.count6 * 16 + <i64>tableCapacity(scan.count6) * 20;
+  const nw = <i32>min(n, MAX_WORKLOADS);
+  // Per workload: identity + flags 4, network 2, locality 2, inline IPv4 4, first membership 4.
+  let bytes: i64 = n * 16 + shared;
+  bytes += SparseColumn.bytesFor(nw, scan.workloadWaypoints);
+  bytes += SparseColumn.bytesFor(nw, scan.workloadGateways);
+  bytes += ChunkPool.bytesFor(scan.extraWords, scan.extraWorkloads, nw);
+  if (scan.count6 > 0) bytes += <i64>tableCapacity(scan.count6) * 20;
   bytes += n * limits.derivedBytesPerWorkload + scan.endpoints * limits.derivedBytesPerEndpoint;
   bytes += scan.internedBytes + n / 4; // interned texts (and their index slots)
   const services = scan.services;
-  bytes += services * 25 + 16 + scan.slots * 8 + <i64>tableCapacity(<i32>min(scan.slots, MAX_SERVICE_ITEMS)) * 16;
-  bytes += scan.endpoints * 4 + scan.vips * 27;
-  bytes += <i64>exactCapacity(<i32>min(scan.overrides, MAX_SERVICE_ITEMS)) * 8;
+  const ns = <i32>min(services, MAX_SERVICES);
+  // Per service: flags 1, waypoint 4, routing preference 4; its member list [count, ...].
+  bytes += services * 9 + 16;
+  bytes += ChunkPool.bytesFor(scan.endpoints + services, services, ns);
+  // Per port slot: port 2, target 2, its id in the service's chunk 4; the (service, port) index.
+  bytes += scan.slots * 4 + ChunkPool.bytesFor(scan.slots, scan.servicesWithPorts, ns);
+  bytes += <i64>tableCapacity(<i32>min(scan.slots, MAX_SERVICE_ITEMS)) * 16;
+  // Per endpoint (membership): service 4, position 4, next of the workload 4.
+  bytes += scan.endpoints * 12;
+  bytes += ChunkPool.bytesFor(scan.overrides, scan.overriddenEndpoints, <i32>min(scan.endpoints, MAX_SERVICE_ITEMS));
+  bytes += ChunkPool.bytesFor(scan.vips * VIP_WORDS, scan.servicesWithVips, ns);
+  bytes += ChunkPool.bytesFor(scan.sans, scan.servicesWithSans, ns);
   bytes += <i64>exactCapacity(scan.vip4) * 8 + <i64>tableCapacity(scan.vip6) * 20;
   bytes += scan.serviceTextBytes;
-  if (scan.headlessPairs > 0) bytes += <i64>tableCapacity(<i32>min(scan.headlessPairs, MAX_SERVICE_ITEMS)) * 16;
   // Spare: 1/16 and 256 KB: garbage the build collects only every 256 services, and the free
   // heap a filter has after configure for its own garbage (log lines: runtime/log.ts).
   bytes += (bytes >> 4) + 262144;
@@ -891,11 +921,18 @@ class MeshParser {
   private identityIds: TextIndex;
   private networkIds: TextIndex;
   private localityIds: TextIndex;
-  private v4Next: i32 = 0;
-  private v6Next: i32 = 0;
-  private slotNext: i32 = 0;
-  private epNext: i32 = 0;
-  private vipNext: i32 = 0;
+  // Reused per item: what one workload / service / endpoint collects before it is stored.
+  private v4s: Array<u32> = new Array<u32>();
+  private v6s: Array<u64> = new Array<u64>();
+  private portWords: Array<u32> = new Array<u32>();
+  private clusters: Array<ArrayBuffer> = new Array<ArrayBuffer>();
+  private vipWords: Array<u32> = new Array<u32>();
+  private sanList: Array<string> = new Array<string>();
+  private members: Array<i32> = new Array<i32>();
+  /** Override words of all endpoints of the current service, and each endpoint's count. */
+  private overrideWords: Array<u32> = new Array<u32>();
+  private overrideCounts: Array<i32> = new Array<i32>();
+  private oneOverride: Array<u32> = new Array<u32>();
   // Paths of the two lists, for messages that point at another entry.
   private workloadsPath: string = "workloads";
   private servicesPath: string = "services";
@@ -948,7 +985,6 @@ class MeshParser {
     this.fillV4Table();
     if (r.failed()) return null;
     this.resolveRefs();
-    this.buildHeadlessIndex(scan.headlessPairs);
     // The last services' garbage goes now, so the filter starts with the spare free.
     __collect();
     return this.mesh;
@@ -977,19 +1013,12 @@ class MeshParser {
     if (!this.withinLimit(path, scan.workloads, this.limits.workloads, "workloads")) return;
     if (!this.withinLimit(path, scan.addresses, this.limits.addresses, "addresses")) return;
     const n = <i32>scan.workloads;
+    ensureWorkloads(m, n, true);
     m.workloadTotal = n;
-    m.wIdentityFlags = new StaticArray<u32>(n);
-    m.wNetwork = new StaticArray<u16>(n);
-    m.wLocality = new StaticArray<u16>(n);
     m.wWaypoint = new SparseColumn(n, scan.workloadWaypoints);
     m.wGateway = new SparseColumn(n, scan.workloadGateways);
-    m.v4Start = new StaticArray<u32>(n + 1);
-    m.v4Pool = new StaticArray<u32>(scan.count4);
-    if (scan.count6 > 0) {
-      m.v6Start = new StaticArray<u32>(n + 1);
-      m.v6Pool = new StaticArray<u64>(scan.count6 * 2);
-      m.v6Table = new AddrTable6(scan.count6);
-    }
+    m.wExtra = new ChunkPool(<i32>min(scan.extraWords, 0x10000000), scan.extraWorkloads, n);
+    if (scan.count6 > 0) m.v6Table = new AddrTable6(scan.count6);
     // One block for the uid index now and the IPv4 table after the services (fillV4Table).
     this.count4 = scan.count4;
     this.workloadsOffset = scan.workloadsAt;
@@ -1000,10 +1029,9 @@ class MeshParser {
     for (let i = 0; i < n; i++) {
       this.workload(i, outer.next());
       // The failed one too: fillV4Table checks the addresses it got before failing.
-      unchecked((m.v4Start[i + 1] = <u32>this.v4Next));
       this.workloadsRead = i + 1;
+      m.liveWorkloads = i + 1;
       if (r.failed()) return;
-      if (m.v6Start.length > i + 1) unchecked((m.v6Start[i + 1] = <u32>this.v6Next));
     }
   }
 
@@ -1020,15 +1048,19 @@ class MeshParser {
     const read = this.workloadsRead;
     m.v4Table = AddrTable4.over(this.shared, this.count4);
     const table = m.v4Table;
-    const starts = m.v4Start;
-    const pool = m.v4Pool;
-    for (let w = 0; w < read && w + 1 < starts.length; w++) {
+    const extra = m.wExtra;
+    for (let w = 0; w < read && w < m.wIdentityFlags.length; w++) {
       const net = <i32>unchecked(m.wNetwork[w]);
-      const from = <i32>unchecked(starts[w]);
-      const to = <i32>unchecked(starts[w + 1]);
-      for (let j = from; j < to && j < pool.length; j++) {
-        const clash = table.insert(unchecked(pool[j]), w, net);
-        if (clash != ADDED) return this.failV4Clash(w, j - from, clash, net);
+      const info = unchecked(m.wIdentityFlags[w]);
+      if ((info & W_V4) == 0) continue; // no IPv4 address at all (the first one is inline)
+      const clash = table.insert(unchecked(m.wV4[w]), w, net);
+      if (clash != ADDED) return this.failV4Clash(w, 0, clash, net);
+      if ((info & W_EXTRA) == 0) continue;
+      const at = extra.offset(w);
+      const n4 = at < 0 ? 0 : <i32>extra.word(at);
+      for (let j = 0; j < n4; j++) {
+        const more = table.insert(extra.word(at + 1 + j), w, net);
+        if (more != ADDED) return this.failV4Clash(w, j + 1, more, net);
       }
     }
   }
@@ -1100,7 +1132,7 @@ class MeshParser {
     }
     if (r.failed()) return;
     unchecked((m.wLocality[i] = <u16>loc));
-    let info = <u32>identity; // checked against IDENTITY_MASK when interned
+    let info = <u32>identity | W_LIVE; // identity checked against IDENTITY_MASK when interned
     if (istio) info |= W_ISTIO;
     if (healthy) info |= W_HEALTHY;
     unchecked((m.wIdentityFlags[i] = info));
@@ -1121,15 +1153,19 @@ class MeshParser {
     if (r.failed()) return;
 
     let count = 0;
+    this.v4s.length = 0;
+    this.v6s.length = 0;
     if (f.optionalArray(WF_ADDRESSES)) {
       while (true) {
         const e = s.next();
         if (e == JsonToken.EndArray) break;
         this.workloadAddress(i, f, e, count, net);
-        if (r.failed()) return;
+        if (r.failed()) break;
         count++;
       }
     }
+    // Stored even after a failure: fillV4Table checks the IPv4 ones read before it.
+    setAddresses(m, i, this.v4s, this.v6s);
     if (r.failed()) return;
     if (count == 0 && !gateway) {
       return f.failField("addresses", "must not be empty unless networkGateway is set");
@@ -1171,16 +1207,12 @@ class MeshParser {
     let clash = ADDED;
     if (a.family == FAMILY_V4) {
       // Checked for clashes once the services are read (fillV4Table).
-      if (this.v4Next >= m.v4Pool.length) return f.failField("addresses", "address count changed while parsing");
-      unchecked((m.v4Pool[this.v4Next++] = a.v4));
+      this.v4s.push(a.v4);
     } else {
-      const at = this.v6Next << 1;
-      if (at + 1 >= m.v6Pool.length) return f.failField("addresses", "address count changed while parsing");
       clash = m.v6Table.insert(a.hi, a.lo, w, net);
       if (clash == ADDED) {
-        unchecked((m.v6Pool[at] = a.hi));
-        unchecked((m.v6Pool[at + 1] = a.lo));
-        this.v6Next++;
+        this.v6s.push(a.hi);
+        this.v6s.push(a.lo);
       }
     }
     if (clash == ADDED) return;
@@ -1309,27 +1341,17 @@ class MeshParser {
     if (!this.withinLimit(path, scan.sans, limits.serviceItems, "subject alt names")) return;
     const n = <i32>scan.services;
     const slots = <i32>scan.slots;
-    const nv = <i32>scan.vips;
+    const endpoints = <i32>scan.endpoints;
+    ensureServices(m, n, true);
     m.serviceTotal = n;
-    m.sFlags = new StaticArray<u8>(n);
-    m.sWaypoint = new StaticArray<u32>(n);
-    m.sLbPrefs = new StaticArray<u32>(n);
-    m.sPortStart = new StaticArray<u32>(n + 1);
-    m.slotPort = new StaticArray<u16>(slots);
-    m.slotTarget = new StaticArray<u16>(slots);
-    m.slotService = new StaticArray<u32>(slots);
+    m.sPorts = new ChunkPool(slots, scan.servicesWithPorts, n);
+    reserveSlots(m, slots);
     m.portIndex = new U64Table(slots);
-    m.sEpStart = new StaticArray<u32>(n + 1);
-    m.epWorkload = new StaticArray<u32>(<i32>scan.endpoints);
-    m.overrides = new PortTable(<i32>min(scan.overrides, MAX_SERVICE_ITEMS));
-    m.sSanStart = new StaticArray<u32>(n + 1);
-    m.sVipStart = new StaticArray<u32>(n + 1);
-    m.vipService = new StaticArray<u32>(nv);
-    m.vipNetwork = new StaticArray<u16>(nv);
-    m.vipFamily = new StaticArray<u8>(nv);
-    m.vipV4 = new StaticArray<u32>(nv);
-    m.vipHi = new StaticArray<u64>(nv);
-    m.vipLo = new StaticArray<u64>(nv);
+    m.sMembers = new ChunkPool(endpoints + n, n, n);
+    ensureMemberships(m, endpoints, true);
+    m.memOverrides = new ChunkPool(<i32>min(scan.overrides, MAX_SERVICE_ITEMS), scan.overriddenEndpoints, endpoints);
+    m.sSans = new ChunkPool(<i32>scan.sans, scan.servicesWithSans, n);
+    m.sVips = new ChunkPool(<i32>scan.vips * VIP_WORDS, scan.servicesWithVips, n);
     m.vipTable4 = new AddrTable4(scan.vip4);
     m.vipTable6 = new AddrTable6(scan.vip6);
     if (!this.enter(scan.servicesAt)) return r.fail(path, "invalid JSON");
@@ -1340,10 +1362,7 @@ class MeshParser {
       // then keeps it inside the reserved block (a full cycle only walks the model's objects).
       if ((i & 255) == 255) __collect();
       this.service(i, outer.next());
-      unchecked((m.sPortStart[i + 1] = <u32>this.slotNext));
-      unchecked((m.sEpStart[i + 1] = <u32>this.epNext));
-      unchecked((m.sVipStart[i + 1] = <u32>this.vipNext));
-      unchecked((m.sSanStart[i + 1] = <u32>m.sans.length));
+      m.liveServices = i + 1;
     }
   }
 
@@ -1369,8 +1388,7 @@ class MeshParser {
       const first = r.indexPath(this.servicesPath, m.hostnames.get(hostname));
       return f.failField("hostname", "duplicate hostname " + q(hostname) + " (first at " + first + ")");
     }
-    m.hostnames.set(hostname, i);
-    m.sHostname.push(hostname);
+    setHostname(m, i, hostname);
 
     const headless = f.optionalBool(SF_HEADLESS, false);
     let cluster: ArrayBuffer | null = null;
@@ -1391,6 +1409,8 @@ class MeshParser {
     }
     if (r.failed()) return;
     if (f.optionalArray(SF_SANS)) {
+      const names = this.sanList;
+      names.length = 0;
       for (let k = 0; ; k++) {
         const e = s.next();
         if (e == JsonToken.EndArray) break;
@@ -1398,11 +1418,12 @@ class MeshParser {
         if (s.stringByteLength() == 0) return r.fail(r.indexPath(f.fieldPath("subjectAltNames"), k), "must not be empty");
         const san = s.stringValue();
         if (!isSanText(san)) return r.fail(r.indexPath(f.fieldPath("subjectAltNames"), k), SAN_COMMA);
-        m.sans.push(san);
+        names.push(san);
       }
+      setSans(m, i, names);
     }
     if (r.failed()) return;
-    let flags: u8 = headless ? S_HEADLESS : 0;
+    let flags: u8 = headless ? S_HEADLESS | S_LIVE : S_LIVE;
     if (this.loadBalancing(i, f)) flags |= S_LB_STANDARD;
     unchecked((m.sFlags[i] = flags));
   }
@@ -1411,21 +1432,20 @@ class MeshParser {
   private servicePorts(si: i32, f: FieldReader, hostname: string, cluster: ArrayBuffer | null): void {
     const m = this.mesh;
     if (!f.optionalObject(SF_PORTS)) return;
+    const words = this.portWords;
+    const names = this.clusters;
+    words.length = 0;
+    names.length = 0;
     while (true) {
       const port = this.nextPortKey(f);
-      if (port <= 0) return;
+      if (port <= 0) break;
       const target = this.portTarget(f);
-      if (target < 0) return;
-      const slot = this.slotNext;
-      if (slot >= m.slotPort.length) return f.failField("ports", "port count changed while parsing");
-      this.slotNext++;
-      m.portIndex.add(portKey(si, port), slot);
-      unchecked((m.slotPort[slot] = <u16>port));
-      unchecked((m.slotTarget[slot] = <u16>target));
-      unchecked((m.slotService[slot] = <u32>si));
-      const name = cluster !== null ? cluster : defaultClusterName(port, hostname);
-      m.slotCluster.push(name);
+      if (target < 0) break;
+      words.push((<u32>port << 16) | <u32>target);
+      names.push(cluster !== null ? cluster : defaultClusterName(port, hostname));
     }
+    // Stored before the endpoints are read: their overrides must name these ports.
+    setPorts(m, si, words, names);
   }
 
   private vips(si: i32, f: FieldReader): void {
@@ -1434,9 +1454,11 @@ class MeshParser {
     if (!f.optionalArray(SF_VIPS)) return;
     const list = f.stream;
     const path = f.fieldPath("vips");
+    const words = this.vipWords;
+    words.length = 0;
     for (let k = 0; !r.failed(); k++) {
       const t = list.next();
-      if (t == JsonToken.EndArray) return;
+      if (t == JsonToken.EndArray) return setVips(m, si, words, false);
       const vf = this.vipFields.at(path, k);
       if (!vf.read(list, t)) return;
       const s = vf.stream;
@@ -1444,24 +1466,28 @@ class MeshParser {
       if (vf.optionalString(VF_NETWORK)) net = this.networkId(s, vf, "network");
       if (r.failed()) return;
       if (!vf.requireString(VF_ADDRESS) || !this.parseAddress(s, vf, "address", -1)) return;
-      const v = this.vipNext;
-      if (v >= m.vipService.length) return r.fail(path, "VIP count changed while parsing");
       const a = this.scratch;
-      unchecked((m.vipService[v] = <u32>si));
-      unchecked((m.vipNetwork[v] = <u16>net));
-      unchecked((m.vipFamily[v] = <u8>a.family));
-      unchecked((m.vipV4[v] = a.v4));
-      unchecked((m.vipHi[v] = a.hi));
-      unchecked((m.vipLo[v] = a.lo));
+      // Tables map a VIP to its service (the owner); inserted as read, for the clash message.
       const clash =
-        a.family == FAMILY_V4 ? m.vipTable4.insert(a.v4, v, net) : m.vipTable6.insert(a.hi, a.lo, v, net);
+        a.family == FAMILY_V4 ? m.vipTable4.insert(a.v4, si, net) : m.vipTable6.insert(a.hi, a.lo, si, net);
       if (clash == ADDED) {
-        this.vipNext++;
+        words.push((<u32>net << 8) | <u32>a.family);
+        if (a.family == FAMILY_V4) {
+          words.push(a.v4);
+          words.push(0);
+          words.push(0);
+          words.push(0);
+        } else {
+          words.push(<u32>(a.hi >> 32));
+          words.push(<u32>a.hi);
+          words.push(<u32>(a.lo >> 32));
+          words.push(<u32>a.lo);
+        }
         continue;
       }
-      if (clash < 0 || clash >= m.vipService.length) return vf.failField("address", "VIP table full");
+      if (clash < 0 || clash >= m.serviceTotal) return vf.failField("address", "VIP table full");
       const text = s.stringValue();
-      const owner = <i32>unchecked(m.vipService[clash]);
+      const owner = clash;
       if (owner == si) return vf.failField("address", "duplicate VIP " + q(text));
       const other = r.indexPath(this.servicesPath, owner);
       const where = onNetwork(m.networkName(net));
@@ -1469,26 +1495,45 @@ class MeshParser {
     }
   }
 
-  /** Endpoints of service si (one per pod: paths are built only on failure). */
+  /**
+   * Endpoints of service si (one per pod: paths are built only on failure). Read into the
+   * parser's lists first, then added as memberships in order (the member list is allocated at
+   * its exact size, so the membership ids run service after service as the endpoints did).
+   */
   private endpoints(si: i32, f: FieldReader): void {
     const m = this.mesh;
     if (!f.optionalArray(SF_ENDPOINTS)) return;
-    const from = this.epNext;
-    this.readEndpoints(si, f, from);
+    const members = this.members;
+    members.length = 0;
+    this.overrideWords.length = 0;
+    this.overrideCounts.length = 0;
+    this.readEndpoints(si, f);
     // Clear the "already an endpoint" marks this service set.
     const flags = m.wIdentityFlags;
-    for (let g = from; g < this.epNext && g < m.epWorkload.length; g++) {
-      const w = <i32>unchecked(m.epWorkload[g]);
+    for (let k = 0; k < members.length; k++) {
+      const w = unchecked(members[k]);
       if (w < flags.length) unchecked((flags[w] &= ~W_ENDPOINT_MARK));
+    }
+    if (this.reader.failed()) return;
+    reserveMembers(m, si, members.length);
+    const one = this.oneOverride;
+    let from = 0;
+    for (let k = 0; k < members.length; k++) {
+      const n = unchecked(this.overrideCounts[k]);
+      one.length = 0;
+      for (let j = 0; j < n; j++) one.push(unchecked(this.overrideWords[from + j]));
+      from += n;
+      addMembership(m, unchecked(members[k]), si, n > 0 ? one : null);
     }
   }
 
-  private readEndpoints(si: i32, f: FieldReader, from: i32): void {
+  private readEndpoints(si: i32, f: FieldReader): void {
     const r = this.reader;
     const m = this.mesh;
     const list = f.stream;
     const path = f.fieldPath("endpoints");
     const flags = m.wIdentityFlags;
+    const members = this.members;
     for (let k = 0; !r.failed(); k++) {
       const t = list.next();
       if (t == JsonToken.EndArray) return;
@@ -1498,34 +1543,33 @@ class MeshParser {
       const w = this.uids.find(s);
       if (w < 0 || w >= flags.length) return ef.failField("workload", "unknown workload uid " + q(s.stringValue()));
       if ((unchecked(flags[w]) & W_ENDPOINT_MARK) != 0) {
-        let before = from;
-        while (before < this.epNext && <i32>unchecked(m.epWorkload[before]) != w) before++;
-        const first = r.indexPath(path, before - from);
+        let before = 0;
+        while (before < members.length && unchecked(members[before]) != w) before++;
+        const first = r.indexPath(path, before);
         return ef.failField("workload", "workload " + q(s.stringValue()) + " is already an endpoint (at " + first + ")");
       }
-      const g = this.epNext;
-      if (g >= m.epWorkload.length) return r.fail(path, "endpoint count changed while parsing");
       unchecked((flags[w] |= W_ENDPOINT_MARK));
-      this.epNext++;
-      unchecked((m.epWorkload[g] = <u32>w));
-      if (ef.optionalObject(EF_PORTS)) this.endpointPorts(si, g, ef, f);
+      members.push(w);
+      const before = this.overrideWords.length;
+      if (ef.optionalObject(EF_PORTS)) this.endpointPorts(si, ef, f);
+      this.overrideCounts.push(this.overrideWords.length - before);
     }
   }
 
   /** An endpoint's `ports` overrides: service port (which si must have) → target port. */
-  private endpointPorts(si: i32, g: i32, ef: FieldReader, service: FieldReader): void {
+  private endpointPorts(si: i32, ef: FieldReader, service: FieldReader): void {
     const r = this.reader;
     const m = this.mesh;
     while (true) {
       const port = this.nextPortKey(ef);
       if (port <= 0) return;
-      if (m.portIndex.get(portKey(si, port)) < 0) {
+      if (!m.exposesPort(si, port)) {
         const reason = "service port " + port.toString() + " is not in " + service.fieldPath("ports");
         return r.fail(r.childPath(ef.fieldPath("ports"), ef.stream.stringValue()), reason);
       }
       const target = this.portTarget(ef);
       if (target < 0) return;
-      m.overrides.add(g, port, target);
+      this.overrideWords.push((<u32>port << 16) | <u32>target);
     }
   }
 
@@ -1598,67 +1642,10 @@ class MeshParser {
 
   // ================================================================ derived indexes
 
-  /**
-   * Resolves each reference once. A hostname names a service. An address is looked up on the
-   * referrer's network first (the workload's own; the default network for a service), then on
-   * every other network in id order; on each network a workload address wins over a service
-   * VIP (as ztunnel resolves addresses). No match is recorded as Unresolved, not an error.
-   */
+  /** Resolves each reference once (Mesh.resolveRef: the rules are the model's). */
   private resolveRefs(): void {
     const m = this.mesh;
-    const networks = m.networkCount();
-    for (let i = 0; i < m.refs.length; i++) {
-      const ref = unchecked(m.refs[i]);
-      ref.target = RefTarget.Unresolved;
-      ref.index = -1;
-      if (ref.hostname.length > 0) {
-        const s = m.serviceByHostname(ref.hostname);
-        if (s >= 0) {
-          ref.target = RefTarget.Service;
-          ref.index = s;
-        }
-        continue;
-      }
-      for (let k = -1; k < networks && ref.index < 0; k++) {
-        if (k == ref.network) continue;
-        const net = k < 0 ? ref.network : k;
-        const w = m.workloadByAddress(net, ref.address);
-        if (w >= 0) {
-          ref.target = RefTarget.Workload;
-          ref.index = w;
-          break;
-        }
-        const s = m.serviceByVip(net, ref.address);
-        if (s >= 0) {
-          ref.target = RefTarget.Service;
-          ref.index = s;
-        }
-      }
-    }
-  }
-
-  /** (workload, effective target port) → port slot, for every endpoint of a headless service. */
-  private buildHeadlessIndex(pairs: i64): void {
-    const m = this.mesh;
-    // Sized once from the scan's count (an upper bound): growing it would leave each smaller
-    // table behind as free heap, beyond what reserveBuildMemory set aside.
-    if (pairs > 0) m.headless = new U64Table(<i32>min(pairs, <i64>MAX_SERVICE_ITEMS));
-    for (let s = 0; s < m.serviceTotal; s++) {
-      if (!m.serviceHeadless(s)) continue;
-      const slotFrom = <i32>unchecked(m.sPortStart[s]);
-      const slotTo = <i32>unchecked(m.sPortStart[s + 1]);
-      const epFrom = <i32>unchecked(m.sEpStart[s]);
-      const epTo = <i32>unchecked(m.sEpStart[s + 1]);
-      for (let g = epFrom; g < epTo && g < m.epWorkload.length; g++) {
-        const w = <i32>unchecked(m.epWorkload[g]);
-        for (let slot = slotFrom; slot < slotTo && slot < m.slotPort.length; slot++) {
-          const port = <i32>unchecked(m.slotPort[slot]);
-          let target = m.overrides.size > 0 ? m.overrides.get(g, port) : -1;
-          if (target < 0) target = <i32>unchecked(m.slotTarget[slot]);
-          m.headless.add(portKey(w, target), slot);
-        }
-      }
-    }
+    for (let i = 0; i < m.refs.length; i++) m.resolveRef(unchecked(m.refs[i]));
   }
 }
 

@@ -148,17 +148,94 @@ export class AddrTable4 {
    */
   insert(ip: u32, owner: i32, network: i32): i32 {
     if (!fits(owner, network)) return FULL;
-    const existing = this.find(ip, network);
-    if (existing >= 0) return existing;
     const capacity = this.capacity;
-    if (this.used >= <i32>capacity - 1) return FULL; // always keep one empty slot
     const slots = this.slots;
+    const net = <u32>network;
+    // One probe run: the key's entry (a clash) or the first empty slot, where it goes.
     let i = slotOf(mix32(ip), capacity);
-    while (unchecked(slots[<i32>(i << 1) + 1]) != 0) i = i + 1 == capacity ? 0 : i + 1;
-    unchecked((slots[<i32>(i << 1)] = ip));
-    unchecked((slots[<i32>(i << 1) + 1] = pack(owner, network)));
-    this.used++;
-    return ADDED;
+    for (let probes: u32 = 0; probes < capacity; probes++) {
+      const packed = unchecked(slots[<i32>(i << 1) + 1]);
+      if (packed == 0) {
+        if (this.used >= <i32>capacity - 1) return FULL; // always keep one empty slot
+        unchecked((slots[<i32>(i << 1)] = ip));
+        unchecked((slots[<i32>(i << 1) + 1] = pack(owner, network)));
+        this.used++;
+        return ADDED;
+      }
+      if (unchecked(slots[<i32>(i << 1)]) == ip && packed >> OWNER_BITS == net) return <i32>(packed & OWNER_MASK) - 1;
+      i = i + 1 == capacity ? 0 : i + 1;
+    }
+    return FULL;
+  }
+
+  /**
+   * Removes ip on `network` when `owner` holds it (backward-shift deletion: the entries after it
+   * in its probe run move up, so no tombstone is left and probe runs never lengthen under
+   * churn). False when absent or held by another owner.
+   */
+  remove(ip: u32, owner: i32, network: i32): bool {
+    const slots = this.slots;
+    const capacity = this.capacity;
+    const net = <u32>network;
+    let i = slotOf(mix32(ip), capacity);
+    let found = false;
+    for (let probes: u32 = 0; probes < capacity; probes++) {
+      const packed = unchecked(slots[<i32>(i << 1) + 1]);
+      if (packed == 0) return false;
+      if (unchecked(slots[<i32>(i << 1)]) == ip && packed >> OWNER_BITS == net) {
+        if (<i32>(packed & OWNER_MASK) - 1 != owner) return false;
+        found = true;
+        break;
+      }
+      i = i + 1 == capacity ? 0 : i + 1;
+    }
+    if (!found) return false;
+    // Backward shift: move each later entry of the run into the hole when its home slot is not
+    // cyclically within (hole, entry].
+    let hole = i;
+    let j: u32 = i + 1 == capacity ? 0 : i + 1;
+    while (true) {
+      const packed = unchecked(slots[<i32>(j << 1) + 1]);
+      if (packed == 0) break;
+      const home = slotOf(mix32(unchecked(slots[<i32>(j << 1)])), capacity);
+      const stays = hole <= j ? home > hole && home <= j : home > hole || home <= j;
+      if (!stays) {
+        unchecked((slots[<i32>(hole << 1)] = slots[<i32>(j << 1)]));
+        unchecked((slots[<i32>(hole << 1) + 1] = packed));
+        hole = j;
+      }
+      j = j + 1 == capacity ? 0 : j + 1;
+    }
+    unchecked((slots[<i32>(hole << 1)] = 0));
+    unchecked((slots[<i32>(hole << 1) + 1] = 0));
+    this.used--;
+    return true;
+  }
+
+  /** Grows (rehashing) so `extra` more entries keep the load at most 2/3. */
+  ensureRoom(extra: i32): void {
+    const need = <i64>this.used + <i64>extra;
+    if (need * 3 <= <i64>this.capacity * 2 && <i64>this.used + <i64>extra < <i64>this.capacity - 1) return;
+    const old = this.slots;
+    const cap = exactCapacity(<i32>min<i64>(need * 2, 0x3fffffff));
+    this.slots = new StaticArray<u32>(cap << 1);
+    this.capacity = <u32>cap;
+    const slots = this.slots;
+    for (let k = 0; k + 1 < old.length; k += 2) {
+      const packed = unchecked(old[k + 1]);
+      if (packed == 0) continue;
+      const ip = unchecked(old[k]);
+      let i = slotOf(mix32(ip), <u32>cap);
+      while (unchecked(slots[<i32>(i << 1) + 1]) != 0) i = i + 1 == <u32>cap ? 0 : i + 1;
+      unchecked((slots[<i32>(i << 1)] = ip));
+      unchecked((slots[<i32>(i << 1) + 1] = packed));
+    }
+  }
+
+  /** Removes every entry, keeping the capacity. */
+  clear(): void {
+    memory.fill(changetype<usize>(this.slots), 0, <usize>this.slots.length << 2);
+    this.used = 0;
   }
 
   byteSize(): i64 {
@@ -220,24 +297,101 @@ export class AddrTable6 {
     return ADDED;
   }
 
+  /** Removes (hi, lo) on `network` when `owner` holds it (backward-shift deletion). */
+  remove(hi: u64, lo: u64, owner: i32, network: i32): bool {
+    const keys = this.keys;
+    const owners = this.owners;
+    const mask = this.mask;
+    const net = <u32>network;
+    let i = <u32>mix64(hi ^ mix64(lo)) & mask;
+    let found = false;
+    for (let probes: u32 = 0; probes <= mask; probes++) {
+      const packed = unchecked(owners[<i32>i]);
+      if (packed == 0) return false;
+      const at = <i32>(i << 1);
+      if (packed >> OWNER_BITS == net && unchecked(keys[at]) == hi && unchecked(keys[at + 1]) == lo) {
+        if (<i32>(packed & OWNER_MASK) - 1 != owner) return false;
+        found = true;
+        break;
+      }
+      i = (i + 1) & mask;
+    }
+    if (!found) return false;
+    let hole = i;
+    let j = (i + 1) & mask;
+    while (true) {
+      const packed = unchecked(owners[<i32>j]);
+      if (packed == 0) break;
+      const khi = unchecked(keys[<i32>(j << 1)]);
+      const klo = unchecked(keys[<i32>(j << 1) + 1]);
+      const home = <u32>mix64(khi ^ mix64(klo)) & mask;
+      // Cyclic distance from home: the entry may move to the hole when the hole is no farther.
+      if (((j - home) & mask) >= ((j - hole) & mask)) {
+        unchecked((keys[<i32>(hole << 1)] = khi));
+        unchecked((keys[<i32>(hole << 1) + 1] = klo));
+        unchecked((owners[<i32>hole] = packed));
+        hole = j;
+      }
+      j = (j + 1) & mask;
+    }
+    unchecked((keys[<i32>(hole << 1)] = 0));
+    unchecked((keys[<i32>(hole << 1) + 1] = 0));
+    unchecked((owners[<i32>hole] = 0));
+    this.used--;
+    return true;
+  }
+
+  /** Grows (rehashing) so `extra` more entries keep the load at most 2/3. */
+  ensureRoom(extra: i32): void {
+    const need = <i64>this.used + <i64>extra;
+    if (need * 3 <= (<i64>this.mask + 1) * 2 && need < <i64>this.mask) return;
+    const oldKeys = this.keys;
+    const oldOwners = this.owners;
+    const cap = tableCapacity(<i32>min<i64>(need * 2, 0x3fffffff));
+    this.keys = new StaticArray<u64>(cap << 1);
+    this.owners = new StaticArray<u32>(cap);
+    this.mask = <u32>cap - 1;
+    const mask = this.mask;
+    for (let k = 0; k < oldOwners.length; k++) {
+      const packed = unchecked(oldOwners[k]);
+      if (packed == 0) continue;
+      const hi = unchecked(oldKeys[k << 1]);
+      const lo = unchecked(oldKeys[(k << 1) + 1]);
+      let i = <u32>mix64(hi ^ mix64(lo)) & mask;
+      while (unchecked(this.owners[<i32>i]) != 0) i = (i + 1) & mask;
+      unchecked((this.keys[<i32>(i << 1)] = hi));
+      unchecked((this.keys[<i32>(i << 1) + 1] = lo));
+      unchecked((this.owners[<i32>i] = packed));
+    }
+  }
+
+  clear(): void {
+    memory.fill(changetype<usize>(this.keys), 0, <usize>this.keys.length << 3);
+    memory.fill(changetype<usize>(this.owners), 0, <usize>this.owners.length << 2);
+    this.used = 0;
+  }
+
   byteSize(): i64 {
     return <i64>this.keys.length * 8 + <i64>this.owners.length * 4 + OBJECT_OVERHEAD * 3;
   }
 }
 
 /**
- * A per-workload u32 column that most workloads leave at 0 (a workload's own waypoint or
- * network gateway: a service waypoint is the common case, and only workloads behind an
- * east-west gateway have one). Dense (4 bytes per workload) when at least a third of the
- * workloads have a value, else sparse: one u64 slot [index:32][value:32] per workload that has
- * one, at load 2/3 (12 bytes each), and nothing for the rest. Either form is sized once from the
- * scan's count; reads of a missing index answer 0.
+ * A per-index u32 column that most indexes leave at 0 (a workload's own waypoint or network
+ * gateway: a service waypoint is the common case, and only workloads behind an east-west
+ * gateway have one). Dense (4 bytes per index) when at least a third of the indexes have a
+ * value, else sparse: one u64 slot [index:32][value:32] per index that has one, at load <= 2/3
+ * (12 bytes each), and nothing for the rest. The build sizes either form once from the scan's
+ * count; the update path (`put`, `remove`) grows a sparse column by doubling and turns it dense
+ * once a third of `span` indexes have a value; a dense one grows to cover new indexes. Reads of
+ * a missing index answer 0. Deletion shifts the following run back (no tombstones).
  */
 export class SparseColumn {
   private dense: StaticArray<u32> = new StaticArray<u32>(0);
   private slots: StaticArray<u64> = new StaticArray<u64>(0);
   private capacity: u32 = 0;
   private used: i32 = 0;
+  private isDenseForm: bool = false;
 
   /** Room for `present` non-zero values among `n` indexes (present may overcount). */
   constructor(n: i32 = 0, present: i64 = 0) {
@@ -245,6 +399,7 @@ export class SparseColumn {
       // empty: every read answers 0
     } else if (SparseColumn.isDense(n, present)) {
       this.dense = new StaticArray<u32>(n);
+      this.isDenseForm = true;
     } else {
       const cap = exactCapacity(<i32>present);
       this.slots = new StaticArray<u64>(cap);
@@ -265,8 +420,10 @@ export class SparseColumn {
 
   get(index: i32): u32 {
     if (index < 0) return 0;
-    const dense = this.dense;
-    if (dense.length > 0) return index < dense.length ? unchecked(dense[index]) : 0;
+    if (this.isDenseForm) {
+      const dense = this.dense;
+      return index < dense.length ? unchecked(dense[index]) : 0;
+    }
     const capacity = this.capacity;
     if (capacity == 0) return 0;
     const slots = this.slots;
@@ -283,8 +440,8 @@ export class SparseColumn {
   /** Sets index's value (non-zero, once per index); false when there is no room for it. */
   set(index: i32, value: u32): bool {
     if (index < 0 || value == 0) return false;
-    const dense = this.dense;
-    if (dense.length > 0) {
+    if (this.isDenseForm) {
+      const dense = this.dense;
       if (index >= dense.length) return false;
       unchecked((dense[index] = value));
       return true;
@@ -302,86 +459,127 @@ export class SparseColumn {
     return true;
   }
 
-  byteSize(): i64 {
-    if (this.dense.length > 0) return <i64>this.dense.length * 4 + OBJECT_OVERHEAD;
-    return this.capacity > 0 ? <i64>this.slots.length * 8 + OBJECT_OVERHEAD : 0;
-  }
-}
-
-/**
- * (index, port) → port, one u64 per slot: [index:32][port:16][value:16], so an entry costs 8
- * bytes (12 at load 2/3) instead of a U64Table's 16 (24-48). For the per-endpoint target-port
- * overrides, which a rolling port change gives to a tenth of all endpoints. Sized exactly from
- * the scan's count (multiply-shift home slot, like AddrTable4); grows only if that count was
- * short. A zero slot is empty (ports are >= 1, so no entry is 0).
- */
-export class PortTable {
-  private slots: StaticArray<u64>;
-  private capacity: u32;
-  private used: i32 = 0;
-
-  constructor(expected: i32 = 0) {
-    const cap = exactCapacity(expected);
-    this.slots = new StaticArray<u64>(cap);
-    this.capacity = <u32>cap;
-  }
-
-  get size(): i32 {
-    return this.used;
-  }
-
-  /** The value stored for (index, port), or -1. */
-  get(index: i32, port: i32): i32 {
-    const key = PortTable.key(index, port);
-    const slots = this.slots;
+  /**
+   * Sets or replaces index's value, growing as needed (value 0 removes it). `span` is the
+   * number of indexes in use (the id limit), which decides when the column turns dense.
+   */
+  put(index: i32, value: u32, span: i32): void {
+    if (index < 0) return;
+    if (value == 0) {
+      this.remove(index);
+      return;
+    }
+    if (this.isDenseForm) {
+      if (index >= this.dense.length) this.growDense(max(index + 1, span));
+      unchecked((this.dense[index] = value));
+      return;
+    }
+    // Replace in place when present.
     const capacity = this.capacity;
-    let i = slotOf(<u32>mix64(key), capacity);
+    if (capacity > 0) {
+      const slots = this.slots;
+      let i = slotOf(mix32(<u32>index), capacity);
+      for (let probes: u32 = 0; probes < capacity; probes++) {
+        const entry = unchecked(slots[<i32>i]);
+        if (entry == 0) break;
+        if (<i32>(entry >> 32) == index) {
+          unchecked((slots[<i32>i] = (<u64><u32>index << 32) | <u64>value));
+          return;
+        }
+        i = i + 1 == capacity ? 0 : i + 1;
+      }
+    }
+    if ((<i64>this.used + 1) * 3 >= <i64>max(span, index + 1) && this.used >= 16) {
+      this.toDense(max(span, index + 1));
+      unchecked((this.dense[index] = value));
+      return;
+    }
+    if ((<i64>this.used + 2) * 3 > <i64>this.capacity * 2) this.rehash(exactCapacity(max(this.used * 2, 8)));
+    this.set(index, value);
+  }
+
+  /** Clears index's value (backward-shift deletion in the sparse form). */
+  remove(index: i32): void {
+    if (index < 0) return;
+    if (this.isDenseForm) {
+      if (index < this.dense.length) unchecked((this.dense[index] = 0));
+      return;
+    }
+    const capacity = this.capacity;
+    if (capacity == 0) return;
+    const slots = this.slots;
+    let i = slotOf(mix32(<u32>index), capacity);
+    let found = false;
     for (let probes: u32 = 0; probes < capacity; probes++) {
       const entry = unchecked(slots[<i32>i]);
-      if (entry == 0) return -1;
-      if (entry >> 16 == key) return <i32>(entry & 0xffff);
+      if (entry == 0) return;
+      if (<i32>(entry >> 32) == index) {
+        found = true;
+        break;
+      }
       i = i + 1 == capacity ? 0 : i + 1;
     }
-    return -1;
+    if (!found) return;
+    let hole = i;
+    let j: u32 = i + 1 == capacity ? 0 : i + 1;
+    while (true) {
+      const entry = unchecked(slots[<i32>j]);
+      if (entry == 0) break;
+      const home = slotOf(mix32(<u32>(entry >> 32)), capacity);
+      const stays = hole <= j ? home > hole && home <= j : home > hole || home <= j;
+      if (!stays) {
+        unchecked((slots[<i32>hole] = entry));
+        hole = j;
+      }
+      j = j + 1 == capacity ? 0 : j + 1;
+    }
+    unchecked((slots[<i32>hole] = 0));
+    this.used--;
   }
 
-  /** Adds (index, port) → value (1..65535) unless present: ADDED, the existing value, or FULL. */
-  add(index: i32, port: i32, value: i32): i32 {
-    if (index < 0 || <u32>port - 1 >= 0xffff || <u32>value - 1 >= 0xffff) return FULL;
-    const existing = this.get(index, port);
-    if (existing >= 0) return existing;
-    if ((<i64>this.used + 1) * 3 > <i64>this.capacity * 2) this.grow();
-    this.place((PortTable.key(index, port) << 16) | <u64>value);
-    this.used++;
-    return ADDED;
+  /** Removes every value, keeping the form. */
+  clear(): void {
+    if (this.isDenseForm) memory.fill(changetype<usize>(this.dense), 0, <usize>this.dense.length << 2);
+    else if (this.capacity > 0) memory.fill(changetype<usize>(this.slots), 0, <usize>this.slots.length << 3);
+    this.used = 0;
+  }
+
+  private growDense(n: i32): void {
+    const old = this.dense;
+    const next = new StaticArray<u32>(max(n, old.length * 2));
+    memory.copy(changetype<usize>(next), changetype<usize>(old), <usize>old.length << 2);
+    this.dense = next;
+  }
+
+  private toDense(n: i32): void {
+    const dense = new StaticArray<u32>(n);
+    const slots = this.slots;
+    for (let k = 0; k < slots.length; k++) {
+      const entry = unchecked(slots[k]);
+      if (entry == 0) continue;
+      const index = <i32>(entry >> 32);
+      if (index < n) unchecked((dense[index] = <u32>entry));
+    }
+    this.dense = dense;
+    this.slots = new StaticArray<u64>(0);
+    this.capacity = 0;
+    this.isDenseForm = true;
+  }
+
+  private rehash(cap: i32): void {
+    const old = this.slots;
+    this.slots = new StaticArray<u64>(cap);
+    this.capacity = <u32>cap;
+    this.used = 0;
+    for (let k = 0; k < old.length; k++) {
+      const entry = unchecked(old[k]);
+      if (entry != 0) this.set(<i32>(entry >> 32), <u32>entry);
+    }
   }
 
   byteSize(): i64 {
-    return <i64>this.slots.length * 8 + OBJECT_OVERHEAD;
-  }
-
-  // @ts-ignore: decorator
-  @inline private static key(index: i32, port: i32): u64 {
-    return (<u64><u32>index << 16) | <u64>(port & 0xffff);
-  }
-
-  private place(entry: u64): void {
-    const slots = this.slots;
-    const capacity = this.capacity;
-    let i = slotOf(<u32>mix64(entry >> 16), capacity);
-    while (unchecked(slots[<i32>i]) != 0) i = i + 1 == capacity ? 0 : i + 1;
-    unchecked((slots[<i32>i] = entry));
-  }
-
-  private grow(): void {
-    const old = this.slots;
-    const cap = exactCapacity(<i32>min<i64>(<i64>this.used * 2 + 8, 0x3fffffff));
-    this.slots = new StaticArray<u64>(cap);
-    this.capacity = <u32>cap;
-    for (let i = 0; i < old.length; i++) {
-      const entry = unchecked(old[i]);
-      if (entry != 0) this.place(entry);
-    }
+    if (this.isDenseForm) return <i64>this.dense.length * 4 + OBJECT_OVERHEAD;
+    return this.capacity > 0 ? <i64>this.slots.length * 8 + OBJECT_OVERHEAD : 0;
   }
 }
 
@@ -430,6 +628,47 @@ export class U64Table {
     this.place(key, <u64>value + 1);
     this.used++;
     return ADDED;
+  }
+
+  /** Removes `key` (backward-shift deletion); false when absent. */
+  remove(key: u64): bool {
+    const slots = this.slots;
+    const mask = this.mask;
+    let i = <u32>mix64(key) & mask;
+    let found = false;
+    for (let probes: u32 = 0; probes <= mask; probes++) {
+      const stored = unchecked(slots[<i32>(i << 1) + 1]);
+      if (stored == 0) return false;
+      if (unchecked(slots[<i32>(i << 1)]) == key) {
+        found = true;
+        break;
+      }
+      i = (i + 1) & mask;
+    }
+    if (!found) return false;
+    let hole = i;
+    let j = (i + 1) & mask;
+    while (true) {
+      const stored = unchecked(slots[<i32>(j << 1) + 1]);
+      if (stored == 0) break;
+      const k = unchecked(slots[<i32>(j << 1)]);
+      const home = <u32>mix64(k) & mask;
+      if (((j - home) & mask) >= ((j - hole) & mask)) {
+        unchecked((slots[<i32>(hole << 1)] = k));
+        unchecked((slots[<i32>(hole << 1) + 1] = stored));
+        hole = j;
+      }
+      j = (j + 1) & mask;
+    }
+    unchecked((slots[<i32>(hole << 1)] = 0));
+    unchecked((slots[<i32>(hole << 1) + 1] = 0));
+    this.used--;
+    return true;
+  }
+
+  clear(): void {
+    memory.fill(changetype<usize>(this.slots), 0, <usize>this.slots.length << 3);
+    this.used = 0;
   }
 
   byteSize(): i64 {

@@ -3,6 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { openConnections } from "./open_connections.js";
 import { podsCurve } from "./pods_curve.js";
+import { meshUpdateBench } from "./mesh_update.js";
 import { SUBJECTS } from "./subjects.js";
 import { log } from "./vm.js";
 
@@ -23,5 +24,7 @@ export async function scaleBench({ quick }: { quick: boolean }): Promise<void> {
     const baseline = podsCurve(wasm, subject, curve);
     openConnections(wasm, subject, baseline, open);
   }
+  // The mesh model's update path (issue 15): full loads, delta batches, memory under churn.
+  await meshUpdateBench({ quick });
   log(`done in ${Math.round((performance.now() - began) / 1000)} s`);
 }

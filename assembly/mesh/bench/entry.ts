@@ -1,7 +1,7 @@
 // Benchmark module for run.mjs: the mesh model alone, built with release flags, so memory
 // and lookup cost can be measured in node at 1k .. 1M pods. Not part of any filter.
 import { JsonValue, parseJson } from "../../json";
-import { Address, Mesh, MeshLimits, parseMeshConfig, parseMeshSource, parseSocketAddress } from "../index";
+import { Address, applyMeshMessage, formatIp, Mesh, MeshLimits, parseMeshConfig, parseMeshSource, parseSocketAddress } from "../index";
 import { HostBufferSource } from "../../runtime/config_source";
 import { lastReservation } from "../parse";
 import { BufferType } from "../../runtime/types";
@@ -137,4 +137,127 @@ export function connections(iterations: i32, pods: i32): i32 {
     if (w >= 0 && mesh.workloadIstio(w) && mesh.workloadIdentityUtf8(w).byteLength > 0) istio++;
   }
   return istio;
+}
+
+// ==================================================================== the update path (issue 15)
+// Driven by tests/host/mesh_delta.test.ts and bench/scale/mesh_update.ts: apply feed messages
+// to the kept mesh, read the model back as a canonical text (digest), time lookups.
+
+let lastError: string = "";
+let lastApplyKind: i32 = 0;
+
+/** Applies a feed message to the kept mesh; 1 applied, 0 refused (lastErrorUtf8 says why). */
+export function applyMessage(bytes: ArrayBuffer): i32 {
+  const result = applyMeshMessage(mesh, bytes);
+  lastError = result.error;
+  lastApplyKind = result.kind;
+  const m = result.mesh;
+  if (!result.ok() || m === null) return 0;
+  mesh = m;
+  return 1;
+}
+
+/** Drops the kept model (the next message must be a full one). */
+export function resetMesh(): void {
+  mesh = new Mesh();
+}
+
+export function lastErrorUtf8(): ArrayBuffer {
+  return String.UTF8.encode(lastError);
+}
+
+export function meshVersion(): f64 {
+  return <f64>mesh.version;
+}
+
+/** The WebAssembly memory size in bytes (what the VM keeps). */
+export function memoryBytes(): f64 {
+  return <f64>(<i64>memory.size() << 16);
+}
+
+/** Runs a full collection (the runtime's incremental GC would get there on its own). */
+export function collect(): void {
+  __collect();
+}
+
+export function workloadByV4(network: i32, ip: u32): i32 {
+  return mesh.workloadByV4(network, ip);
+}
+
+function refText(m: Mesh, r: i32): string {
+  if (r < 0) return "-";
+  const a = new Address();
+  let t = m.refHostname(r);
+  if (m.refAddress(r, a)) t = formatIp(a);
+  return t + ":" + m.refPort(r).toString() + "->" + m.refTarget(r).toString() + "/" + m.refIndex(r).toString();
+}
+
+/**
+ * Everything the model answers, by id, as text: ids that are not live are skipped; each
+ * service's endpoints are sorted (a delta's swap-remove order is not the build's order).
+ */
+export function digestUtf8(): ArrayBuffer {
+  const m = mesh;
+  const out = new Array<string>();
+  const a = new Address();
+  for (let w = 0; w < m.workloadCount(); w++) {
+    if (!m.workloadLive(w)) continue;
+    let line = "w" + w.toString() + " net=" + m.networkName(m.workloadNetwork(w));
+    line += " istio=" + (m.workloadIstio(w) ? "1" : "0") + " healthy=" + (m.workloadHealthy(w) ? "1" : "0");
+    line += " id=" + m.workloadIdentity(w) + " loc=" + m.workloadLocality(w);
+    line += " r=" + m.localityPrefix(m.workloadRegion(w)) + " z=" + m.localityPrefix(m.workloadZone(w)) + " s=" + m.localityPrefix(m.workloadSubzone(w));
+    line += " wp=" + refText(m, m.workloadWaypoint(w)) + " gw=" + refText(m, m.workloadGateway(w));
+    for (let i = 0; i < m.workloadAddressCount(w); i++) {
+      m.workloadAddress(w, i, a);
+      line += " " + formatIp(a) + "->" + m.workloadByAddress(m.workloadNetwork(w), a).toString();
+    }
+    const ms = m.endpointsOfWorkload(w);
+    for (let i = 0; i + 1 < ms.length; i += 2) {
+      const s = ms[i];
+      const e = ms[i + 1];
+      line += " in" + s.toString() + (m.endpointWorkload(s, e) == w ? "" : "!");
+      for (let k = 0; k < m.servicePortCount(s); k++) {
+        const port = m.servicePortAt(s, k);
+        const target = m.targetPort(s, e, port);
+        line += ":" + port.toString() + "=" + target.toString();
+        const h = m.headlessServiceOf(w, target);
+        if (h >= 0) line += "h" + h.toString() + "/" + m.headlessServicePort(w, target).toString();
+      }
+    }
+    out.push(line);
+  }
+  for (let s = 0; s < m.serviceCount(); s++) {
+    if (!m.serviceLive(s)) continue;
+    const hostname = m.serviceHostname(s);
+    let line = "s" + s.toString() + " " + hostname + " by=" + m.serviceByHostname(hostname).toString();
+    line += " headless=" + (m.serviceHeadless(s) ? "1" : "0") + " wp=" + refText(m, m.serviceWaypoint(s));
+    line += " lb=" + m.lbMode(s).toString() + ":";
+    for (let i = 0; i < m.lbPreferenceCount(s); i++) line += m.lbPreference(s, i).toString();
+    for (let i = 0; i < m.servicePortCount(s); i++) {
+      const port = m.servicePortAt(s, i);
+      const cluster = m.clusterName(s, port);
+      line += " port " + port.toString() + "->" + m.serviceTargetPort(s, port).toString();
+      line += " " + (cluster === null ? "<null>" : String.UTF8.decode(cluster));
+    }
+    const eps = new Array<i32>();
+    for (let e = 0; e < m.endpointCount(s); e++) eps.push(m.endpointWorkload(s, e));
+    eps.sort((x: i32, y: i32): i32 => x - y);
+    line += " eps=" + eps.join(",");
+    for (let i = 0; i < m.sanCount(s); i++) line += " san=" + m.san(s, i);
+    for (let i = 0; i < m.vipCount(s); i++) {
+      m.vipAddress(s, i, a);
+      line += " vip=" + formatIp(a) + "@" + m.networkName(m.vipNetworkId(s, i)) + "->" + m.serviceByVip(m.vipNetworkId(s, i), a).toString();
+    }
+    out.push(line);
+  }
+  return String.UTF8.encode(out.join("\n"));
+}
+
+/** Live workloads, services and memberships, for the tests and the benchmark. */
+export function liveCounts(): Int32Array {
+  const out = new Int32Array(3);
+  out[0] = mesh.liveWorkloads;
+  out[1] = mesh.liveServices;
+  out[2] = mesh.memLive;
+  return out;
 }

@@ -1,0 +1,180 @@
+// The mutable model's pieces on their own: tables with backward-shift deletion, the chunk pool's
+// compaction, memberships under churn, and the lookups tunnel_port's client needs computed from
+// the memberships (checked against its configure-time index, filters/tunnel_port/memberships.ts).
+import { parseMeshConfigString } from "../mesh";
+import { addMembership, ensureServices, ensureWorkloads, removeService, removeWorkload, setService, setWorkload } from "../mesh/edit";
+import { Mesh, W_LIVE } from "../mesh/model";
+import { ChunkPool } from "../mesh/pool";
+import { AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
+import { PodMemberships } from "../../filters/tunnel_port/memberships";
+
+let seed: u32 = 12345;
+function rand(n: i32): i32 {
+  seed = seed * 1103515245 + 12345;
+  return <i32>((seed >> 8) % <u32>n);
+}
+
+describe("tables with deletion", () => {
+  it("AddrTable4 stays exact under random insert / remove churn", () => {
+    const t = new AddrTable4(0);
+    const present = new Map<u32, i32>();
+    for (let i = 0; i < 20000; i++) {
+      const ip = <u32>rand(3000);
+      if (rand(2) == 0) {
+        t.ensureRoom(1);
+        const r = t.insert(ip, <i32>ip, 1);
+        if (!present.has(ip)) present.set(ip, <i32>ip);
+        expect(r == -1 || r == <i32>ip).toBe(true);
+      } else {
+        const removed = t.remove(ip, <i32>ip, 1);
+        expect(removed).toBe(present.has(ip));
+        if (present.has(ip)) present.delete(ip);
+      }
+    }
+    let bad = 0;
+    for (let ip: u32 = 0; ip < 3000; ip++) if ((t.find(ip, 1) >= 0) != present.has(ip)) bad++;
+    expect(bad).toBe(0);
+    expect(t.size).toBe(present.size);
+  });
+
+  it("AddrTable6, U64Table and SparseColumn too", () => {
+    const t6 = new AddrTable6(0);
+    const u = new U64Table(0);
+    const c = new SparseColumn();
+    const present = new Set<i32>();
+    for (let i = 0; i < 20000; i++) {
+      const k = rand(2000);
+      if (rand(2) == 0) {
+        t6.ensureRoom(1);
+        t6.insert(<u64>k, <u64>k * 7, k, 0);
+        u.add(<u64>k * 1000003, k);
+        c.put(k, <u32>k + 1, 2000);
+        present.add(k);
+      } else {
+        t6.remove(<u64>k, <u64>k * 7, k, 0);
+        u.remove(<u64>k * 1000003);
+        c.remove(k);
+        present.delete(k);
+      }
+    }
+    let bad = 0;
+    for (let k = 0; k < 2000; k++) {
+      const want = present.has(k);
+      if ((t6.find(<u64>k, <u64>k * 7, 0) == k) != want) bad++;
+      if ((u.get(<u64>k * 1000003) == k) != want) bad++;
+      if ((c.get(k) == <u32>k + 1) != want) bad++;
+    }
+    expect(bad).toBe(0);
+  });
+});
+
+describe("ChunkPool", () => {
+  it("keeps every live chunk through replacements and compactions; its array stays within 3x live + 128 words", () => {
+    const pool = new ChunkPool();
+    const lengths = new StaticArray<i32>(100);
+    for (let i = 0; i < 5000; i++) {
+      const owner = rand(100);
+      const n = rand(20);
+      if (n == 0) {
+        pool.free(owner);
+        lengths[owner] = 0;
+        continue;
+      }
+      const at = pool.alloc(owner, n, 100);
+      for (let k = 0; k < n; k++) pool.setWord(at + k, <u32>(owner * 1000 + k));
+      lengths[owner] = n;
+    }
+    let bad = 0;
+    let live = 0;
+    for (let owner = 0; owner < 100; owner++) {
+      const n = lengths[owner];
+      live += n > 0 ? n + 2 : 0;
+      if (pool.capacityOf(owner) != n) bad++;
+      const at = pool.offset(owner);
+      for (let k = 0; k < n; k++) if (pool.word(at + k) != <u32>(owner * 1000 + k)) bad++;
+    }
+    expect(bad).toBe(0);
+    // It doubles only when, after any compaction, at least 2/3 of the used words are live.
+    expect(pool.words.length).toBeLessThanOrEqual(3 * live + 128 + 2 * 22);
+    expect(pool.usedWords()).toBeLessThanOrEqual(pool.words.length);
+  });
+});
+
+describe("memberships under churn", () => {
+  it("every membership stays findable from both sides", () => {
+    const r = parseMeshConfigString(`{"workloads": [], "services": []}`);
+    const m = r.mesh!;
+    ensureWorkloads(m, 200);
+    ensureServices(m, 10);
+    for (let s = 0; s < 10; s++) setService(m, s, 0, -1, 0);
+    for (let i = 0; i < 20000; i++) {
+      const w = rand(200);
+      const op = rand(10);
+      if (op < 6) {
+        removeWorkload(m, w);
+        setWorkload(m, w, W_LIVE, 0, 0);
+        const a = rand(10);
+        addMembership(m, w, a);
+        if (rand(2) == 0) addMembership(m, w, (a + 1 + rand(9)) % 10);
+      } else if (op < 9) {
+        removeWorkload(m, w);
+      } else {
+        const s = rand(10);
+        removeService(m, s);
+        setService(m, s, 0, -1, 0);
+      }
+    }
+    let bad = 0;
+    let total = 0;
+    for (let s = 0; s < 10; s++) {
+      for (let e = 0; e < m.endpointCount(s); e++) {
+        const w = m.endpointWorkload(s, e);
+        const g = m.membershipOf(w, s);
+        if (!m.workloadLive(w) || g < 0 || m.membershipIndex(g) != e || m.globalEndpointWorkload(g) != w) bad++;
+        total++;
+      }
+    }
+    for (let w = 0; w < 200; w++) {
+      for (let g = m.firstMembership(w); g >= 0; g = m.nextMembership(g)) {
+        if (m.endpointWorkload(m.membershipService(g), m.membershipIndex(g)) != w) bad++;
+        total--;
+      }
+    }
+    expect(bad).toBe(0);
+    expect(total).toBe(0);
+    expect(m.memLive).toBe(m.memTotal - freeCount(m));
+  });
+});
+
+function freeCount(m: Mesh): i32 {
+  let n = 0;
+  for (let g = m.memFree - 1; g >= 0 && n <= m.memTotal; g = <i32>m.memNext[g] - 1) n++;
+  return n;
+}
+
+describe("tunnel_port's lookups from the memberships", () => {
+  it("servicePortForTarget / mapsPort answer what the configure-time index does", () => {
+    const parts = new Array<string>();
+    for (let i = 0; i < 30; i++) parts.push(`{"uid": "w${i}", "addresses": ["10.0.0.${i}"]}`);
+    const services = new Array<string>();
+    for (let s = 0; s < 6; s++) {
+      const eps = new Array<string>();
+      for (let i = s; i < 30; i += 1 + s) eps.push(i % 4 == 0 ? `{"workload": "w${i}", "ports": {"80": ${9000 + s}}}` : `{"workload": "w${i}"}`);
+      services.push(`{"hostname": "s${s}.x", "ports": {"80": ${8000 + (s % 3)}, "443": 8443}, "endpoints": [${eps.join(",")}]}`);
+    }
+    const r = parseMeshConfigString(`{"workloads": [${parts.join(",")}], "services": [${services.join(",")}]}`);
+    expect(r.error).toBe("");
+    const m = r.mesh!;
+    const index = new PodMemberships(m);
+    let bad = 0;
+    const targets: i32[] = [8000, 8001, 8002, 8443, 9000, 9001, 9002, 9003, 9004, 9005, 7];
+    for (let w = 0; w < 30; w++) {
+      for (let k = 0; k < targets.length; k++) {
+        const t = targets[k];
+        if (index.servicePortFor(w, t) != m.servicePortForTarget(w, t)) bad++;
+        if (index.maps(w, 80, t) != m.mapsPort(w, 80, t) || index.maps(w, 443, t) != m.mapsPort(w, 443, t)) bad++;
+      }
+    }
+    expect(bad).toBe(0);
+  });
+});

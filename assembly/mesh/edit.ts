@@ -1,0 +1,527 @@
+// In-place changes to the Mesh: the primitives the JSON build (parse.ts), the binary full load
+// and the delta apply (wire_apply.ts) share, so there is one model and one way to fill it.
+//
+// Nothing here validates: callers have checked everything first (a refused message must
+// leave the model untouched). Every primitive still bounds its indexes, so a caller's mistake
+// cannot trap the VM. Costs are O(what changes): a workload upsert / remove touches its
+// columns, its address-table slots and its memberships (each an O(1) swap-remove from the
+// service's member list); a service remove also drops each of its memberships.
+import { Address, FAMILY_V4 } from "./ip";
+import {
+  IDENTITY_MASK,
+  M_OVERRIDES,
+  M_POS_MASK,
+  Mesh,
+  portKey,
+  S_LIVE,
+  VIP_WORDS,
+  W_EXTRA,
+  W_LIVE,
+  W_V4,
+} from "./model";
+
+/** Next power-of-two-ish capacity covering `need` (doubling from `current`). */
+function grown(current: i32, need: i32): i32 {
+  let cap = max(current, 8);
+  while (cap < need) cap = cap << 1;
+  return cap;
+}
+
+function growU32(a: StaticArray<u32>, n: i32): StaticArray<u32> {
+  const next = new StaticArray<u32>(n);
+  memory.copy(changetype<usize>(next), changetype<usize>(a), <usize>min(a.length, n) << 2);
+  return next;
+}
+
+function growU16(a: StaticArray<u16>, n: i32): StaticArray<u16> {
+  const next = new StaticArray<u16>(n);
+  memory.copy(changetype<usize>(next), changetype<usize>(a), <usize>min(a.length, n) << 1);
+  return next;
+}
+
+function growU8(a: StaticArray<u8>, n: i32): StaticArray<u8> {
+  const next = new StaticArray<u8>(n);
+  memory.copy(changetype<usize>(next), changetype<usize>(a), <usize>min(a.length, n));
+  return next;
+}
+
+// ==================================================================== capacity
+
+/** Columns for workload ids < n: exactly n when `exact` (a build), else by doubling. */
+export function ensureWorkloads(m: Mesh, n: i32, exact: bool = false): void {
+  const have = m.wIdentityFlags.length;
+  if (n > have) {
+    const cap = exact ? n : grown(have, n);
+    m.wIdentityFlags = growU32(m.wIdentityFlags, cap);
+    m.wNetwork = growU16(m.wNetwork, cap);
+    m.wLocality = growU16(m.wLocality, cap);
+    m.wV4 = growU32(m.wV4, cap);
+    m.wMember = growU32(m.wMember, cap);
+  }
+}
+
+/** Columns for service ids < n. */
+export function ensureServices(m: Mesh, n: i32, exact: bool = false): void {
+  const have = m.sFlags.length;
+  if (n > have) {
+    const cap = exact ? n : grown(have, n);
+    m.sFlags = growU8(m.sFlags, cap);
+    m.sWaypoint = growU32(m.sWaypoint, cap);
+    m.sLbPrefs = growU32(m.sLbPrefs, cap);
+  }
+  while (m.sHostname.length < n) m.sHostname.push("");
+}
+
+/** Room for `n` more membership ids. */
+export function ensureMemberships(m: Mesh, extra: i32, exact: bool = false): void {
+  const need = m.memTotal + extra;
+  const have = m.memService.length;
+  if (need > have) {
+    const cap = exact ? need : grown(have, need);
+    m.memService = growU32(m.memService, cap);
+    m.memPos = growU32(m.memPos, cap);
+    m.memNext = growU32(m.memNext, cap);
+  }
+}
+
+/** Room for `n` more port slots. */
+function ensureSlots(m: Mesh, extra: i32): void {
+  const need = m.slotTotal + extra;
+  const have = m.slotPort.length;
+  if (need > have) {
+    const cap = grown(have, need);
+    m.slotPort = growU16(m.slotPort, cap);
+    m.slotTarget = growU16(m.slotTarget, cap);
+  }
+}
+
+/** Preallocates slot columns for a build that knows its count. */
+export function reserveSlots(m: Mesh, n: i32): void {
+  if (n > m.slotPort.length) {
+    m.slotPort = growU16(m.slotPort, n);
+    m.slotTarget = growU16(m.slotTarget, n);
+  }
+}
+
+// ==================================================================== workloads
+
+/**
+ * Marks id w live with its identity/flags word (W_* bits, identity id), network and locality.
+ * Addresses, references and memberships are set separately.
+ */
+export function setWorkload(m: Mesh, w: i32, info: u32, network: i32, locality: i32): void {
+  if (w < 0 || w >= m.wIdentityFlags.length) return;
+  const before = unchecked(m.wIdentityFlags[w]);
+  if ((before & W_LIVE) == 0) m.liveWorkloads++;
+  // Keep the address bits: setAddresses owns them.
+  const keep = before & (W_V4 | W_EXTRA);
+  unchecked((m.wIdentityFlags[w] = (info & ~(W_V4 | W_EXTRA)) | keep | W_LIVE));
+  unchecked((m.wNetwork[w] = <u16>network));
+  unchecked((m.wLocality[w] = <u16>locality));
+  if (w >= m.workloadTotal) m.workloadTotal = w + 1;
+}
+
+/**
+ * Stores w's addresses (IPv4 first, IPv6 as [hi, lo] pairs), replacing any it had; does not
+ * touch the address tables (insertAddresses / the build's fillV4Table do).
+ */
+export function setAddresses(m: Mesh, w: i32, v4: Array<u32>, v6: Array<u64>): void {
+  if (w < 0 || w >= m.wIdentityFlags.length) return;
+  let info = unchecked(m.wIdentityFlags[w]) & ~(W_V4 | W_EXTRA);
+  const n4 = v4.length;
+  const n6 = v6.length >> 1;
+  let from = 0;
+  if (n4 > 0) {
+    info |= W_V4;
+    unchecked((m.wV4[w] = unchecked(v4[0])));
+    from = 1;
+  }
+  const extra4 = n4 - from;
+  if (extra4 > 0 || n6 > 0) {
+    info |= W_EXTRA;
+    const pool = m.wExtra;
+    const at = pool.alloc(w, 1 + extra4 + n6 * 4, m.wIdentityFlags.length);
+    pool.setWord(at, <u32>extra4);
+    for (let i = 0; i < extra4; i++) pool.setWord(at + 1 + i, unchecked(v4[from + i]));
+    const base = at + 1 + extra4;
+    for (let i = 0; i < n6; i++) {
+      const hi = unchecked(v6[i << 1]);
+      const lo = unchecked(v6[(i << 1) + 1]);
+      pool.setWord(base + i * 4, <u32>(hi >> 32));
+      pool.setWord(base + i * 4 + 1, <u32>hi);
+      pool.setWord(base + i * 4 + 2, <u32>(lo >> 32));
+      pool.setWord(base + i * 4 + 3, <u32>lo);
+    }
+  } else {
+    m.wExtra.free(w);
+  }
+  unchecked((m.wIdentityFlags[w] = info));
+}
+
+const scratchAddress = new Address();
+
+/** Inserts w's stored addresses into the tables (growing them); the first clash's owner, or -1. */
+export function insertAddresses(m: Mesh, w: i32): i32 {
+  const n = m.workloadAddressCount(w);
+  if (n == 0) return -1;
+  const net = m.workloadNetwork(w);
+  m.v4Table.ensureRoom(n);
+  m.v6Table.ensureRoom(n);
+  const a = scratchAddress;
+  for (let i = 0; i < n; i++) {
+    if (!m.workloadAddress(w, i, a)) continue;
+    const clash = a.family == FAMILY_V4 ? m.v4Table.insert(a.v4, w, net) : m.v6Table.insert(a.hi, a.lo, w, net);
+    if (clash >= 0 && clash != w) return clash;
+  }
+  return -1;
+}
+
+/** Removes w's addresses from the tables (only the entries w owns). */
+function removeAddresses(m: Mesh, w: i32): void {
+  const n = m.workloadAddressCount(w);
+  const net = m.workloadNetwork(w);
+  const a = scratchAddress;
+  for (let i = 0; i < n; i++) {
+    if (!m.workloadAddress(w, i, a)) continue;
+    if (a.family == FAMILY_V4) m.v4Table.remove(a.v4, w, net);
+    else m.v6Table.remove(a.hi, a.lo, w, net);
+  }
+}
+
+/** Removes workload w entirely: addresses, references, memberships; the id becomes free. */
+export function removeWorkload(m: Mesh, w: i32): void {
+  if (!m.workloadLive(w)) return;
+  removeAddresses(m, w);
+  m.wExtra.free(w);
+  m.wWaypoint.remove(w);
+  m.wGateway.remove(w);
+  dropMemberships(m, w);
+  unchecked((m.wIdentityFlags[w] = 0));
+  unchecked((m.wNetwork[w] = 0));
+  unchecked((m.wLocality[w] = 0));
+  unchecked((m.wV4[w] = 0));
+  m.liveWorkloads--;
+}
+
+/** Clears w for an upsert: same as a remove (the upsert then sets everything again). */
+export function clearWorkload(m: Mesh, w: i32): void {
+  removeWorkload(m, w);
+}
+
+/** Sets w's waypoint / gateway reference ids (-1 = none). */
+export function setWorkloadRefs(m: Mesh, w: i32, waypoint: i32, gateway: i32): void {
+  const span = m.wIdentityFlags.length;
+  m.wWaypoint.put(w, <u32>(waypoint + 1), span);
+  m.wGateway.put(w, <u32>(gateway + 1), span);
+}
+
+// ==================================================================== memberships
+
+/**
+ * Adds workload w as an endpoint of service s (at the end of s's member list); the membership
+ * id. `overrides` are (service port << 16 | target port) words.
+ */
+export function addMembership(m: Mesh, w: i32, s: i32, overrides: Array<u32> | null = null): i32 {
+  if (w < 0 || w >= m.wIdentityFlags.length || s < 0 || s >= m.sFlags.length) return -1;
+  let g = m.memFree - 1;
+  if (g >= 0 && g < m.memService.length) {
+    m.memFree = <i32>unchecked(m.memNext[g]);
+  } else {
+    ensureMemberships(m, 1);
+    g = m.memTotal++;
+  }
+  // Append w to s's member list: [count, ids...], doubling the chunk when full.
+  const pool = m.sMembers;
+  let at = pool.offset(s);
+  let cap = pool.capacityOf(s);
+  let count = at < 0 ? 0 : <i32>pool.word(at);
+  if (count + 1 >= cap) {
+    at = pool.resize(s, max(4, cap * 2), m.sFlags.length);
+    if (cap == 0) pool.setWord(at, 0);
+  }
+  pool.setWord(at + 1 + count, <u32>w);
+  pool.setWord(at, <u32>(count + 1));
+  unchecked((m.memService[g] = <u32>s + 1));
+  unchecked((m.memPos[g] = <u32>count));
+  unchecked((m.memNext[g] = unchecked(m.wMember[w])));
+  unchecked((m.wMember[w] = <u32>g + 1));
+  m.memLive++;
+  if (overrides !== null && overrides.length > 0) {
+    const o = m.memOverrides;
+    const oat = o.alloc(g, overrides.length, m.memService.length);
+    for (let i = 0; i < overrides.length; i++) o.setWord(oat + i, unchecked(overrides[i]));
+    unchecked((m.memPos[g] |= M_OVERRIDES));
+  }
+  return g;
+}
+
+/**
+ * The build's form: service s's member list gets exactly `count` slots up front (the JSON
+ * build knows each service's endpoints before adding them), so no doubling garbage.
+ */
+export function reserveMembers(m: Mesh, s: i32, count: i32): void {
+  if (s < 0 || s >= m.sFlags.length) return;
+  const at = m.sMembers.alloc(s, count + 1, m.sFlags.length);
+  m.sMembers.setWord(at, 0);
+}
+
+/** Frees membership g (already unlinked from its workload's chain): swap-remove from s. */
+function freeMembership(m: Mesh, g: i32): void {
+  const s = <i32>unchecked(m.memService[g]) - 1;
+  const pos = <i32>(unchecked(m.memPos[g]) & M_POS_MASK);
+  const pool = m.sMembers;
+  const at = pool.offset(s);
+  if (at >= 0) {
+    const count = <i32>pool.word(at);
+    const last = count - 1;
+    if (pos < last) {
+      const moved = <i32>pool.word(at + 1 + last);
+      pool.setWord(at + 1 + pos, <u32>moved);
+      const mg = m.membershipOf(moved, s);
+      if (mg >= 0) unchecked((m.memPos[mg] = (unchecked(m.memPos[mg]) & M_OVERRIDES) | <u32>pos));
+    }
+    if (count > 0) pool.setWord(at, <u32>last);
+  }
+  if ((unchecked(m.memPos[g]) & M_OVERRIDES) != 0) m.memOverrides.free(g);
+  unchecked((m.memService[g] = 0));
+  unchecked((m.memPos[g] = 0));
+  unchecked((m.memNext[g] = <u32>m.memFree));
+  m.memFree = g + 1;
+  m.memLive--;
+}
+
+/** Drops every membership of workload w. */
+function dropMemberships(m: Mesh, w: i32): void {
+  let g = <i32>unchecked(m.wMember[w]) - 1;
+  unchecked((m.wMember[w] = 0));
+  for (let guard = 0; g >= 0 && g < m.memTotal && guard < m.memTotal; guard++) {
+    const next = <i32>unchecked(m.memNext[g]) - 1;
+    // Unlinked already (the whole chain goes), so the swap-remove's membershipOf on other
+    // workloads is unaffected.
+    freeMembership(m, g);
+    g = next;
+  }
+}
+
+/** Drops every membership in service s (a service remove). */
+function dropServiceMembers(m: Mesh, s: i32): void {
+  const pool = m.sMembers;
+  while (true) {
+    const at = pool.offset(s);
+    if (at < 0) break;
+    const count = <i32>pool.word(at);
+    if (count <= 0) break;
+    const w = <i32>pool.word(at + count); // the last one: its removal moves nothing
+    const g = m.membershipOf(w, s);
+    if (g < 0) {
+      pool.setWord(at, <u32>(count - 1)); // inconsistent entry: drop it
+      continue;
+    }
+    unlink(m, w, g);
+    freeMembership(m, g);
+  }
+  pool.free(s);
+}
+
+/** Removes g from w's chain. */
+function unlink(m: Mesh, w: i32, g: i32): void {
+  let prev = -1;
+  let cur = <i32>unchecked(m.wMember[w]) - 1;
+  for (let guard = 0; cur >= 0 && cur < m.memTotal && guard < m.memTotal; guard++) {
+    const next = unchecked(m.memNext[cur]);
+    if (cur == g) {
+      if (prev < 0) unchecked((m.wMember[w] = next));
+      else unchecked((m.memNext[prev] = next));
+      return;
+    }
+    prev = cur;
+    cur = <i32>next - 1;
+  }
+}
+
+// ==================================================================== services
+
+/** Marks s live with its flags, waypoint reference id (-1 none) and routing preference. */
+export function setService(m: Mesh, s: i32, flags: u8, waypoint: i32, lbPrefs: u32): void {
+  if (s < 0 || s >= m.sFlags.length) return;
+  if ((unchecked(m.sFlags[s]) & S_LIVE) == 0) m.liveServices++;
+  unchecked((m.sFlags[s] = flags | S_LIVE));
+  unchecked((m.sWaypoint[s] = <u32>(waypoint + 1)));
+  unchecked((m.sLbPrefs[s] = lbPrefs));
+  if (s >= m.serviceTotal) m.serviceTotal = s + 1;
+}
+
+/** Sets s's hostname (free of other owners: checked by the caller). */
+export function setHostname(m: Mesh, s: i32, hostname: string): void {
+  if (s < 0 || s >= m.sHostname.length) return;
+  unchecked((m.sHostname[s] = hostname));
+  m.hostnames.set(hostname, s);
+}
+
+/**
+ * Sets s's ports: `ports` are (port << 16 | target) words in order, each with its UTF-8
+ * cluster name (`clusters[i]`). Replaces any ports s had.
+ */
+export function setPorts(m: Mesh, s: i32, ports: Array<u32>, clusters: Array<ArrayBuffer>): void {
+  clearPorts(m, s);
+  const n = ports.length;
+  if (n == 0 || s < 0 || s >= m.sFlags.length) return;
+  ensureSlots(m, n);
+  const pool = m.sPorts;
+  const at = pool.alloc(s, n, m.sFlags.length);
+  for (let i = 0; i < n; i++) {
+    let slot: i32;
+    if (m.slotFree.length > 0) slot = m.slotFree.pop();
+    else slot = m.slotTotal++;
+    const entry = unchecked(ports[i]);
+    unchecked((m.slotPort[slot] = <u16>(entry >> 16)));
+    unchecked((m.slotTarget[slot] = <u16>entry));
+    const name = i < clusters.length ? unchecked(clusters[i]) : new ArrayBuffer(0);
+    if (slot < m.slotCluster.length) unchecked((m.slotCluster[slot] = name));
+    else m.slotCluster.push(name);
+    pool.setWord(at + i, <u32>slot);
+    m.portIndex.add(portKey(s, <i32>(entry >> 16)), slot);
+  }
+}
+
+function clearPorts(m: Mesh, s: i32): void {
+  const pool = m.sPorts;
+  const at = pool.offset(s);
+  if (at < 0) return;
+  const n = pool.capacityOf(s);
+  const empty = new ArrayBuffer(0);
+  for (let i = 0; i < n; i++) {
+    const slot = <i32>pool.word(at + i);
+    if (slot < 0 || slot >= m.slotTotal) continue;
+    m.portIndex.remove(portKey(s, <i32>unchecked(m.slotPort[slot])));
+    if (slot < m.slotCluster.length) unchecked((m.slotCluster[slot] = empty));
+    m.slotFree.push(slot);
+  }
+  pool.free(s);
+}
+
+/** Sets s's VIPs: VIP_WORDS words each ([network << 8 | family, 4 address words]); inserts them. */
+export function setVips(m: Mesh, s: i32, words: Array<u32>, insert: bool = true): void {
+  clearVips(m, s);
+  const n = words.length / VIP_WORDS;
+  if (n == 0 || s < 0 || s >= m.sFlags.length) return;
+  const pool = m.sVips;
+  const at = pool.alloc(s, n * VIP_WORDS, m.sFlags.length);
+  for (let i = 0; i < n * VIP_WORDS; i++) pool.setWord(at + i, unchecked(words[i]));
+  if (!insert) return; // the JSON build inserted each as it read it (for its clash messages)
+  m.vipTable4.ensureRoom(n);
+  m.vipTable6.ensureRoom(n);
+  for (let i = 0; i < n; i++) {
+    const head = unchecked(words[i * VIP_WORDS]);
+    const net = <i32>(head >> 8);
+    if ((head & 0xff) == FAMILY_V4) {
+      m.vipTable4.insert(unchecked(words[i * VIP_WORDS + 1]), s, net);
+    } else {
+      const hi = (<u64>unchecked(words[i * VIP_WORDS + 1]) << 32) | <u64>unchecked(words[i * VIP_WORDS + 2]);
+      const lo = (<u64>unchecked(words[i * VIP_WORDS + 3]) << 32) | <u64>unchecked(words[i * VIP_WORDS + 4]);
+      m.vipTable6.insert(hi, lo, s, net);
+    }
+  }
+}
+
+function clearVips(m: Mesh, s: i32): void {
+  const pool = m.sVips;
+  const at = pool.offset(s);
+  if (at < 0) return;
+  const n = pool.capacityOf(s) / VIP_WORDS;
+  for (let i = 0; i < n; i++) {
+    const k = at + i * VIP_WORDS;
+    const head = pool.word(k);
+    const net = <i32>(head >> 8);
+    if ((head & 0xff) == FAMILY_V4) {
+      m.vipTable4.remove(pool.word(k + 1), s, net);
+    } else {
+      const hi = (<u64>pool.word(k + 1) << 32) | <u64>pool.word(k + 2);
+      const lo = (<u64>pool.word(k + 3) << 32) | <u64>pool.word(k + 4);
+      m.vipTable6.remove(hi, lo, s, net);
+    }
+  }
+  pool.free(s);
+}
+
+/** Sets s's subject alt names. */
+export function setSans(m: Mesh, s: i32, names: Array<string>): void {
+  clearSans(m, s);
+  const n = names.length;
+  if (n == 0 || s < 0 || s >= m.sFlags.length) return;
+  const pool = m.sSans;
+  const at = pool.alloc(s, n, m.sFlags.length);
+  for (let i = 0; i < n; i++) {
+    let slot: i32;
+    if (m.sanFree.length > 0) {
+      slot = m.sanFree.pop();
+      unchecked((m.sans[slot] = unchecked(names[i])));
+    } else {
+      slot = m.sans.length;
+      m.sans.push(unchecked(names[i]));
+    }
+    pool.setWord(at + i, <u32>slot);
+  }
+}
+
+function clearSans(m: Mesh, s: i32): void {
+  const pool = m.sSans;
+  const at = pool.offset(s);
+  if (at < 0) return;
+  const n = pool.capacityOf(s);
+  for (let i = 0; i < n; i++) {
+    const slot = <i32>pool.word(at + i);
+    if (slot < 0 || slot >= m.sans.length) continue;
+    unchecked((m.sans[slot] = ""));
+    m.sanFree.push(slot);
+  }
+  pool.free(s);
+}
+
+/**
+ * Clears what a service upsert replaces: hostname, ports, VIPs, SANs, flags. Its members stay
+ * (memberships live on the workloads).
+ */
+export function clearServiceContent(m: Mesh, s: i32): void {
+  if (s < 0 || s >= m.sFlags.length) return;
+  const hostname = s < m.sHostname.length ? unchecked(m.sHostname[s]) : "";
+  if (hostname.length > 0 && m.hostnames.has(hostname) && m.hostnames.get(hostname) == s) m.hostnames.delete(hostname);
+  if (s < m.sHostname.length) unchecked((m.sHostname[s] = ""));
+  clearPorts(m, s);
+  clearVips(m, s);
+  clearSans(m, s);
+}
+
+/** Removes service s: its content and every membership in it; the id becomes free. */
+export function removeService(m: Mesh, s: i32): void {
+  if (!m.serviceLive(s)) {
+    // Members may have joined a not-yet-live id earlier in the same message: drop them too.
+    if (s >= 0 && s < m.sFlags.length) dropServiceMembers(m, s);
+    return;
+  }
+  clearServiceContent(m, s);
+  dropServiceMembers(m, s);
+  unchecked((m.sFlags[s] = 0));
+  unchecked((m.sWaypoint[s] = 0));
+  unchecked((m.sLbPrefs[s] = 0));
+  m.liveServices--;
+}
+
+/** IDENTITY_MASK re-exported for the apply path. */
+export { IDENTITY_MASK };
+
+/** The locality id of `text` (a valid locality), interned with its region / zone prefixes. */
+export function internLocality(m: Mesh, text: string): i32 {
+  const known = m.localities.find(text);
+  if (known >= 0) return known;
+  const id = m.localities.intern(text);
+  const parts = text.split("/");
+  const n = parts.length;
+  const region = m.localityPrefixes.intern(unchecked(parts[0]));
+  const zone = n > 1 ? m.localityPrefixes.intern(unchecked(parts[0]) + "/" + unchecked(parts[1])) : 0;
+  const subzone = n > 2 ? m.localityPrefixes.intern(text) : 0;
+  m.localityParts.push(region);
+  m.localityParts.push(zone);
+  m.localityParts.push(subzone);
+  return id;
+}

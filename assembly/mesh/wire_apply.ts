@@ -1,0 +1,178 @@
+// applyMeshMessage: the feed's binary messages (wire.ts) applied to the Mesh.
+//
+// - full: "the model is exactly these records". Built into a new Mesh sized from the header's
+//   id limits, in three passes over the message: every record checked (and the texts it
+//   names interned into the new model), then the services stored, then the workloads (whose
+//   addresses and memberships are checked against what is stored). Any problem refuses the
+//   message and the new model is dropped: the caller keeps its old one.
+// - delta: checked whole before the model is touched: every record (as for a full load), then
+//   what spans records, on the state after the message (the last record of each id wins): an
+//   address on one live workload per network, a VIP on one service per network, a hostname on
+//   one service, memberships naming services that are live after it. Then applied in place:
+//   every id the message names is cleared (a service id with a remove anywhere in the message
+//   loses every membership), then the services' last upserts, then the workloads'. Cost is
+//   O(records + their lists), whatever the mesh size.
+// - no-change: checked against the model's epoch and version.
+// Nothing here traps on any input: reads are bounds-checked (wire.ts), ids are checked
+// against the header's limits, which are checked against the model's own limits.
+import { Address, FAMILY_V4, formatIp } from "./ip";
+import {
+  addMembership,
+  reserveMembers,
+  clearServiceContent,
+  ensureMemberships,
+  ensureServices,
+  ensureWorkloads,
+  internLocality,
+  removeService,
+  removeWorkload,
+  setAddresses,
+  setHostname,
+  setPorts,
+  setSans,
+  setService,
+  setVips,
+  setWorkload,
+  setWorkloadRefs,
+} from "./edit";
+import { DEFAULT_LB_PREFS, IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, VIP_WORDS, W_HEALTHY, W_ISTIO } from "./model";
+import { defaultClusterName, MAX_LOCALITIES, MAX_NETWORKS, MAX_SERVICES, MAX_WORKLOADS } from "./parse";
+import { ChunkPool } from "./pool";
+import { RefTable } from "./refs";
+import { ADDED, AddrTable4, AddrTable6, U64Table } from "./table";
+import {
+  H_BASE,
+  H_BODY,
+  H_EPOCH,
+  H_FORMAT,
+  H_KIND,
+  H_MAGIC,
+  H_RECORDS,
+  H_RESERVED,
+  H_SERVICE_LIMIT,
+  H_VERSION,
+  H_WORKLOAD_LIMIT,
+  HEADER_BYTES,
+  indexed,
+  KIND_DELTA,
+  KIND_FULL,
+  KIND_NO_CHANGE,
+  quoted,
+  REC_SERVICE_REMOVE,
+  REC_SERVICE_UPSERT,
+  REC_WORKLOAD_REMOVE,
+  REC_WORKLOAD_UPSERT,
+  SF_CLUSTER,
+  SF_HEADLESS,
+  SF_LB_STANDARD,
+  WF_HEALTHY,
+  WF_ISTIO,
+  WIRE_MAGIC,
+  WIRE_VERSION,
+  WireReader,
+  WireRef,
+  WireService,
+  WireWorkload,
+} from "./wire";
+import { Header } from "./wire_store";
+import { loadFull } from "./wire_full";
+import { applyDelta } from "./wire_delta";
+
+/** What applyMeshMessage did. */
+export class MeshApplyResult {
+  /** The model to use from now on: the input one when refused (or changed in place). */
+  mesh: Mesh | null = null;
+  /** "" when applied, else one line naming the record and field. */
+  error: string = "";
+  /** KIND_FULL, KIND_DELTA, KIND_NO_CHANGE; 0 when the header could not be read. */
+  kind: i32 = 0;
+  epoch: u64 = 0;
+  version: u64 = 0;
+
+  ok(): bool {
+    return this.error.length == 0;
+  }
+}
+
+const reader = new WireReader();
+
+/**
+ * Applies one feed message to `mesh` (null: nothing loaded yet). Never traps. On success
+ * `result.mesh` is the model to use (a new one after a full load, `mesh` itself after a delta
+ * or no-change); on failure `result.error` says why and `result.mesh` is `mesh`, untouched.
+ */
+export function applyMeshMessage(mesh: Mesh | null, data: ArrayBuffer): MeshApplyResult {
+  const result = new MeshApplyResult();
+  result.mesh = mesh;
+  const r = reader;
+  r.reset(data);
+  const h = new Header();
+  if (!readHeader(r, h)) {
+    result.error = r.error;
+    return result;
+  }
+  result.kind = h.kind;
+  result.epoch = h.epoch;
+  result.version = h.version;
+  if (h.kind == KIND_NO_CHANGE) {
+    if (mesh === null) result.error = "header.kind: no-change, but no model is loaded";
+    else if (mesh.epoch != h.epoch || mesh.version != h.version) {
+      result.error = "header.version: no-change at epoch " + h.epoch.toString() + " version " + h.version.toString() +
+        ", but the model is at epoch " + mesh.epoch.toString() + " version " + mesh.version.toString();
+    }
+    return result;
+  }
+  if (h.kind == KIND_FULL) {
+    const fresh = loadFull(r, h);
+    if (fresh === null) {
+      result.error = r.error;
+      return result;
+    }
+    result.mesh = fresh;
+    return result;
+  }
+  if (mesh === null) {
+    result.error = "header.kind: a delta, but no model is loaded";
+    return result;
+  }
+  if (mesh.epoch != h.epoch) {
+    result.error = "header.epoch: delta for epoch " + h.epoch.toString() + ", but the model is at epoch " + mesh.epoch.toString();
+    return result;
+  }
+  if (mesh.version != h.base) {
+    result.error = "header.baseVersion: delta from version " + h.base.toString() + ", but the model is at version " + mesh.version.toString();
+    return result;
+  }
+  if (!applyDelta(mesh, r, h)) result.error = r.error;
+  return result;
+}
+
+function readHeader(r: WireReader, h: Header): bool {
+  if (r.end < HEADER_BYTES) return r.fail("", "message of " + r.end.toString() + " bytes is shorter than the 56-byte header");
+  if (r.u32At(H_MAGIC) != WIRE_MAGIC) return r.fail("magic", "not 0x3148534d (\"MSH1\")");
+  const format = r.u16At(H_FORMAT);
+  if (format != WIRE_VERSION) return r.fail("formatVersion", format.toString() + " is not 1");
+  const kind = <i32>r.u16At(H_KIND);
+  if (kind != KIND_FULL && kind != KIND_DELTA && kind != KIND_NO_CHANGE) return r.fail("kind", kind.toString() + " is not 1 (full), 2 (delta) or 3 (no-change)");
+  h.kind = kind;
+  h.epoch = r.u64At(H_EPOCH);
+  h.base = r.u64At(H_BASE);
+  h.version = r.u64At(H_VERSION);
+  if (h.epoch == 0) return r.fail("epoch", "must not be 0");
+  if (kind == KIND_DELTA && h.version <= h.base) return r.fail("version", "a delta must move forward (version " + h.version.toString() + " <= base " + h.base.toString() + ")");
+  if (kind != KIND_DELTA && h.base != 0) return r.fail("baseVersion", "must be 0 outside a delta");
+  if (r.u64At(H_RESERVED) != 0) return r.fail("reserved", "must be 0");
+  h.workloadLimit = r.u32At(H_WORKLOAD_LIMIT);
+  h.serviceLimit = r.u32At(H_SERVICE_LIMIT);
+  if (h.workloadLimit > <u32>MAX_WORKLOADS) return r.fail("workloadIdLimit", h.workloadLimit.toString() + " exceeds the limit of " + MAX_WORKLOADS.toString());
+  if (h.serviceLimit > <u32>MAX_SERVICES) return r.fail("serviceIdLimit", h.serviceLimit.toString() + " exceeds the limit of " + MAX_SERVICES.toString());
+  const body = r.u32At(H_BODY);
+  if (<i64>body != <i64>r.end - HEADER_BYTES) return r.fail("bodyLength", body.toString() + " is not the message length - 56 (" + (r.end - HEADER_BYTES).toString() + ")");
+  const records = r.u32At(H_RECORDS);
+  if (kind == KIND_NO_CHANGE && records != 0) return r.fail("recordCount", "a no-change message has no records");
+  if (<i64>records * 5 > <i64>body) return r.fail("recordCount", records.toString() + " records cannot fit in " + body.toString() + " bytes");
+  h.records = <i32>records;
+  r.pos = HEADER_BYTES;
+  return true;
+}
+

@@ -1,0 +1,249 @@
+// A delta message: checked whole against the state after it, then applied in place
+// (wire_apply.ts describes the rules).
+import { Address, FAMILY_V4, formatIp } from "./ip";
+import {
+  addMembership,
+  reserveMembers,
+  clearServiceContent,
+  ensureMemberships,
+  ensureServices,
+  ensureWorkloads,
+  internLocality,
+  removeService,
+  removeWorkload,
+  setAddresses,
+  setHostname,
+  setPorts,
+  setSans,
+  setService,
+  setVips,
+  setWorkload,
+  setWorkloadRefs,
+} from "./edit";
+import { DEFAULT_LB_PREFS, IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, VIP_WORDS, W_HEALTHY, W_ISTIO } from "./model";
+import { defaultClusterName, MAX_LOCALITIES, MAX_NETWORKS, MAX_SERVICES, MAX_WORKLOADS } from "./parse";
+import { ChunkPool } from "./pool";
+import { RefTable } from "./refs";
+import { ADDED, AddrTable4, AddrTable6, U64Table } from "./table";
+import {
+  H_BASE,
+  H_BODY,
+  H_EPOCH,
+  H_FORMAT,
+  H_KIND,
+  H_MAGIC,
+  H_RECORDS,
+  H_RESERVED,
+  H_SERVICE_LIMIT,
+  H_VERSION,
+  H_WORKLOAD_LIMIT,
+  HEADER_BYTES,
+  indexed,
+  KIND_DELTA,
+  KIND_FULL,
+  KIND_NO_CHANGE,
+  quoted,
+  REC_SERVICE_REMOVE,
+  REC_SERVICE_UPSERT,
+  REC_WORKLOAD_REMOVE,
+  REC_WORKLOAD_UPSERT,
+  SF_CLUSTER,
+  SF_HEADLESS,
+  SF_LB_STANDARD,
+  WF_HEALTHY,
+  WF_ISTIO,
+  WIRE_MAGIC,
+  WIRE_VERSION,
+  WireReader,
+  WireRef,
+  WireService,
+  WireWorkload,
+} from "./wire";
+import { checkRecord, Header, recordHead, resetRefTable, scratchAddress, serviceRec, storeService, storeWorkload, workloadRec } from "./wire_store";
+import { trailing } from "./wire_full";
+
+// ==================================================================== delta
+
+const recType = new Array<i32>();
+const recId = new Array<i32>();
+const recAt = new Array<i32>();
+
+/** Key of an id in the "last record" index: workloads and services apart. */
+// @ts-ignore: decorator
+@inline function idKey(service: bool, id: i32): u64 {
+  return (service ? (<u64>1 << 32) : 0) | <u64><u32>id;
+}
+
+export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
+  // Pass 1: every record checked on its own; where each one is.
+  recType.length = 0;
+  recId.length = 0;
+  recAt.length = 0;
+  for (let i = 0; i < h.records; i++) {
+    const type = recordHead(r, i);
+    if (type == 0) return false;
+    const at = r.pos;
+    if (!checkRecord(r, m, type, h, false)) return false;
+    recType.push(type);
+    recId.push(r.recordId);
+    recAt.push(at);
+  }
+  if (r.pos != r.end) return trailing(r) !== null;
+  const n = h.records;
+  // The last record of each id, and which service ids are removed somewhere in the message.
+  const last = new U64Table(n);
+  const removedServices = new U64Table(0);
+  for (let i = 0; i < n; i++) {
+    const type = unchecked(recType[i]);
+    const key = idKey(type >= REC_SERVICE_UPSERT, unchecked(recId[i]));
+    last.remove(key);
+    last.add(key, i);
+    if (type == REC_SERVICE_REMOVE) removedServices.add(key, i);
+  }
+  if (!checkFinalState(m, r, h, last)) return false;
+
+  // Apply. 1: clear every id the message names.
+  ensureWorkloads(m, <i32>h.workloadLimit);
+  ensureServices(m, <i32>h.serviceLimit);
+  for (let i = 0; i < n; i++) {
+    const type = unchecked(recType[i]);
+    const id = unchecked(recId[i]);
+    const service = type >= REC_SERVICE_UPSERT;
+    if (last.get(idKey(service, id)) != i) continue;
+    if (!service) removeWorkload(m, id);
+    else if (removedServices.get(idKey(true, id)) >= 0) removeService(m, id);
+    else clearServiceContent(m, id);
+  }
+  // 2: the services' last upserts; 3: the workloads'.
+  r.trusted = true;
+  for (let pass = 0; pass < 2; pass++) {
+    for (let i = 0; i < n; i++) {
+      const type = unchecked(recType[i]);
+      if (type != (pass == 0 ? REC_SERVICE_UPSERT : REC_WORKLOAD_UPSERT)) continue;
+      const id = unchecked(recId[i]);
+      if (last.get(idKey(pass == 0, id)) != i) continue;
+      r.record = i;
+      r.recordType = type;
+      r.recordId = id;
+      r.pos = unchecked(recAt[i]);
+      if (pass == 0) {
+        r.service(serviceRec, h.serviceLimit);
+        storeService(r, m, serviceRec);
+      } else {
+        r.workload(workloadRec, h.workloadLimit, h.serviceLimit);
+        storeWorkload(r, m, workloadRec);
+      }
+    }
+  }
+  r.trusted = false;
+  m.version = h.version;
+  m.generation++;
+  // Checked before: a failure here would be a bug in checkFinalState, reported, not trapped.
+  return !r.failed();
+}
+
+/**
+ * The rules that span records, on the state after the message: hostnames, VIPs and workload
+ * addresses unique (an existing holder counts unless the message names it), memberships
+ * naming services live after the message. Touches nothing in m.
+ */
+function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): bool {
+  const n = h.records;
+  const hostnames = new Map<string, i32>();
+  const vip4 = new AddrTable4(0);
+  const vip6 = new AddrTable6(0);
+  const addr4 = new AddrTable4(0);
+  const addr6 = new AddrTable6(0);
+  const newNetworks = new Array<string>();
+  let newTexts = 0;
+  const a = scratchAddress;
+  for (let i = 0; i < n; i++) {
+    const type = unchecked(recType[i]);
+    const id = unchecked(recId[i]);
+    const service = type >= REC_SERVICE_UPSERT;
+    if (last.get(idKey(service, id)) != i) continue;
+    if (type != REC_SERVICE_UPSERT && type != REC_WORKLOAD_UPSERT) continue;
+    r.record = i;
+    r.recordType = type;
+    r.recordId = id;
+    r.pos = unchecked(recAt[i]);
+    if (type == REC_SERVICE_UPSERT) {
+      const s = serviceRec;
+      r.service(s, h.serviceLimit);
+      const hostname = String.UTF8.decodeUnsafe(s.hostPtr, <usize>s.hostLen);
+      if (hostnames.has(hostname)) return r.fail("hostname", "duplicate hostname " + quoted(s.hostPtr, s.hostLen) + " (record " + hostnames.get(hostname).toString() + ")");
+      hostnames.set(hostname, i);
+      const owner = m.serviceByHostname(hostname);
+      if (owner >= 0 && owner != id && last.get(idKey(true, owner)) < 0) {
+        return r.fail("hostname", "duplicate hostname " + quoted(s.hostPtr, s.hostLen) + " (service " + owner.toString() + ")");
+      }
+      r.pos = s.vipAt;
+      vip4.ensureRoom(s.vipCount);
+      vip6.ensureRoom(s.vipCount);
+      for (let k = 0; k < s.vipCount; k++) {
+        r.string("");
+        const net = networkKey(m, r.strPtr, r.strLen, newNetworks);
+        if (net >= MAX_NETWORKS) return r.fail(indexed("vips", k) + ".network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
+        r.address("", a);
+        const clash = a.family == FAMILY_V4 ? vip4.insert(a.v4, id, net) : vip6.insert(a.hi, a.lo, id, net);
+        if (clash != ADDED) return r.fail(indexed("vips", k) + ".address", "VIP " + formatIp(a) + (clash == id ? " listed twice" : " is also in service " + clash.toString()));
+        const owner = net < m.networkCount() ? m.serviceByVip(net, a) : -1;
+        if (owner >= 0 && owner != id && last.get(idKey(true, owner)) < 0) {
+          return r.fail(indexed("vips", k) + ".address", "VIP " + formatIp(a) + " is already used by service " + owner.toString());
+        }
+      }
+    } else {
+      const w = workloadRec;
+      r.workload(w, h.workloadLimit, h.serviceLimit);
+      // Interned texts are kept until the next full load: refuse (rather than fail half-way)
+      // a message that could overflow their ids. Counted per record: an upper bound.
+      if (w.identityLen > 0 && m.identities.findUtf8(w.identityPtr, w.identityLen) < 0 && <u32>(m.identities.size + newTexts++) > IDENTITY_MASK) {
+        return r.fail("identity", "the interned identities are full (" + IDENTITY_MASK.toString() + "): a full load compacts them");
+      }
+      if (w.localityLen > 0 && m.localities.findUtf8(w.localityPtr, w.localityLen) < 0 && m.localities.size + newTexts++ > MAX_LOCALITIES) {
+        return r.fail("locality", "the interned localities are full (" + MAX_LOCALITIES.toString() + "): a full load compacts them");
+      }
+      const net = networkKey(m, w.netPtr, w.netLen, newNetworks);
+      if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
+      r.pos = w.addressAt;
+      addr4.ensureRoom(w.addressCount);
+      addr6.ensureRoom(w.addressCount);
+      for (let k = 0; k < w.addressCount; k++) {
+        r.address("", a);
+        const clash = a.family == FAMILY_V4 ? addr4.insert(a.v4, id, net) : addr6.insert(a.hi, a.lo, id, net);
+        if (clash != ADDED && clash != id) {
+          return r.fail(indexed("addresses", k), "address " + formatIp(a) + " is also in workload " + clash.toString() + " of this message");
+        }
+        const owner = net < m.networkCount() ? m.workloadByAddress(net, a) : -1;
+        if (owner >= 0 && owner != id && last.get(idKey(false, owner)) < 0) {
+          return r.fail(indexed("addresses", k), "address " + formatIp(a) + " on network " + quoted(w.netPtr, w.netLen) + " is already used by workload " + owner.toString());
+        }
+      }
+      let at = w.memberAt;
+      for (let k = 0; k < w.memberCount; k++) {
+        const s = <i32>r.u32At(at);
+        const nov = <i32>r.u8At(at + 4);
+        const final = last.get(idKey(true, s));
+        const live = final >= 0 ? unchecked(recType[final]) == REC_SERVICE_UPSERT : m.serviceLive(s);
+        if (!live) return r.fail(indexed("memberships", k) + ".service", "service " + s.toString() + " is not live after this message");
+        at += 5 + nov * 4;
+      }
+    }
+    if (r.failed()) return false;
+  }
+  return true;
+}
+
+/** The network's id in m, or m's count + its index among the message's new networks. */
+function networkKey(m: Mesh, ptr: usize, len: i32, fresh: Array<string>): i32 {
+  const id = m.networks.findUtf8(ptr, len);
+  if (id >= 0) return id;
+  const text = String.UTF8.decodeUnsafe(ptr, <usize>len);
+  let k = fresh.indexOf(text);
+  if (k < 0) {
+    k = fresh.length;
+    fresh.push(text);
+  }
+  return m.networkCount() + k;
+}
+
