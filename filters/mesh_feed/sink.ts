@@ -7,7 +7,7 @@
 import { Mesh } from "../../assembly/mesh";
 import { FeedHeader } from "../../assembly/runtime/feed_message";
 import { MeshSink } from "../../assembly/runtime/feed_client";
-import { applyMeshMessage } from "./apply";
+import { applyMeshMessage } from "../../assembly/mesh";
 
 /** What a filter's root gives the sink: its model and how to adopt a new one. */
 export class MeshHolder {
