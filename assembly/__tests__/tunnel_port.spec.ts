@@ -119,9 +119,6 @@ function serviceName(c: TunnelConfig, d: ClientDecision): string {
   return d.service < 0 ? "<none>" : c.mesh.serviceHostname(d.service);
 }
 
-function pair(servicePort: u32, target: u32): u32 {
-  return (servicePort << 16) | target;
-}
 
 function sa(name: string): string {
   return "spiffe://cluster.local/ns/default/sa/" + name;
@@ -168,25 +165,25 @@ describe("tunnel_port configuration: client", () => {
     expect(c.localNetwork).not.toBe(c.mesh.networkId(""));
   });
 
-  it("indexes pod-IP service ports: first service in configuration order, overrides applied", () => {
+  it("reads pod-IP service ports from the model: first service in configuration order, overrides applied", () => {
     const c = config(CLIENT);
     const web0 = workloadAt(c, "10.1.0.1");
     const web1 = workloadAt(c, "10.1.0.2");
-    const pods = c.memberships!;
+    const pods = c.mesh;
     // web (80 -> 8080) before web-alt (70 -> 8080).
-    expect(pods.servicePortFor(web0, 8080)).toBe(80);
-    expect(pods.servicePortFor(web0, 8443)).toBe(443);
+    expect(pods.servicePortForTarget(web0, 8080)).toBe(80);
+    expect(pods.servicePortForTarget(web0, 8443)).toBe(443);
     // web-1 overrides 80 -> 9090; 8443 is web's 443 before admin's 9000.
-    expect(pods.servicePortFor(web1, 9090)).toBe(80);
-    expect(pods.servicePortFor(web1, 8443)).toBe(443);
-    expect(pods.servicePortFor(web1, 8080)).toBe(-1);
+    expect(pods.servicePortForTarget(web1, 9090)).toBe(80);
+    expect(pods.servicePortForTarget(web1, 8443)).toBe(443);
+    expect(pods.servicePortForTarget(web1, 8080)).toBe(-1);
     // Every (service port, target) pair a service maps, and only those.
-    expect(pods.maps(web0, 70, 8080)).toBe(true);
-    expect(pods.maps(web1, 80, 9090)).toBe(true);
-    expect(pods.maps(web1, 80, 8080)).toBe(false);
-    expect(pods.maps(web0, 80, 8443)).toBe(false);
-    expect(pods.servicePortFor(-1, 8080)).toBe(-1);
-    expect(pods.maps(1 << 30, 80, 8080)).toBe(false);
+    expect(pods.mapsPort(web0, 70, 8080)).toBe(true);
+    expect(pods.mapsPort(web1, 80, 9090)).toBe(true);
+    expect(pods.mapsPort(web1, 80, 8080)).toBe(false);
+    expect(pods.mapsPort(web0, 80, 8443)).toBe(false);
+    expect(pods.servicePortForTarget(-1, 8080)).toBe(-1);
+    expect(pods.mapsPort(1 << 30, 80, 8080)).toBe(false);
   });
 });
 
@@ -205,27 +202,25 @@ describe("tunnel_port configuration: server", () => {
 
   it("collects every (service port, target) pair the workload serves, over every service, overrides applied", () => {
     const c = config(SERVER);
-    expect(c.servedPairs.size).toBe(3);
-    expect(c.servedPairs.has(pair(80, 9090))).toBe(true);
-    expect(c.servedPairs.has(pair(443, 8443))).toBe(true);
-    expect(c.servedPairs.has(pair(9000, 8443))).toBe(true);
-    expect(c.servedPairs.has(pair(80, 8080))).toBe(false);
-    expect(c.servedTargets.size).toBe(2);
-    expect(c.servedTargets.has(9090)).toBe(true);
-    expect(c.servedTargets.has(8443)).toBe(true);
-    expect(c.servedTargets.has(8080)).toBe(false);
+    expect(c.mesh.mapsPort(c.localWorkload, 80, 9090)).toBe(true);
+    expect(c.mesh.mapsPort(c.localWorkload, 443, 8443)).toBe(true);
+    expect(c.mesh.mapsPort(c.localWorkload, 9000, 8443)).toBe(true);
+    expect(c.mesh.mapsPort(c.localWorkload, 80, 8080)).toBe(false);
+    expect(c.mesh.servicePortForTarget(c.localWorkload, 9090) >= 0).toBe(true);
+    expect(c.mesh.servicePortForTarget(c.localWorkload, 8443) >= 0).toBe(true);
+    expect(c.mesh.servicePortForTarget(c.localWorkload, 8080) >= 0).toBe(false);
   });
 
   it("resolves an IPv6 localWorkload in any spelling", () => {
     const c = config(`{"role": "server", "localWorkload": "FD00:1:0::1", ${MESH}}`);
     expect(c.mesh.workloadIdentity(c.localWorkload)).toBe(sa("v6"));
-    expect(c.servedPairs.has(pair(80, 8080))).toBe(true);
+    expect(c.mesh.mapsPort(c.localWorkload, 80, 8080)).toBe(true);
   });
 
   it("resolves localWorkload on the configured localNetwork", () => {
     const c = config(`{"role": "server", "localNetwork": "west", "localWorkload": "10.2.0.1", ${MESH}}`);
     expect(c.mesh.workloadIdentity(c.localWorkload)).toBe("spiffe://cluster.local/ns/west/sa/west-0");
-    expect(c.servedPairs.has(pair(80, 80))).toBe(true);
+    expect(c.mesh.mapsPort(c.localWorkload, 80, 80)).toBe(true);
   });
 });
 

@@ -1022,9 +1022,10 @@ describe("waypoint_route decision: identities at the waypoint hop", () => {
 
 describe("waypoint_route outcomes", () => {
   it("names every outcome (one counter each), the last one included, and never reads past the names", () => {
-    expect(OUTCOME_NAMES.length).toBe(<i32>Outcome.ErrorUnknownWaypointPort + 1);
+    expect(OUTCOME_NAMES.length).toBe(<i32>Outcome.ErrorNoLocalWorkload + 1);
     expect(outcomeName(Outcome.HboneWaypoint)).toBe("hbone_waypoint");
     expect(outcomeName(Outcome.ErrorUnknownWaypointPort)).toBe("error_unknown_waypoint_port");
+    expect(outcomeName(Outcome.ErrorNoLocalWorkload)).toBe("error_no_local_workload");
     expect(outcomeName(<Outcome>99)).toBe("unnamed_outcome");
     expect(outcomeName(<Outcome>-1)).toBe("unnamed_outcome");
   });

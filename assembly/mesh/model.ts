@@ -125,6 +125,13 @@ export class Mesh {
 
   /** Bumped by every applied change: references resolve again lazily (Ref.generation). */
   generation: u32 = 0;
+  /**
+   * The service ids the last applied delta named (upserted or removed), for what a filter
+   * derives per service (texts): refreshed for these alone, so a change costs O(its records),
+   * not O(services). Emptied at the start of every delta; a full load makes a new Mesh (the
+   * filter derives everything for it once).
+   */
+  changedServices: Array<i32> = new Array<i32>();
   /** The feed's epoch and version this model is at (0, 0: built from JSON, or empty). */
   epoch: u64 = 0;
   version: u64 = 0;
@@ -666,6 +673,24 @@ export class Mesh {
         let t = this.overrideOf(g, servicePort);
         if (t < 0) t = <i32>unchecked(this.slotTarget[slot]);
         if (t == target) return true;
+      }
+      g = <i32>unchecked(this.memNext[g]) - 1;
+    }
+    return false;
+  }
+
+  /** Whether some service listing w maps one of its ports to a target port for it. */
+  servesAnyPort(w: i32): bool {
+    if (!inRange(w, this.workloadTotal)) return false;
+    let g = <i32>unchecked(this.wMember[w]) - 1;
+    for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
+      const s = <i32>unchecked(this.memService[g]) - 1;
+      for (let i = 0, n = this.servicePortCount(s); i < n; i++) {
+        const slot = this.slotAt(s, i);
+        if (!inRange(slot, this.slotPort.length)) continue;
+        let t = this.overrideOf(g, <i32>unchecked(this.slotPort[slot]));
+        if (t < 0) t = <i32>unchecked(this.slotTarget[slot]);
+        if (validPort(t)) return true;
       }
       g = <i32>unchecked(this.memNext[g]) - 1;
     }

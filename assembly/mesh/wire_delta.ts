@@ -105,11 +105,13 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   // Apply. 1: clear every id the message names.
   ensureWorkloads(m, <i32>h.workloadLimit);
   ensureServices(m, <i32>h.serviceLimit);
+  m.changedServices.length = 0;
   for (let i = 0; i < n; i++) {
     const type = unchecked(recType[i]);
     const id = unchecked(recId[i]);
     const service = type >= REC_SERVICE_UPSERT;
     if (last.get(idKey(service, id)) != i) continue;
+    if (service) m.changedServices.push(id);
     if (!service) removeWorkload(m, id);
     else if (removedServices.get(idKey(true, id)) >= 0) removeService(m, id);
     else clearServiceContent(m, id);

@@ -29,6 +29,18 @@ export class Cursors {
   constructor(services: i32) {
     this.next = new StaticArray<i32>(services > 0 ? services : 0);
   }
+  /**
+   * Room for service ids below `services`, keeping every cursor (a service id names the same
+   * service within a feed epoch; a stale cursor is only a starting point, taken modulo the count).
+   * Grows by doubling: amortized O(1) per new service, not O(services) per feed message.
+   */
+  ensure(services: i32): void {
+    const old = this.next;
+    if (services <= old.length) return;
+    const grown = new StaticArray<i32>(max(services, old.length * 2));
+    memory.copy(changetype<usize>(grown), changetype<usize>(old), <usize>old.length << 2);
+    this.next = grown;
+  }
   take(s: i32, count: i32): i32 {
     if (s < 0 || s >= this.next.length || count <= 0) return 0;
     const at = unchecked(this.next[s]) % count;
@@ -77,8 +89,7 @@ function pickEndpoint(config: TunnelConfig, cursors: Cursors, s: i32, out: Clien
 
 export function preferServicePort(config: TunnelConfig, out: ClientDecision, servicePort: i32): bool {
   if (out.outcome != ClientOutcome.Tunnel || out.service >= 0 || servicePort <= 0) return false;
-  const memberships = config.memberships;
-  if (memberships === null || !memberships.maps(out.workload, servicePort, out.targetPort)) return false;
+  if (!config.mesh.mapsPort(out.workload, servicePort, out.targetPort)) return false;
   out.servicePort = servicePort;
   return true;
 }
@@ -102,8 +113,7 @@ export function decideClient(config: TunnelConfig, cursors: Cursors, dst: Addres
   // A pod IP: the port dialled is the target port; the service port is the one that maps to it.
   const w = mesh.workloadByAddress(config.localNetwork, dst);
   if (w < 0) return;
-  const memberships = config.memberships;
-  const servicePort = memberships === null ? -1 : memberships.servicePortFor(w, dst.port);
+  const servicePort = mesh.servicePortForTarget(w, dst.port);
   if (servicePort < 0) return;
   out.servicePort = servicePort;
   out.targetPort = dst.port;

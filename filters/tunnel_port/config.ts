@@ -1,9 +1,8 @@
 // tunnel_port plugin configuration: one module, two roles (the client sidecar's outbound and the
 // server sidecar's inbound), the shared mesh model, and a few fields per role. See README.md.
 import { ByteSource, ConfigReader, JsonValue } from "../../assembly/json";
-import { PodMemberships } from "./memberships";
 import { FeedConfig, MESH_FEED_FIELD, readFeedConfig } from "../../assembly/runtime/feed_config";
-import { Address, IpParse, LocalNetwork, Mesh, MESH_FIELDS, MeshLimits, MeshDocument, NetworkSource, NodeNetwork, parseIpString, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
+import { Address, IpParse, LocalNetwork, Mesh, MESH_FIELDS, MeshDocument, NetworkSource, NodeNetwork, parseIpString, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
 export const ROLE_CLIENT = "client";
 export const ROLE_SERVER = "server";
@@ -27,17 +26,9 @@ export class TunnelConfig {
   /** This proxy's workload (index in the mesh), -1 for a client. */
   localWorkload: i32 = -1;
   appCluster: ArrayBuffer = new ArrayBuffer(0);
-  /**
-   * Server: the (service port << 16 | target port) pairs this workload serves, from every service
-   * that lists it as an endpoint (per-endpoint overrides applied). Small: one workload's ports.
-   */
-  servedPairs: Set<u32> = new Set<u32>();
-  /** Server: the target ports alone. */
-  servedTargets: Set<i32> = new Set<i32>();
-  /** Client: the services listing each workload, for connections that dial a pod IP directly. */
-  memberships: PodMemberships | null = null;
-  /** Server: localWorkload as configured (found again in every model the feed delivers). */
+  /** Server: localWorkload as configured, and parsed (looked up again after every feed message). */
   localWorkloadText: string = "";
+  localAddress: Address = new Address();
   /** Where live changes come from (null: the snapshot is the model until the next configuration). */
   feed: FeedConfig | null = null;
 
@@ -64,18 +55,7 @@ export function parseTunnelConfig(bytes: ArrayBuffer, node: NodeNetwork = NodeNe
 
 /** parseTunnelConfig over the host's configuration, read in windows (never whole in memory). */
 export function parseTunnelConfigFrom(source: ByteSource, node: NodeNetwork): TunnelConfigResult {
-  return tunnelConfigOf(parseMeshSource(source, ALL_OWN_FIELDS, WITH_MEMBERSHIPS), node);
-}
-
-/** The client's PodMemberships index in the build's reservation (the role is read in the same
- *  pass, so a server reserves it too: 12 bytes per pod that linear memory then keeps). */
-const WITH_MEMBERSHIPS = withMemberships();
-
-function withMemberships(): MeshLimits {
-  const limits = new MeshLimits();
-  limits.derivedBytesPerWorkload = PodMemberships.BYTES_PER_WORKLOAD;
-  limits.derivedBytesPerEndpoint = PodMemberships.BYTES_PER_MEMBERSHIP;
-  return limits;
+  return tunnelConfigOf(parseMeshSource(source, ALL_OWN_FIELDS), node);
 }
 
 const ALL_OWN_FIELDS = COMMON_FIELDS.concat(CLIENT_FIELDS).concat(SERVER_FIELDS);
@@ -110,9 +90,8 @@ function readClient(reader: ConfigReader, root: JsonValue, config: TunnelConfig)
   config.tunnelCluster = String.UTF8.encode(cluster);
   const unknown = reader.optionalEnum(root, "unknownDestination", "", [UNKNOWN_PASSTHROUGH, UNKNOWN_REFUSE], UNKNOWN_PASSTHROUGH);
   config.refuseUnknown = unknown == UNKNOWN_REFUSE;
-  if (reader.failed()) return;
-  // Pod-IP destinations: which service port a (pod, target port) stands for.
-  config.memberships = new PodMemberships(config.mesh);
+  // Pod-IP destinations: the model's own memberships say which service port a (pod, target
+  // port) stands for (Mesh.servicePortForTarget / mapsPort): nothing derived, nothing to rebuild.
 }
 
 function readServer(reader: ConfigReader, root: JsonValue, config: TunnelConfig): void {
@@ -129,53 +108,36 @@ function readServer(reader: ConfigReader, root: JsonValue, config: TunnelConfig)
   if (error.length > 0) reader.fail("localWorkload", error);
 }
 
-/** The server's own workload and the ports it serves, from config.mesh; "" or why not. */
+/**
+ * The configuration's check of the server's own workload: an IP address, on a workload of this
+ * network that serves some port. A configuration failing it is refused (the operator's form:
+ * the previous configuration stays). Models from the feed are not held to it (adoptMesh).
+ */
 function deriveServer(config: TunnelConfig): string {
   const text = config.localWorkloadText;
-  const address = new Address();
-  if (parseIpString(text, address) != IpParse.Ok) return "not an IP address: \"" + text + "\"";
-  const mesh = config.mesh;
-  const w = mesh.workloadByAddress(config.localNetwork, address);
+  if (parseIpString(text, config.localAddress) != IpParse.Ok) return "not an IP address: \"" + text + "\"";
+  const w = findLocalWorkload(config);
   if (w < 0) return "no workload has address " + text + " on this network" + config.network.origin();
-  config.localWorkload = w;
-  config.servedPairs = new Set<u32>();
-  config.servedTargets = new Set<i32>();
-  for (let s = 0, services = mesh.serviceCount(); s < services; s++) {
-    for (let e = 0, endpoints = mesh.endpointCount(s); e < endpoints; e++) {
-      if (mesh.endpointWorkload(s, e) != w) continue;
-      for (let i = 0, ports = mesh.servicePortCount(s); i < ports; i++) {
-        const servicePort = mesh.servicePortAt(s, i);
-        const target = mesh.targetPort(s, e, servicePort);
-        if (target <= 0) continue;
-        config.servedPairs.add((<u32>servicePort << 16) | <u32>target);
-        config.servedTargets.add(target);
-      }
-    }
-  }
-  if (config.servedTargets.size == 0) return "workload " + text + " is an endpoint of no service: it serves no port";
+  if (!config.mesh.servesAnyPort(w)) return "workload " + text + " is an endpoint of no service: it serves no port";
   return "";
 }
 
+/** This server's workload in config.mesh (-1: none has its address on its network); O(1). */
+function findLocalWorkload(config: TunnelConfig): i32 {
+  const w = config.mesh.workloadByAddress(config.localNetwork, config.localAddress);
+  config.localWorkload = w;
+  return w;
+}
+
 /**
- * A model from the mesh feed, as a new config (the one in force stays untouched when this
- * refuses): the network's interned id and, per role, the client's pod memberships or the
- * server's own workload and ports, derived again. O(model) for now: the membership index and
- * the served ports are rebuilt whole (see the runtime README, "Live updates").
+ * A model from the mesh feed, taken whatever it says (a delta is already applied in place when
+ * this runs, so refusing here could not keep the old model): the network's interned id and the
+ * server's own workload are looked up again, O(1). A model without the server's workload (its
+ * pod going away, or not yet in the feed) is adopted too: every tunnel is then refused
+ * (`refused_no_local_workload`) until a model has it again.
  */
-export function adoptMesh(current: TunnelConfig, mesh: Mesh): TunnelConfigResult {
-  const config = new TunnelConfig(mesh);
-  config.client = current.client;
-  config.network = current.network;
-  config.localNetwork = mesh.networkId(current.network.name);
-  config.tunnelCluster = current.tunnelCluster;
-  config.refuseUnknown = current.refuseUnknown;
-  config.appCluster = current.appCluster;
-  config.localWorkloadText = current.localWorkloadText;
-  config.feed = current.feed;
-  if (config.client) {
-    config.memberships = new PodMemberships(mesh);
-    return new TunnelConfigResult(config, "");
-  }
-  const error = deriveServer(config);
-  return error.length > 0 ? refuse("localWorkload: " + error) : new TunnelConfigResult(config, "");
+export function adoptMesh(config: TunnelConfig, mesh: Mesh): void {
+  config.mesh = mesh;
+  config.localNetwork = mesh.networkId(config.network.name);
+  if (!config.client) findLocalWorkload(config);
 }

@@ -72,14 +72,12 @@ class TunnelMeshHolder extends MeshHolder {
     const config = this.root.config;
     return config === null ? null : config.mesh;
   }
+  /** Every valid model is taken (a delta is applied in place already): see adoptMesh. */
   adopt(mesh: Mesh): string {
     const config = this.root.config;
     if (config === null) return "not configured";
-    const result = adoptMesh(config, mesh);
-    const next = result.config;
-    if (next === null) return result.error;
-    this.root.config = next;
-    this.root.cursors = new Cursors(mesh.serviceCount());
+    adoptMesh(config, mesh);
+    this.root.cursors.ensure(mesh.serviceCount());
     return "";
   }
 }
@@ -108,6 +106,7 @@ class TunnelRoot extends RootContext {
   readonly refusedMissingPort: Counter = new Counter("tunnel_port.server.refused_missing_port");
   readonly refusedMalformedPort: Counter = new Counter("tunnel_port.server.refused_malformed_port");
   readonly refusedMalformedAuthority: Counter = new Counter("tunnel_port.server.refused_malformed_authority");
+  readonly refusedNoLocalWorkload: Counter = new Counter("tunnel_port.server.refused_no_local_workload");
   readonly refusedForeignAuthority: Counter = new Counter("tunnel_port.server.refused_foreign_authority");
   readonly refusedUnservedPort: Counter = new Counter("tunnel_port.server.refused_unserved_port");
   readonly refusedPortMismatch: Counter = new Counter("tunnel_port.server.refused_port_mismatch");
@@ -278,6 +277,9 @@ class TunnelConnection extends ConnectionContext {
       case ServerVerdict.MalformedAuthority:
         root.refusedMalformedAuthority.inc();
         return "the :authority is not the canonical spelling of that address";
+      case ServerVerdict.NoLocalWorkload:
+        root.refusedNoLocalWorkload.inc();
+        return "the mesh model in force has no workload at this server's localWorkload";
       case ServerVerdict.ForeignAuthority:
         root.refusedForeignAuthority.inc();
         return "the authority names another workload";

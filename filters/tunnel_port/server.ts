@@ -21,6 +21,12 @@ export enum ServerVerdict {
    * this filter's decision on the parsed address could disagree.
    */
   MalformedAuthority,
+  /**
+   * The model in force has no workload at this server's localWorkload address (a model from the
+   * feed without it: the pod is going away, or not in the feed yet): nothing can be checked
+   * against what it serves, so every tunnel is refused until a model has it again.
+   */
+  NoLocalWorkload,
   /** The authority names an address that is not this workload. */
   ForeignAuthority,
   /** The target port is not one this workload serves. */
@@ -50,9 +56,13 @@ export function checkServer(config: TunnelConfig, dst: Address, servicePort: i32
   if (servicePort <= 0 || servicePort > 65535) return ServerVerdict.MalformedPort;
   if (authority != AuthorityText.Canonical) return ServerVerdict.MalformedAuthority;
   const mesh: Mesh = config.mesh;
-  if (mesh.workloadByAddress(config.localNetwork, dst) != config.localWorkload) return ServerVerdict.ForeignAuthority;
-  if (!config.servedTargets.has(dst.port)) return ServerVerdict.UnservedPort;
-  if (!config.servedPairs.has((<u32>servicePort << 16) | <u32>dst.port)) return ServerVerdict.PortMismatch;
+  const w = config.localWorkload;
+  if (w < 0) return ServerVerdict.NoLocalWorkload;
+  if (mesh.workloadByAddress(config.localNetwork, dst) != w) return ServerVerdict.ForeignAuthority;
+  // What w serves, read from the model's own memberships (per-endpoint overrides applied):
+  // O(w's memberships), current after every delta, nothing derived to go stale.
+  if (mesh.servicePortForTarget(w, dst.port) < 0) return ServerVerdict.UnservedPort;
+  if (!mesh.mapsPort(w, servicePort, dst.port)) return ServerVerdict.PortMismatch;
   return ServerVerdict.Accept;
 }
 

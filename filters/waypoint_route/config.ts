@@ -21,10 +21,12 @@ export class WaypointSettings {
 
 export class WaypointConfig {
   constructor(
-    readonly mesh: Mesh,
-    /** This proxy's workload: the source of every connection. */
-    readonly source: i32,
-    readonly network: i32,
+    /** The model in force (replaced by a full model from the feed; a delta changes it in place). */
+    public mesh: Mesh,
+    /** This proxy's workload: the source of every connection; -1 when the model has none at localWorkload. */
+    public source: i32,
+    /** The source's network (kept from the last model that had the source). */
+    public network: i32,
     readonly hboneCluster: ArrayBuffer,
     readonly doubleHboneCluster: ArrayBuffer,
     readonly refuseUnknown: bool,
@@ -33,21 +35,46 @@ export class WaypointConfig {
     /** ORIGINAL_DST plain-TCP cluster for local service endpoints without HBONE (rule 7). */
     readonly plainCluster: ArrayBuffer = String.UTF8.encode("waypoint_route_plain"),
   ) {
-    // Per-service texts the decision writes to the host, built once here so that no
-    // connection builds a string: the comma-joined SAN list and the hostname, as UTF-8.
+    // Per-service texts the decision writes to the host, built here so that no connection
+    // builds a string: the comma-joined SAN list and the hostname, as UTF-8. After a delta only
+    // the services it named are built again (refreshServices).
     const services = mesh.serviceCount();
     this.sans = new Array<ArrayBuffer>(services);
     this.hostnames = new Array<ArrayBuffer>(services);
-    for (let s = 0; s < services; s++) {
-      unchecked((this.sans[s] = joinSans(mesh, s)));
-      unchecked((this.hostnames[s] = String.UTF8.encode(mesh.serviceHostname(s))));
-    }
+    for (let s = 0; s < services; s++) this.buildTexts(s);
   }
 
   private sans: Array<ArrayBuffer>;
   private hostnames: Array<ArrayBuffer>;
   /** The own fields this config was derived with (set by deriveWaypoint). */
   settings: WaypointSettings | null = null;
+
+  /**
+   * After a delta applied to this.mesh in place: the texts of the services it named
+   * (Mesh.changedServices) built again, the arrays grown by doubling for new ids. O(records).
+   */
+  refreshServices(): void {
+    const mesh = this.mesh;
+    const total = mesh.serviceCount();
+    if (total > this.sans.length) {
+      const room = max(total, this.sans.length * 2);
+      for (let s = this.sans.length; s < room; s++) {
+        this.sans.push(EMPTY);
+        this.hostnames.push(EMPTY);
+      }
+    }
+    const changed = mesh.changedServices;
+    for (let i = 0, n = changed.length; i < n; i++) {
+      const s = unchecked(changed[i]);
+      if (s >= 0 && s < this.sans.length) this.buildTexts(s);
+    }
+  }
+
+  private buildTexts(s: i32): void {
+    unchecked((this.sans[s] = joinSans(this.mesh, s)));
+    const hostname = this.mesh.serviceHostname(s);
+    unchecked((this.hostnames[s] = hostname.length == 0 ? EMPTY : String.UTF8.encode(hostname)));
+  }
 
   /** Service s's subject alt names joined with ","; empty when it has none (or s is out of range). */
   serviceSans(s: i32): ArrayBuffer {
@@ -109,9 +136,8 @@ function configOf(doc: MeshDocument, node: NodeNetwork): WaypointConfigResult {
 }
 
 /**
- * The config for `mesh`: this sidecar's own workload found in it, the per-service texts built.
- * Used for the configuration's snapshot and again for every model the mesh feed delivers
- * (O(services) for now: the texts are rebuilt whole).
+ * The configuration's config for `mesh`: this sidecar's own workload must be in it (the
+ * operator's form: a configuration without it is refused, the previous one stays in force).
  */
 export function deriveWaypoint(mesh: Mesh, settings: WaypointSettings): WaypointConfigResult {
   const reader = new ConfigReader();
@@ -122,29 +148,62 @@ export function deriveWaypoint(mesh: Mesh, settings: WaypointSettings): Waypoint
     reader.fail("localWorkload", "not an IP address: \"" + local + "\"");
     return refuse(reader.error());
   }
-  // With a known network (pinned, or the node metadata's), the workload is looked up there (the
-  // same pod IP may exist on two networks); otherwise on each network in turn.
-  let source = -1;
-  if (network.source != NetworkSource.Default) {
-    source = mesh.workloadByAddress(mesh.networkId(network.name), address);
-  } else {
-    for (let n = 0, networks = mesh.networkCount(); n < networks && source < 0; n++) source = mesh.workloadByAddress(n, address);
-  }
+  const source = findSource(mesh, settings, address);
   if (source < 0) {
     const where = network.source == NetworkSource.Default ? "" : " on network " + network.describe();
     reader.fail("localWorkload", "no workload has address " + local + where);
     return refuse(reader.error());
   }
+  return new WaypointConfigResult(configFor(mesh, settings, source, mesh.workloadNetwork(source)), "");
+}
+
+/**
+ * A model from the mesh feed, always taken (a delta is already applied in place when this
+ * runs: refusing could not bring the old model back). The same Mesh (a delta): the services it
+ * named get their texts again and the own workload is looked up again, O(records + networks).
+ * A new Mesh (a full model): a new config, texts built once. When the model has no workload at
+ * localWorkload (the pod going away, or not in the feed yet), source is -1 and every connection
+ * is closed as error_no_local_workload until a model has it again. Returns the config in force.
+ */
+export function adoptWaypointMesh(current: WaypointConfig, mesh: Mesh): WaypointConfig {
+  const settings = current.settings;
+  if (settings === null) return current;
+  const address = new Address();
+  parseIpString(settings.localWorkload, address); // checked when the configuration was taken
+  const source = findSource(mesh, settings, address);
+  const network = source >= 0 ? mesh.workloadNetwork(source) : current.network;
+  if (mesh === current.mesh) {
+    current.source = source;
+    current.network = network;
+    current.refreshServices();
+    return current;
+  }
+  return configFor(mesh, settings, source, network);
+}
+
+/**
+ * With a known network (pinned, or the node metadata's), the workload is looked up there (the
+ * same pod IP may exist on two networks); otherwise on each network in turn. -1 when none.
+ */
+function findSource(mesh: Mesh, settings: WaypointSettings, address: Address): i32 {
+  const network = settings.network;
+  if (network.source != NetworkSource.Default) return mesh.workloadByAddress(mesh.networkId(network.name), address);
+  let source = -1;
+  for (let n = 0, networks = mesh.networkCount(); n < networks && source < 0; n++) source = mesh.workloadByAddress(n, address);
+  return source;
+}
+
+function configFor(mesh: Mesh, settings: WaypointSettings, source: i32, network: i32): WaypointConfig {
   const config = new WaypointConfig(
     mesh,
     source,
-    mesh.workloadNetwork(source),
+    network,
     String.UTF8.encode(settings.hboneCluster),
     String.UTF8.encode(settings.doubleHboneCluster),
     settings.refuseUnknown,
-    network,
+    settings.network,
     String.UTF8.encode(settings.plainCluster),
   );
   config.settings = settings;
-  return new WaypointConfigResult(config, "");
+  return config;
 }

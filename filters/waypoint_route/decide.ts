@@ -30,6 +30,10 @@ const REF_ADDRESS = new Address();
 
 export function decide(config: WaypointConfig, dst: Address, scratch: Scratch, out: Decision): void {
   out.reset();
+  if (config.source < 0) {
+    out.done(Outcome.ErrorNoLocalWorkload, 0, "the mesh model in force has no workload at localWorkload");
+    return;
+  }
   const s = config.mesh.serviceByVip(config.network, dst);
   if (s >= 0) decideService(config, s, dst, scratch, out);
   else decidePod(config, dst, scratch, out);

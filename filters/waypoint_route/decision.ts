@@ -37,6 +37,12 @@ export enum Outcome {
   ErrorUnknownGatewayPort,
   /** Rule 8: a waypoint service that does not list the waypoint's HBONE port (an unknown waypoint). */
   ErrorUnknownWaypointPort,
+  /**
+   * The model in force (from the mesh feed) has no workload at localWorkload: without this
+   * sidecar's network and locality no choice can be made, and a plain fallback could bypass a
+   * waypoint's policy, so the connection is closed.
+   */
+  ErrorNoLocalWorkload,
 }
 
 export const OUTCOME_NAMES: string[] = [
@@ -57,6 +63,7 @@ export const OUTCOME_NAMES: string[] = [
   "error_unknown_pod_waypoint",
   "error_unknown_gateway_port",
   "error_unknown_waypoint_port",
+  "error_no_local_workload",
 ];
 
 /** The counter name of an outcome (bounds-checked: a log line can never trap the VM). */

@@ -29,7 +29,7 @@ import {
   UPSTREAM_SUBJECT_ALT_NAMES,
   WasmResult,
 } from "../../assembly/runtime";
-import { deriveWaypoint, parseWaypointConfigFrom, WaypointConfig } from "./config";
+import { adoptWaypointMesh, parseWaypointConfigFrom, WaypointConfig } from "./config";
 import { FeedClient } from "../../assembly/runtime/feed_client";
 import { FeedConfig } from "../../assembly/runtime/feed_config";
 import { Mesh } from "../../assembly/mesh";
@@ -57,15 +57,12 @@ class WaypointMeshHolder extends MeshHolder {
     const config = this.root.config;
     return config === null ? null : config.mesh;
   }
+  /** Every valid model is taken (a delta is applied in place already): see adoptWaypointMesh. */
   adopt(mesh: Mesh): string {
     const config = this.root.config;
     if (config === null) return "not configured";
-    const settings = config.settings;
-    if (settings === null) return "not configured";
-    const result = deriveWaypoint(mesh, settings);
-    const next = result.config;
-    if (next === null) return result.error;
-    this.root.use(next);
+    const next = adoptWaypointMesh(config, mesh);
+    if (next !== config) this.root.use(next);
     return "";
   }
 }
@@ -118,7 +115,9 @@ class WaypointRoot extends RootContext {
   /** Puts `config` in force (the configuration's, or one derived from a model the feed sent). */
   use(config: WaypointConfig): void {
     this.config = config;
-    // Size the candidate buffer for the largest service now, so no connection grows it.
+    // Size the candidate buffer for the largest service now, so no connection grows it (a full
+    // model, O(services) like its load; after a delta a service that grew past it grows the
+    // buffer on its next connection, by doubling).
     let most = 1;
     for (let s = 0, n = config.mesh.serviceCount(); s < n; s++) most = max(most, config.mesh.endpointCount(s));
     this.scratch.ensure(most);

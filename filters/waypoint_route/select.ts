@@ -23,8 +23,9 @@ export class Scratch {
   endpointOf: StaticArray<i32> = new StaticArray<i32>(64);
   ensure(n: i32): void {
     if (n <= this.candidates.length) return;
-    this.candidates = new StaticArray<i32>(n);
-    this.endpointOf = new StaticArray<i32>(n);
+    const room = max(n, this.candidates.length * 2);
+    this.candidates = new StaticArray<i32>(room);
+    this.endpointOf = new StaticArray<i32>(room);
   }
 }
 

@@ -131,6 +131,7 @@ const OUTCOMES = [
   "error_unknown_pod_waypoint",
   "error_unknown_gateway_port",
   "error_unknown_waypoint_port",
+  "error_no_local_workload",
 ] as const;
 const COUNTERS = [...OUTCOMES, "unknown_refused", "rejected"] as const;
 type OutcomeName = (typeof OUTCOMES)[number];
