@@ -1,12 +1,11 @@
 // The mutable model's pieces on their own: tables with backward-shift deletion, the chunk pool's
 // compaction, memberships under churn, and the lookups tunnel_port's client needs computed from
-// the memberships (checked against its configure-time index, filters/tunnel_port/memberships.ts).
+// the memberships (checked against a reference walk over every service's endpoints).
 import { parseMeshConfigString } from "../mesh";
 import { addMembership, ensureServices, ensureWorkloads, removeService, removeWorkload, setService, setWorkload } from "../mesh/edit";
 import { Mesh, W_LIVE } from "../mesh/model";
 import { ChunkPool } from "../mesh/pool";
 import { AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
-import { PodMemberships } from "../../filters/tunnel_port/memberships";
 
 let seed: u32 = 12345;
 function rand(n: i32): i32 {
@@ -152,8 +151,32 @@ function freeCount(m: Mesh): i32 {
   return n;
 }
 
+/** The reference: the first service (by id) whose port maps w to `target`, over every endpoint. */
+function slowServicePort(m: Mesh, w: i32, target: i32): i32 {
+  for (let s = 0; s < m.serviceCount(); s++) {
+    for (let e = 0; e < m.endpointCount(s); e++) {
+      if (m.endpointWorkload(s, e) != w) continue;
+      for (let i = 0; i < m.servicePortCount(s); i++) {
+        const port = m.servicePortAt(s, i);
+        if (m.targetPort(s, e, port) == target) return port;
+      }
+    }
+  }
+  return -1;
+}
+
+function slowMaps(m: Mesh, w: i32, servicePort: i32, target: i32): bool {
+  for (let s = 0; s < m.serviceCount(); s++) {
+    if (!m.exposesPort(s, servicePort)) continue;
+    for (let e = 0; e < m.endpointCount(s); e++) {
+      if (m.endpointWorkload(s, e) == w && m.targetPort(s, e, servicePort) == target) return true;
+    }
+  }
+  return false;
+}
+
 describe("tunnel_port's lookups from the memberships", () => {
-  it("servicePortForTarget / mapsPort answer what the configure-time index does", () => {
+  it("servicePortForTarget / mapsPort / servesAnyPort answer what a walk over every endpoint does", () => {
     const parts = new Array<string>();
     for (let i = 0; i < 30; i++) parts.push(`{"uid": "w${i}", "addresses": ["10.0.0.${i}"]}`);
     const services = new Array<string>();
@@ -165,16 +188,18 @@ describe("tunnel_port's lookups from the memberships", () => {
     const r = parseMeshConfigString(`{"workloads": [${parts.join(",")}], "services": [${services.join(",")}]}`);
     expect(r.error).toBe("");
     const m = r.mesh!;
-    const index = new PodMemberships(m);
     let bad = 0;
     const targets: i32[] = [8000, 8001, 8002, 8443, 9000, 9001, 9002, 9003, 9004, 9005, 7];
     for (let w = 0; w < 30; w++) {
       for (let k = 0; k < targets.length; k++) {
         const t = targets[k];
-        if (index.servicePortFor(w, t) != m.servicePortForTarget(w, t)) bad++;
-        if (index.maps(w, 80, t) != m.mapsPort(w, 80, t) || index.maps(w, 443, t) != m.mapsPort(w, 443, t)) bad++;
+        if (slowServicePort(m, w, t) != m.servicePortForTarget(w, t)) bad++;
+        if (slowMaps(m, w, 80, t) != m.mapsPort(w, 80, t) || slowMaps(m, w, 443, t) != m.mapsPort(w, 443, t)) bad++;
       }
+      // Every w here is an endpoint of s0 (every pod from 0 in steps of 1), so each serves a port.
+      if (!m.servesAnyPort(w)) bad++;
     }
+    expect(m.servesAnyPort(-1)).toBe(false);
     expect(bad).toBe(0);
   });
 });

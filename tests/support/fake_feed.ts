@@ -3,8 +3,12 @@
 // real ones, the records are opaque text the feed_probe fixture's test sink understands.
 // The "model" is the texts published so far joined with "+"; a full message carries all of
 // them, a delta the ones after the client's version, joined the same way.
+// Wire mode (publishRecords): each version is a list of real v1 records (tests/support/mesh_wire.ts),
+// a full message the state they add up to, a delta every record after the client's version (the
+// model's rule: the last record of each id wins), so the filters' real decoder applies them.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { encodeMessage, type WireRecord } from "./mesh_wire.js";
 
 export const KIND_FULL = 1;
 export const KIND_DELTA = 2;
@@ -50,13 +54,57 @@ export class FakeFeed {
   /** Texts by version: texts[v - 1] was published as version v. */
   readonly texts: string[] = [];
   readonly requests: FeedRequest[] = [];
-  /** The next answers to give instead of the protocol's: "bad-delta", "bad-header", "html", "500", "reset", "no-change-now". */
+  /** The next answers to give instead of the protocol's: "bad-delta", "bad-wire-delta:<why>", "bad-header", "html", "500", "reset", "no-change-now". */
   readonly inject: string[] = [];
+  /** What "bad-wire-delta:..." sends: real records, the model must refuse them whole. */
+  invalidDelta: WireRecord[] = [];
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
   private held: Held[] = [];
 
+  /** Wire mode: the records of each version (records[v - 1]); texts then hold labels. */
+  readonly records: WireRecord[][] = [];
+  /** Wire mode: id limits in the header (every id below them). */
+  workloadIdLimit = 64;
+  serviceIdLimit = 64;
+
   constructor(readonly port = 0) {}
+
+  /** A change made of real records (wire mode): the next version. */
+  publishRecords(records: WireRecord[], label = `v${this.texts.length + 1}`): bigint {
+    this.records.push(records);
+    return this.publish(label);
+  }
+
+  /** Wire mode: the records the current state adds up to (workloads and services alive now). */
+  stateRecords(): WireRecord[] {
+    const services = new Map<number, WireRecord>();
+    const workloads = new Map<number, WireRecord>();
+    for (const change of this.records) {
+      for (const r of change) {
+        if ("service" in r) services.set(r.service.id, r);
+        else if ("removeService" in r) {
+          services.delete(r.removeService);
+          // A service's memberships go with it.
+          for (const [id, w] of workloads) {
+            if ("workload" in w) workloads.set(id, { workload: { ...w.workload, memberships: (w.workload.memberships ?? []).filter((m) => m.service !== r.removeService) } });
+          }
+        } else if ("workload" in r) workloads.set(r.workload.id, r);
+        else workloads.delete(r.removeWorkload);
+      }
+    }
+    return [...services.values(), ...workloads.values()];
+  }
+
+  private wire(kind: number, base: bigint, version: bigint): Buffer {
+    const records = kind === KIND_FULL ? this.stateRecords() : kind === KIND_DELTA ? this.records.slice(Number(base)).flat() : [];
+    return Buffer.from(encodeMessage({ kind, epoch: this.epoch, baseVersion: base, version, workloadIdLimit: this.workloadIdLimit, serviceIdLimit: this.serviceIdLimit, records }));
+  }
+
+  private message(kind: number, base: bigint, version: bigint, records: string): Buffer {
+    if (this.records.length > 0) return this.wire(kind, base, version);
+    return feedMessage(kind, this.epoch, base, version, records);
+  }
 
   /** Requests held open right now (up to date, waiting for a change). */
   get heldCount(): number {
@@ -135,7 +183,7 @@ export class FakeFeed {
     const timer = setTimeout(() => {
       this.held = this.held.filter((h) => h.res !== res);
       request.answer = "no-change";
-      this.send(res, feedMessage(KIND_NO_CHANGE, this.epoch, 0n, this.version));
+      this.send(res, this.message(KIND_NO_CHANGE, 0n, this.version, ""));
     }, request.wait * 1000);
     this.held.push({ request, res, timer });
     res.on("close", () => {
@@ -148,10 +196,10 @@ export class FakeFeed {
     const version = this.version;
     if (request.epoch === this.epoch && request.version > 0n && request.version < version) {
       request.answer = "delta";
-      this.send(res, feedMessage(KIND_DELTA, this.epoch, request.version, version, this.texts.slice(Number(request.version)).join("+")));
+      this.send(res, this.message(KIND_DELTA, request.version, version, this.texts.slice(Number(request.version)).join("+")));
     } else {
       request.answer = "full";
-      this.send(res, feedMessage(KIND_FULL, this.epoch, 0n, version, this.texts.join("+")));
+      this.send(res, this.message(KIND_FULL, 0n, version, this.texts.join("+")));
     }
   }
 
@@ -160,6 +208,10 @@ export class FakeFeed {
     if (what === "bad-delta") {
       // A delta from the client's own version whose records the sink refuses.
       this.send(res, feedMessage(KIND_DELTA, this.epoch, request.version, request.version + 1n, "BAD record"));
+    } else if (what.startsWith("bad-wire-delta:")) {
+      // Wire mode: a delta whose first records are valid and whose last is not (invalidDelta).
+      this.send(res, Buffer.from(encodeMessage({ kind: KIND_DELTA, epoch: this.epoch, baseVersion: request.version, version: request.version + 1n,
+        workloadIdLimit: this.workloadIdLimit, serviceIdLimit: this.serviceIdLimit, records: this.invalidDelta })));
     } else if (what === "no-change-now") {
       this.send(res, feedMessage(KIND_NO_CHANGE, this.epoch, 0n, this.version));
     } else if (what === "bad-header") {
