@@ -1,10 +1,11 @@
 // The mesh feed channel in the real Envoy with four workers: every VM's root context (the main
 // thread's and each worker's) long-polls the feed on its own, converges to the same version,
 // fails static when the feed is killed (connections keep flowing, one warning per VM, every
-// failed attempt counted), resyncs when it returns, and refuses an invalid delta whole. The feed is a small stand-in on
-// loopback (tests/support/fake_feed.ts: the real protocol and message header, opaque records),
-// the filter the feed_probe fixture (the runtime's FeedClient with a test sink). When the mesh
-// model's delta apply lands, the same scenario runs with the real filters and the real feed.
+// failed attempt counted), resyncs when it returns, and refuses an invalid delta whole. Twice:
+// first the channel alone (the feed_probe fixture: the runtime's FeedClient with a test sink,
+// opaque records), then the real passthrough_mtls in the shipped sidecar configuration fed real
+// v1 binary messages (tests/support/fake_feed.ts wire mode), with real connections through the
+// capture to a TLS pod: every worker's VM must decide with the model of the last message.
 // Run inside a private network namespace: bash scripts/in-netns.sh node --import tsx --test ...
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -13,6 +14,12 @@ import { bootstrap, listener, staticCluster, tcpProxy, wasmNetworkFilter } from 
 import { FakeFeed } from "../support/fake_feed.js";
 import { startBackend, exchange, type Backend } from "../support/tcp.js";
 import { ensureBuilt } from "../host/helpers.js";
+import { parse, stringify } from "yaml";
+import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../support/capture.js";
+import { shippedConfig } from "../support/envoy_yaml.js";
+import { startTlsPod, type TlsPod } from "../support/pods.js";
+import type { WireRecord } from "../support/mesh_wire.js";
+import { CERT_DIR, DEMO_IDENTITIES, writeDemoCerts } from "../../scripts/demo-certs.js";
 
 const WORKERS = 4;
 /** Envoy runs the plugin's root in the main thread's VM too. */
@@ -154,6 +161,8 @@ describe(`mesh feed: ${VMS} VMs of one Envoy (--concurrency ${WORKERS}) poll, co
     for (let i = 0; i < VMS; i++) feed.inject.push("bad-delta");
     feed.publish("g");
     await until("every VM to refuse it", async () => ((await envoy.stat("feed_probe.feed.refused")) ?? 0) >= VMS);
+    // The counter can be read before the log line is flushed: wait for the lines.
+    await until("one refusal line per VM", () => linesByThread(envoy.log(), /refused a message:/).size >= VMS);
     const refusals = linesByThread(envoy.log(), /refused a message:/);
     assert.equal(refusals.size, VMS, "one warning per VM");
     for (const [thread, lines] of refusals) {
@@ -168,5 +177,129 @@ describe(`mesh feed: ${VMS} VMs of one Envoy (--concurrency ${WORKERS}) poll, co
     });
     assert.ok(feed.requests.filter((r) => r.epoch === 0n && r.version === 0n).length >= VMS * 2, "the initial loads and the resyncs asked for a full model");
     assert.ok(await connectionFlows("after the refused delta"));
+  });
+});
+
+// ---------------------------------------------------------------- the real filter, real messages
+
+const SHIPPED_ADMIN = 15000; // envoy-configs/passthrough_mtls.yaml
+const CAPTURE_PORT = 15001;
+const WIRE_FEED_PORT = 15964;
+const POD_IP = "127.0.0.11";
+const POD_PORT = 8443;
+const SIDECAR = `URI:${DEMO_IDENTITIES.sidecar}`;
+/** Connections per round: enough that every worker takes some (checked with its own stats). */
+const ROUND = 48;
+
+/** The shipped passthrough_mtls sidecar configuration with an empty snapshot, the feed and its cluster. */
+function feedSidecarConfig(): string {
+  const config = parse(shippedConfig("passthrough_mtls.yaml"));
+  const visit = (node: any): void => {
+    if (!node || typeof node !== "object") return;
+    if (node.name === "passthrough_mtls" && node.configuration?.value !== undefined) {
+      node.configuration.value = JSON.stringify({ workloads: [], services: [], meshFeed: { cluster: "mesh_feed", target: "sidecar-b", waitSeconds: 2 } });
+    }
+    for (const value of Object.values(node)) visit(value);
+  };
+  visit(config);
+  config.static_resources.clusters.push({
+    name: "mesh_feed",
+    type: "STATIC",
+    connect_timeout: "1s",
+    load_assignment: { cluster_name: "mesh_feed", endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: "127.0.0.1", port_value: WIRE_FEED_PORT } } } }] }] },
+  });
+  return stringify(config);
+}
+
+describe(`passthrough_mtls with the mesh feed: every worker VM (--concurrency ${WORKERS}) decides with the last message`, () => {
+  let feed: FakeFeed;
+  let envoy: EnvoyProcess;
+  let pod: TlsPod;
+  const httpbin = (id: number): WireRecord => ({ workload: { id, istio: true, identity: DEMO_IDENTITIES["pod-a"], addresses: [POD_IP] } });
+  const other = (id: number, ip: string): WireRecord => ({ workload: { id, istio: true, identity: "spiffe://cluster.local/ns/default/sa/other", addresses: [ip] } });
+
+  /** Every VM holds a poll at this position: each applied the message that brought it there. */
+  const allHeldAt = (epoch: bigint, version: bigint) => () => {
+    const held = feed.heldPositions();
+    return held.length === VMS && held.every(([e, v]) => e === epoch && v === version);
+  };
+  const workerConnections = async () => {
+    const stats = await envoy.stats();
+    return Array.from({ length: WORKERS }, (_, i) => stats.get(`listener.127.0.0.1_${CAPTURE_PORT}.worker_${i}.downstream_cx_total`) ?? 0);
+  };
+  /**
+   * ROUND real connections through the capture to the TLS pod: how many were upgraded to mTLS
+   * with the pod's identity pinned (the pod answers "httpbin-0 peer=<sidecar>") and how many
+   * went in clear (the TLS pod sees no handshake, nothing comes back). Each worker must take some.
+   */
+  const round = async (tag: string) => {
+    const before = await workerConnections();
+    let mtls = 0;
+    let plain = 0;
+    for (let i = 0; i < ROUND; i++) {
+      const payload = `${tag} ${i}`;
+      const reply = (await exchange(POD_IP, POD_PORT, payload, 10_000, CLIENT_ADDRESS)).received.toString();
+      if (reply === `httpbin-0 peer=${SIDECAR}\n${payload}`) mtls++;
+      else if (!reply.includes("peer=")) plain++;
+    }
+    const after = await workerConnections();
+    const perWorker = after.map((n, i) => n - before[i]!);
+    assert.ok(perWorker.every((n) => n > 0), `every worker took connections of this round: ${perWorker.join(", ")}`);
+    return { mtls, plain };
+  };
+
+  before(async () => {
+    await writeDemoCerts();
+    pod = await startTlsPod("httpbin-0", POD_IP, POD_PORT, CERT_DIR, "pod-a");
+    feed = new FakeFeed(WIRE_FEED_PORT);
+    await feed.start();
+    feed.publishRecords([other(0, "127.0.0.12")]);
+    envoy = await EnvoyProcess.start({ name: "feed-live-passthrough", adminPort: SHIPPED_ADMIN, concurrency: WORKERS, config: feedSidecarConfig() });
+    captureOutbound(CAPTURE_PORT);
+  });
+
+  after(async () => {
+    releaseCapture();
+    await envoy?.stop();
+    await feed?.kill();
+    await pod?.close();
+  });
+
+  it("plain while the pod is unknown, mTLS with its identity in every worker once a delta adds it", async () => {
+    await until(`${VMS} VMs at version 1`, allHeldAt(feed.epoch, 1n));
+    assert.deepEqual(await round("unknown"), { mtls: 0, plain: ROUND }, "no VM knows the pod: in clear");
+    const version = feed.publishRecords([httpbin(1)]);
+    await until(`${VMS} VMs at version ${version}`, allHeldAt(feed.epoch, version));
+    assert.deepEqual(await round("known"), { mtls: ROUND, plain: 0 }, "every worker upgrades it, pinned to its identity");
+    assert.equal(await envoy.stat("passthrough_mtls.feed.applied_delta"), VMS);
+  });
+
+  it("refuses an invalid delta whole in every VM: the pod stays pinned everywhere", async () => {
+    // A valid removal of the pod, then a record that breaks a rule (istio without identity):
+    // half-applied, the removal would send the pod's connections in clear.
+    feed.invalidDelta = [{ removeWorkload: 1 }, { workload: { id: 9, istio: true, identity: "", addresses: ["127.0.0.19"] } }];
+    for (let i = 0; i < VMS; i++) feed.inject.push("bad-wire-delta:identity");
+    const version = feed.publishRecords([other(2, "127.0.0.14")]); // answers the held polls; the next ones get the bad delta
+    await until("every VM to refuse it", async () => ((await envoy.stat("passthrough_mtls.feed.refused")) ?? 0) >= VMS);
+    // The counter can be read before the log line is flushed: wait for the lines.
+    await until("one refusal line per VM", () => linesByThread(envoy.log(), /refused a message:/).size >= VMS);
+    const refusals = linesByThread(envoy.log(), /refused a message:/);
+    assert.equal(refusals.size, VMS, `one refusal line per VM: ${JSON.stringify([...refusals.values()])}`);
+    for (const [thread, lines] of refusals) assert.match(lines[0]!, /refused a message: record 1 \(workload upsert id 9\)\.identity/, `thread ${thread}`);
+    assert.deepEqual(await round("after the refusal"), { mtls: ROUND, plain: 0 }, "nothing of it applied in any VM");
+    // After the backoff every VM resyncs with a full model and holds its poll again.
+    await until(`${VMS} VMs resynced at version ${version}`, allHeldAt(feed.epoch, version), 20_000);
+  });
+
+  it("keeps deciding while the feed is killed, then resyncs every VM with the restarted feed's model", async () => {
+    await feed.kill();
+    await until("every VM to notice", async () => ((await envoy.stat("passthrough_mtls.feed.unavailable")) ?? 0) >= VMS);
+    assert.deepEqual(await round("feed down"), { mtls: ROUND, plain: 0 }, "fail static: the last good model decides, connections flow");
+    // The feed comes back with a new epoch, and the pod is gone: the resync must carry that.
+    feed.restartEpoch();
+    const version = feed.publishRecords([{ removeWorkload: 1 }]);
+    await feed.start();
+    await until(`${VMS} VMs resynced at epoch ${feed.epoch}`, allHeldAt(feed.epoch, version), 40_000);
+    assert.deepEqual(await round("after the resync"), { mtls: 0, plain: ROUND }, "every worker decides with the resynced model");
   });
 });

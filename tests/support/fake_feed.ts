@@ -111,6 +111,11 @@ export class FakeFeed {
     return this.held.length;
   }
 
+  /** The (epoch, version) of each request held open right now: one per up-to-date client. */
+  heldPositions(): Array<[bigint, bigint]> {
+    return this.held.map((h) => [h.request.epoch, h.request.version]);
+  }
+
   get version(): bigint {
     return BigInt(this.texts.length);
   }
