@@ -196,15 +196,19 @@ describe("mesh feed: each filter decides with the feed's binary models", () => {
       await atVersion(1n);
       assert.deepEqual(envoyWrites(dial()).slice(0, 2), [[SAN, sa("reviews")], [ORIGINAL_DST, "10.1.0.20:15008"]], "no waypoint: HBONE to the endpoint");
       const version = feed.publishRecords([
-        service({ id: 1, hostname: "waypoint.default.svc.cluster.local", ports: [[15008, 15008]], vips: [{ address: "10.96.0.30" }], sans: [sa("waypoint")] }),
+        service({ id: 1, hostname: "waypoint.default.svc.cluster.local", ports: [[15008, 15008]], vips: [{ address: "10.96.0.30" }], sans: [sa("waypoint-svc")] }),
         pod(2, "10.1.0.30", "waypoint", { memberships: [{ service: 1 }] }),
         reviews({ waypoint: { hostname: "waypoint.default.svc.cluster.local", port: 15008 } }),
       ]);
       await atVersion(version);
       const conn = dial();
-      assert.deepEqual(envoyWrites(conn).slice(0, 2), [[SAN, sa("waypoint")], [ORIGINAL_DST, "10.1.0.30:15008"]], "through the waypoint, with the waypoint service's SANs (texts of the services the delta named)");
+      // The waypoint service's SANs (a text built for a service id the delta added), then the instance's own.
+      assert.deepEqual(envoyWrites(conn).slice(0, 2), [[SAN, `${sa("waypoint-svc")},${sa("waypoint")}`], [ORIGINAL_DST, "10.1.0.30:15008"]]);
       assert.equal(wasmProperties(conn)["wasm.authority"], "10.96.0.20:9080");
       assert.equal(counter("hbone_waypoint"), 1);
+      // An existing service's texts change in place: reviews loses its waypoint and gains SANs.
+      await atVersion(feed.publishRecords([reviews({ sans: [sa("reviews-svc")] })]));
+      assert.deepEqual(envoyWrites(dial()).slice(0, 2), [[SAN, `${sa("reviews-svc")},${sa("reviews")}`], [ORIGINAL_DST, "10.1.0.20:15008"]]);
     });
 
     it("a model without its own workload is taken: connections are closed and counted until it is back", async () => {
