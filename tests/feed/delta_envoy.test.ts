@@ -8,17 +8,15 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { parse, stringify } from "yaml";
 import { startFeed } from "../../feed/src/main.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../support/capture.js";
-import { staticCluster } from "../support/envoy_config.js";
 import { EnvoyProcess } from "../support/envoy.js";
-import { shippedConfig } from "../support/envoy_yaml.js";
 import { startKubeCluster, type KubeCluster } from "../support/kube.js";
 import { startTlsPod, type TlsPod } from "../support/pods.js";
 import { freePort } from "../support/ports.js";
 import { exchange, startBackend, type Backend } from "../support/tcp.js";
 import { CERT_DIR, DEMO_IDENTITIES, writeDemoCerts } from "../../scripts/demo-certs.js";
+import { meshFeedSidecarConfig } from "./delta_envoy_config.js";
 import { eventually, runFeed, type FeedRun } from "./harness.js";
 
 const SIDECAR = `URI:${DEMO_IDENTITIES.sidecar}`;
@@ -33,24 +31,6 @@ const VMS = WORKERS + 1;
 
 function dial(host: string, port: number, payload: string, timeoutMs = 1_000) {
   return exchange(host, port, payload, timeoutMs, CLIENT_ADDRESS);
-}
-
-/** The shipped direct-mode sidecar config, with the mesh coming only from the feed. */
-function envoyConfig(feedPort: number): string {
-  const config = parse(shippedConfig("passthrough_mtls.yaml"));
-  let replaced = 0;
-  const visit = (node: any): void => {
-    if (!node || typeof node !== "object") return;
-    if (node.name === "passthrough_mtls" && node.configuration?.value !== undefined) {
-      node.configuration.value = JSON.stringify({ workloads: [], services: [], meshFeed: { cluster: "mesh_feed", target: "sidecar", waitSeconds: 5 } });
-      replaced++;
-    }
-    for (const v of Object.values(node)) visit(v);
-  };
-  visit(config);
-  assert.equal(replaced, 1, "one passthrough_mtls filter in the shipped config");
-  config.static_resources.clusters.push(staticCluster("mesh_feed", "127.0.0.1", feedPort));
-  return stringify(config);
 }
 
 describe("feed deltas → passthrough_mtls in the real Envoy over meshFeed, from a real API server", () => {
@@ -76,7 +56,7 @@ describe("feed deltas → passthrough_mtls in the real Envoy over meshFeed, from
     httpbin = await startTlsPod("httpbin-0", "127.0.0.11", 8443, CERT_DIR, "pod-a");
     plain11 = await startBackend("plain-11", "127.0.0.11", 8080);
     pod13 = await startTlsPod("pod-13", "127.0.0.13", 8443, CERT_DIR, "pod-c");
-    envoy = await EnvoyProcess.start({ name: "feed-de", adminPort: 15000, concurrency: WORKERS, config: envoyConfig(feedPort) });
+    envoy = await EnvoyProcess.start({ name: "feed-de", adminPort: 15000, concurrency: WORKERS, config: meshFeedSidecarConfig(feedPort, "sidecar") });
     captureOutbound(15001);
   });
 
