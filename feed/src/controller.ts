@@ -161,7 +161,10 @@ export class FeedController implements SnapshotSource {
   stop(): void {
     this.debouncer.stop();
     this.deltaDebouncer.stop();
-    for (const n of this.networks.values()) for (const w of [...n.waiters]) w();
+    for (const n of this.networks.values()) {
+      for (const w of [...n.waiters]) w();
+      n.channel.close();
+    }
   }
 
   /** Resolves after the next render finishes. */

@@ -82,6 +82,11 @@ export class DeltaChannel {
     return this.current;
   }
 
+  /** Drops the shadow VMs (the feed is stopping). */
+  close(): void {
+    for (const f of this.filters) f.reset();
+  }
+
   get stats(): { workloads: number; services: number; journalRecords: number; journalBytes: number; journalVersions: number; oldestBase: number; fullBytes: number; workloadIdLimit: number; serviceIdLimit: number } {
     return {
       workloads: this.workloadRecords.size,
