@@ -3,7 +3,9 @@
 // the format-v1 encoder's speed on 1M pods. One JSON line per figure (bench/emit.ts):
 //   feed_delta_costs    full compute, first publish (every record encoded and checked), and per
 //                       pod change: incremental update + view + diff + check + answer (p50/p99),
-//                       records and bytes per change; the JSON path: viewFor, JSON + sha256,
+//                       records and bytes per change; the compiled filter's check of each version
+//                       in the feed's shadow VM (filterCheckMs p50/p99; firstPublishCheckedMs: the
+//                       first version, a full load); the JSON path: viewFor, JSON + sha256,
 //                       the check in the compiled filter
 //   feed_wire_encode    1M workloads (+10k services) encoded into one full message: best and median of 5
 import { join } from "node:path";
@@ -11,6 +13,7 @@ import { ClusterObjects } from "../../feed/src/cluster_objects.js";
 import { MeshComputer } from "../../feed/src/compute.js";
 import { DEFAULT_DELTA } from "../../feed/src/config.js";
 import { DeltaChannel } from "../../feed/src/delta/channel.js";
+import { FilterShadow } from "../../feed/src/delta/filter_shadow.js";
 import { NetworkView } from "../../feed/src/delta/network_view.js";
 import { WireWriter, writeServiceUpsert, writeWorkloadUpsert, writeHeader, KIND_FULL, HEADER_BYTES, type WireWorkload } from "../../feed/src/delta/wire.js";
 import { NetworkResolver } from "../../feed/src/mesh_networks.js";
@@ -47,12 +50,22 @@ export function deltaCosts(n: number, changes = 200, validateJson = true): void 
   const computer = new MeshComputer({ trustDomain: "cluster.local", domainSuffix: "cluster.local", systemNamespace: "istio-system", networks: new NetworkResolver() });
   const view = new NetworkView("");
   const channel = new DeltaChannel(Date.now(), DEFAULT_DELTA);
+  // The same versions, also checked in a shadow VM of the compiled passthrough_mtls (what the
+  // feed does): the difference is the compiled check's cost per change.
+  const validator = new FilterValidator((f) => join(REPO_ROOT, "build", `${f}.wasm`));
+  const shadow = new FilterShadow({ name: "bench", filter: "passthrough_mtls", network: "", config: {} }, () => validator.bytes("passthrough_mtls"));
+  const checked = new DeltaChannel(channel.epoch, DEFAULT_DELTA, [shadow]);
   let t = performance.now();
   const first = computer.update([c]);
   const computeMs = performance.now() - t;
   t = performance.now();
-  channel.publish(view, first.mesh, view.update(first.mesh, first.changes));
+  const moved0 = view.update(first.mesh, first.changes);
+  channel.publish(view, first.mesh, moved0);
   const firstPublishMs = performance.now() - t;
+  t = performance.now();
+  const firstChecked = checked.publish(view, first.mesh, moved0);
+  const firstPublishCheckedMs = performance.now() - t;
+  if (!firstChecked.published) throw new Error(`the compiled filter refused the first version: ${firstChecked.error}`);
   t = performance.now();
   const full = channel.full();
   const fullMs = performance.now() - t;
@@ -60,6 +73,7 @@ export function deltaCosts(n: number, changes = 200, validateJson = true): void 
   const perChange: number[] = [];
   const bytes: number[] = [];
   const records: number[] = [];
+  const filterCheck: number[] = [];
   for (let k = 0; k < changes; k++) {
     // Pairs: the pod leaves the mesh (Succeeded), then comes back (Running).
     const i = ((k >> 1) * 7919) % n;
@@ -67,9 +81,14 @@ export function deltaCosts(n: number, changes = 200, validateJson = true): void 
     c.upsert("pods", podOf(i, k % 2 === 0 ? "Succeeded" : "Running"));
     t = performance.now();
     const u = computer.update([c]);
-    channel.publish(view, u.mesh, view.update(u.mesh, u.changes));
+    const moved = view.update(u.mesh, u.changes);
+    channel.publish(view, u.mesh, moved);
     const answer = channel.answer(channel.epoch, before);
     perChange.push(performance.now() - t);
+    const shadowMs = shadow.ms;
+    const outcome = checked.publish(view, u.mesh, moved);
+    if (!outcome.published) throw new Error(`change ${k}: the compiled filter refused it: ${outcome.error}`);
+    filterCheck.push(shadow.ms - shadowMs);
     if (channel.version === before) throw new Error(`change ${k}: nothing published`);
     bytes.push(answer.body.length);
     records.push(answer.records);
@@ -83,7 +102,6 @@ export function deltaCosts(n: number, changes = 200, validateJson = true): void 
   const jsonMs = performance.now() - t;
   let validateMs: number | undefined;
   if (validateJson) {
-    const validator = new FilterValidator((f) => join(REPO_ROOT, "build", `${f}.wasm`));
     const verdict = validator.check("passthrough_mtls", rendered.text);
     if (!verdict.ok) throw new Error(`bench mesh refused: ${verdict.error}`);
     validateMs = verdict.ms;
@@ -97,6 +115,10 @@ export function deltaCosts(n: number, changes = 200, validateJson = true): void 
     fullMessageMs: round(fullMs),
     changeMsP50: round(percentile(perChange, 50)),
     changeMsP99: round(percentile(perChange, 99)),
+    filterCheckMsP50: round(percentile(filterCheck, 50)),
+    filterCheckMsP99: round(percentile(filterCheck, 99)),
+    firstPublishCheckedMs: round(firstPublishCheckedMs),
+    shadowResyncs: shadow.resyncs,
     recordsPerChange: percentile(records, 50),
     bytesPerChange: percentile(bytes, 50),
     jsonViewMs: round(viewMs),

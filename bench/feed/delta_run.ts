@@ -7,6 +7,10 @@
 //   feed_delta_propagation_ms  p50 / p99 / max from the write's start to the answer
 //   feed_delta_change_cost     bytes of the delta per change (p50), records, feed CPU per change
 //   feed_delta_sync            the delta feed's start → ready, its CPU and RSS, its full message size
+//   feed_delta_envoy_ms        the real Envoy (--concurrency 2, passthrough_mtls with only
+//                              `meshFeed`): API write → the first new connection decided with it
+//                              (mTLS verifying the probe's identity / plain again), and → every VM
+//                              (2 workers + main) having applied it (its applied_delta counter), p50 / p99
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -17,6 +21,14 @@ import { REPO_ROOT } from "../../tests/support/paths.js";
 import { cpuMicros, rssMb } from "../envoy/proc.js";
 import { emit } from "../emit.js";
 import type { BulkWriter } from "./writer.js";
+import { meshFeedSidecarConfig } from "../../tests/feed/delta_envoy_config.js";
+import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../../tests/support/capture.js";
+import { EnvoyProcess } from "../../tests/support/envoy.js";
+import { exchange } from "../../tests/support/tcp.js";
+import { DEMO_IDENTITIES } from "../../scripts/demo-certs.js";
+
+const WORKERS = 2;
+const VMS = WORKERS + 1;
 
 const PROBE = "127.0.0.11";
 
@@ -106,7 +118,55 @@ export async function deltaPropagation(cluster: KubeCluster, writer: BulkWriter,
     const cpuPerChange = (cpuMicros(pid) - loopCpuBefore) / 1000 / samples;
     emit({ figure: "feed_delta_propagation_ms", pods: n, samples, p50: +percentile(latencies, 50).toFixed(1), p99: +percentile(latencies, 99).toFixed(1), max: +Math.max(...latencies).toFixed(1) });
     emit({ figure: "feed_delta_change_cost", pods: n, bytesPerChange: percentile(bytes, 50), recordsPerChange: percentile(records, 50), feedCpuMsPerChange: +cpuPerChange.toFixed(2) });
+    await envoyPropagation(port, writer, n, samples);
   } finally {
     feed.kill("SIGTERM");
+  }
+}
+
+/** API write → the real Envoy's VMs deciding with it, over meshFeed from the delta feed on `feedPort`. */
+async function envoyPropagation(feedPort: number, writer: BulkWriter, n: number, samples: number): Promise<void> {
+  const sidecar = `URI:${DEMO_IDENTITIES.sidecar}`;
+  const envoy = await EnvoyProcess.start({ name: `bench-delta-${n}`, adminPort: 15000, concurrency: WORKERS, config: meshFeedSidecarConfig(feedPort, "mesh", 25), readyTimeoutMs: 120_000 });
+  const counter = async (name: string) => (await envoy.stats()).get(`wasmcustom.passthrough_mtls.feed.${name}`) ?? 0;
+  try {
+    captureOutbound(15001);
+    const loadStarted = performance.now();
+    while ((await counter("applied_full")) < VMS) {
+      if (performance.now() - loadStarted > 600_000) throw new Error("Envoy's VMs did not load the full model within 600 s");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const fullLoadSeconds = (performance.now() - loadStarted) / 1000;
+    // Where the probe is now (the long-poll samples above left it in or out of the mesh).
+    const reply = async () => (await exchange(PROBE, 8443, "hello", 2000, CLIENT_ADDRESS)).received.toString();
+    let inMesh = (await reply()) === `httpbin-0 peer=${sidecar}\nhello`;
+    const first: number[] = [];
+    const all: number[] = [];
+    for (let s = 0; s < samples; s++) {
+      const adding = !inMesh;
+      const before = await counter("applied_delta");
+      const written = performance.now();
+      if (adding) await writer.setPodStatus("default", "probe", { podIP: PROBE, phase: "Running" });
+      else await writer.setPodStatus("default", "probe", { phase: "Succeeded", podIP: PROBE });
+      let decided: number | undefined;
+      let applied: number | undefined;
+      while (decided === undefined || applied === undefined) {
+        if (applied === undefined && (await counter("applied_delta")) >= before + VMS) applied = performance.now() - written;
+        if (decided === undefined) {
+          const r = await reply();
+          if (adding ? r === `httpbin-0 peer=${sidecar}\nhello` : r === "") decided = performance.now() - written;
+        }
+        if (performance.now() - written > 120_000) throw new Error(`sample ${s}: not in Envoy within 120 s`);
+      }
+      first.push(decided);
+      all.push(applied);
+      inMesh = adding;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const p = (v: number[], q: number) => +percentile(v, q).toFixed(1);
+    emit({ figure: "feed_delta_envoy_ms", pods: n, samples, workers: WORKERS, fullLoadSeconds: +fullLoadSeconds.toFixed(2), firstDecidedP50: p(first, 50), firstDecidedP99: p(first, 99), allVmsAppliedP50: p(all, 50), allVmsAppliedP99: p(all, 99), refused: await counter("refused") });
+  } finally {
+    releaseCapture();
+    await envoy.stop();
   }
 }

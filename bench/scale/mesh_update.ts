@@ -7,7 +7,8 @@
 // The snapshot: one IPv4 address per pod, 1000 identities, 21 localities, services of 100
 // endpoints with one port and one VIP each; ids leave 25% headroom (the feed reuses freed ids).
 import { emit } from "../emit.js";
-import { encodeMessage, KIND, RECORD, WireRecord, WireWorkload, Writer, writeService, writeWorkload, HEADER_BYTES, MAGIC, FORMAT_VERSION } from "../../tests/support/mesh_wire.js";
+import { encodeMessage, KIND, RECORD, WireRecord, WireWorkload, Writer, writeService, writeWorkload, HEADER_BYTES } from "../../tests/support/mesh_wire.js";
+import { writeHeader } from "../../feed/src/delta/wire.js";
 import { MeshVm } from "./mesh_vm.js";
 
 const EPOCH = 1n;
@@ -31,17 +32,17 @@ function pod(id: number, ipIndex: number, service: number): WireWorkload {
 function fullMessage(pods: number): { bytes: Uint8Array; idLimit: number; services: number } {
   const services = Math.max(1, Math.ceil(pods / 100));
   const idLimit = Math.ceil(pods * 1.25);
-  const body = new Writer();
+  const body = new Writer(1 << 20);
+  body.pos = HEADER_BYTES;
+  body.ensure(0);
   for (let s = 0; s < services; s++) {
     writeService(body, { id: s, hostname: `svc${s}.ns${s % 50}.svc.cluster.local`, ports: [[80, 8080]], vips: [{ address: `10.200.${(s >> 8) & 255}.${s & 255}` }] });
   }
   for (let i = 0; i < pods; i++) writeWorkload(body, pod(i, i, Math.floor(i / 100)));
-  const records = body.done();
-  const out = new Writer();
-  out.u32(MAGIC).u16(FORMAT_VERSION).u16(KIND.full).u64(EPOCH).u64(0).u64(1);
-  out.u32(idLimit).u32(services).u32(services + pods).u32(records.length).u64(0);
-  out.bytes(records);
-  const bytes = out.done();
+  const message = body.copyFrom(0);
+  writeHeader(message, { kind: KIND.full, epoch: Number(EPOCH), base: 0, version: 1, workloadIdLimit: idLimit, serviceIdLimit: services, recordCount: services + pods }, message.length);
+  const records = message.subarray(HEADER_BYTES);
+  const bytes = new Uint8Array(message.buffer, message.byteOffset, message.length);
   if (bytes.length !== HEADER_BYTES + records.length) throw new Error("header size");
   return { bytes, idLimit, services };
 }

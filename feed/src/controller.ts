@@ -23,6 +23,7 @@ import { FilterValidator } from "./validate.js";
 import { viewFor } from "./view.js";
 import { DeltaChannel, type DeltaAnswer } from "./delta/channel.js";
 import { NetworkView } from "./delta/network_view.js";
+import { FilterShadow } from "./delta/filter_shadow.js";
 
 /** Applies a target's snapshot as a WasmPlugin (deliver/wasmplugin.ts); absent without an API. */
 export interface WasmPluginApplier {
@@ -93,7 +94,15 @@ export class FeedController implements SnapshotSource {
       ...(target.ecds && { ecds: new EcdsFileTarget(target.ecds.file, target.ecds.template) }),
     }));
     for (const t of config.targets) {
-      if (!this.networks.has(t.network)) this.networks.set(t.network, { view: new NetworkView(t.network), channel: new DeltaChannel(this.epoch, config.delta), waiters: new Set() });
+      if (this.networks.has(t.network)) continue;
+      // One shadow of each compiled filter (and own configuration) the network's targets run.
+      const shadows = new Map<string, FilterShadow>();
+      for (const u of config.targets) {
+        if (u.network !== t.network) continue;
+        const key = JSON.stringify([u.filter, u.config]);
+        if (!shadows.has(key)) shadows.set(key, new FilterShadow(u, () => this.validator.bytes(u.filter), () => viewFor(this.computer.current, u.network).snapshot));
+      }
+      this.networks.set(t.network, { view: new NetworkView(t.network), channel: new DeltaChannel(this.epoch, config.delta, [...shadows.values()]), waiters: new Set() });
     }
     const m = this.metrics;
     m.declare("feed_objects", "gauge", "objects the feed holds, by cluster and kind");
@@ -152,7 +161,10 @@ export class FeedController implements SnapshotSource {
   stop(): void {
     this.debouncer.stop();
     this.deltaDebouncer.stop();
-    for (const n of this.networks.values()) for (const w of [...n.waiters]) w();
+    for (const n of this.networks.values()) {
+      for (const w of [...n.waiters]) w();
+      n.channel.close();
+    }
   }
 
   /** Resolves after the next render finishes. */

@@ -18,7 +18,8 @@ export class FilterValidator {
   /** `wasmFor(filter)` is the compiled module's path (build/<filter>.wasm in this repository). */
   constructor(private readonly wasmFor: (filter: FilterName) => string) {}
 
-  private bytes(filter: FilterName): Uint8Array {
+  /** The compiled module's bytes (read once). */
+  bytes(filter: FilterName): Uint8Array {
     let b = this.modules.get(filter);
     if (!b) {
       b = new Uint8Array(readFileSync(this.wasmFor(filter)));

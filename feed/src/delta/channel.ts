@@ -13,6 +13,7 @@
 import type { ComputedMesh } from "../compute.js";
 import type { DeltaConfig } from "../config.js";
 import { WireShadow } from "./check.js";
+import type { FilterShadow } from "./filter_shadow.js";
 import { IdAllocator } from "./ids.js";
 import { Journal } from "./journal.js";
 import type { NetworkView } from "./network_view.js";
@@ -69,6 +70,8 @@ export class DeltaChannel {
   constructor(
     readonly epoch: number,
     private readonly config: DeltaConfig,
+    /** The compiled filters of this network's targets, each held at the current version (filter_shadow.ts). */
+    private readonly filters: readonly FilterShadow[] = [],
   ) {
     this.journal = new Journal(0, config.journal);
     // Version 0 of this epoch is the empty model (what the first version applies to).
@@ -77,6 +80,11 @@ export class DeltaChannel {
 
   get version(): number {
     return this.current;
+  }
+
+  /** Drops the shadow VMs (the feed is stopping). */
+  close(): void {
+    for (const f of this.filters) f.reset();
   }
 
   get stats(): { workloads: number; services: number; journalRecords: number; journalBytes: number; journalVersions: number; oldestBase: number; fullBytes: number; workloadIdLimit: number; serviceIdLimit: number } {
@@ -171,7 +179,18 @@ export class DeltaChannel {
             : "";
       const version = this.current + 1;
       const message = assemble({ kind: KIND_DELTA, epoch: this.epoch, base: this.current, version, workloadIdLimit: this.workloadIds.limit, serviceIdLimit: this.serviceIds.limit }, records);
-      const verdict = limitError ? { error: limitError } : this.shadow.check(message);
+      let verdict: ReturnType<WireShadow["check"]> = limitError ? { error: limitError } : this.shadow.check(message);
+      if (!("error" in verdict)) {
+        // check.ts passed (the fast pre-check); the compiled filters are the authority.
+        for (let i = 0; i < this.filters.length; i++) {
+          const error = this.filters[i].check(message, this);
+          if (error) {
+            for (let j = 0; j < i; j++) this.filters[j].reset(); // they took a version that is not published
+            verdict = { error };
+            break;
+          }
+        }
+      }
       if ("error" in verdict) {
         this.rollback(acquired);
         return { published: false, error: verdict.error };
