@@ -15,31 +15,8 @@
 // - no-change: checked against the model's epoch and version.
 // Nothing here traps on any input: reads are bounds-checked (wire.ts), ids are checked
 // against the header's limits, which are checked against the model's own limits.
-import { Address, FAMILY_V4, formatIp } from "./ip";
-import {
-  addMembership,
-  reserveMembers,
-  clearServiceContent,
-  ensureMemberships,
-  ensureServices,
-  ensureWorkloads,
-  internLocality,
-  removeService,
-  removeWorkload,
-  setAddresses,
-  setHostname,
-  setPorts,
-  setSans,
-  setService,
-  setVips,
-  setWorkload,
-  setWorkloadRefs,
-} from "./edit";
-import { DEFAULT_LB_PREFS, IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, VIP_WORDS, W_HEALTHY, W_ISTIO } from "./model";
-import { defaultClusterName, MAX_LOCALITIES, MAX_NETWORKS, MAX_SERVICES, MAX_WORKLOADS } from "./parse";
-import { ChunkPool } from "./pool";
-import { RefTable } from "./refs";
-import { ADDED, AddrTable4, AddrTable6, U64Table } from "./table";
+import { Mesh } from "./model";
+import { MAX_SERVICES, MAX_WORKLOADS } from "./parse";
 import {
   H_BASE,
   H_BODY,
@@ -53,26 +30,12 @@ import {
   H_VERSION,
   H_WORKLOAD_LIMIT,
   HEADER_BYTES,
-  indexed,
   KIND_DELTA,
   KIND_FULL,
   KIND_NO_CHANGE,
-  quoted,
-  REC_SERVICE_REMOVE,
-  REC_SERVICE_UPSERT,
-  REC_WORKLOAD_REMOVE,
-  REC_WORKLOAD_UPSERT,
-  SF_CLUSTER,
-  SF_HEADLESS,
-  SF_LB_STANDARD,
-  WF_HEALTHY,
-  WF_ISTIO,
   WIRE_MAGIC,
   WIRE_VERSION,
   WireReader,
-  WireRef,
-  WireService,
-  WireWorkload,
 } from "./wire";
 import { Header } from "./wire_store";
 import { loadFull } from "./wire_full";

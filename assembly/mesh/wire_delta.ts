@@ -1,65 +1,34 @@
 // A delta message: checked whole against the state after it, then applied in place
 // (wire_apply.ts describes the rules).
-import { Address, FAMILY_V4, formatIp } from "./ip";
+import { FAMILY_V4, formatIp } from "./ip";
 import {
-  addMembership,
-  reserveMembers,
   clearServiceContent,
-  ensureMemberships,
   ensureServices,
   ensureWorkloads,
-  internLocality,
   removeService,
   removeWorkload,
-  setAddresses,
-  setHostname,
-  setPorts,
-  setSans,
-  setService,
-  setVips,
-  setWorkload,
-  setWorkloadRefs,
 } from "./edit";
-import { DEFAULT_LB_PREFS, IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, VIP_WORDS, W_HEALTHY, W_ISTIO } from "./model";
-import { defaultClusterName, MAX_LOCALITIES, MAX_NETWORKS, MAX_SERVICES, MAX_WORKLOADS } from "./parse";
-import { ChunkPool } from "./pool";
-import { RefTable } from "./refs";
+import { IDENTITY_MASK, Mesh } from "./model";
+import { MAX_LOCALITIES, MAX_NETWORKS } from "./parse";
 import { ADDED, AddrTable4, AddrTable6, U64Table } from "./table";
 import {
-  H_BASE,
-  H_BODY,
-  H_EPOCH,
-  H_FORMAT,
-  H_KIND,
-  H_MAGIC,
-  H_RECORDS,
-  H_RESERVED,
-  H_SERVICE_LIMIT,
-  H_VERSION,
-  H_WORKLOAD_LIMIT,
-  HEADER_BYTES,
   indexed,
-  KIND_DELTA,
-  KIND_FULL,
-  KIND_NO_CHANGE,
   quoted,
   REC_SERVICE_REMOVE,
   REC_SERVICE_UPSERT,
-  REC_WORKLOAD_REMOVE,
   REC_WORKLOAD_UPSERT,
-  SF_CLUSTER,
-  SF_HEADLESS,
-  SF_LB_STANDARD,
-  WF_HEALTHY,
-  WF_ISTIO,
-  WIRE_MAGIC,
-  WIRE_VERSION,
   WireReader,
-  WireRef,
-  WireService,
-  WireWorkload,
 } from "./wire";
-import { checkRecord, Header, recordHead, resetRefTable, scratchAddress, serviceRec, storeService, storeWorkload, workloadRec } from "./wire_store";
+import {
+  checkRecord,
+  Header,
+  recordHead,
+  scratchAddress,
+  serviceRec,
+  storeService,
+  storeWorkload,
+  workloadRec,
+} from "./wire_store";
 import { trailing } from "./wire_full";
 
 // ==================================================================== delta

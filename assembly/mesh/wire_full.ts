@@ -1,66 +1,30 @@
 // A full message ("the model is exactly these records") into a new Mesh: every record checked
 // first (texts interned into the new model as they are met, sizes counted), then every record
 // stored in message order; refused whole on any problem (the caller keeps its old model).
-import { Address, FAMILY_V4, formatIp } from "./ip";
-import {
-  addMembership,
-  reserveMembers,
-  clearServiceContent,
-  ensureMemberships,
-  ensureServices,
-  ensureWorkloads,
-  internLocality,
-  removeService,
-  removeWorkload,
-  setAddresses,
-  setHostname,
-  setPorts,
-  setSans,
-  setService,
-  setVips,
-  setWorkload,
-  setWorkloadRefs,
-} from "./edit";
-import { DEFAULT_LB_PREFS, IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, VIP_WORDS, W_HEALTHY, W_ISTIO } from "./model";
-import { defaultClusterName, MAX_LOCALITIES, MAX_NETWORKS, MAX_SERVICES, MAX_WORKLOADS } from "./parse";
+import { FAMILY_V4 } from "./ip";
+import { reserveMembers, ensureMemberships, ensureServices, ensureWorkloads } from "./edit";
+import { Mesh } from "./model";
 import { ChunkPool } from "./pool";
-import { RefTable } from "./refs";
-import { ADDED, AddrTable4, AddrTable6, U64Table } from "./table";
+import { AddrTable4, AddrTable6, U64Table } from "./table";
 import {
-  H_BASE,
-  H_BODY,
-  H_EPOCH,
-  H_FORMAT,
-  H_KIND,
-  H_MAGIC,
-  H_RECORDS,
-  H_RESERVED,
-  H_SERVICE_LIMIT,
-  H_VERSION,
-  H_WORKLOAD_LIMIT,
-  HEADER_BYTES,
   indexed,
-  KIND_DELTA,
-  KIND_FULL,
-  KIND_NO_CHANGE,
-  quoted,
   REC_SERVICE_REMOVE,
   REC_SERVICE_UPSERT,
   REC_WORKLOAD_REMOVE,
   REC_WORKLOAD_UPSERT,
-  SF_CLUSTER,
-  SF_HEADLESS,
-  SF_LB_STANDARD,
-  WF_HEALTHY,
-  WF_ISTIO,
-  WIRE_MAGIC,
-  WIRE_VERSION,
   WireReader,
-  WireRef,
-  WireService,
-  WireWorkload,
 } from "./wire";
-import { checkRecord, Header, recordHead, resetRefTable, scratchAddress, serviceRec, storeService, storeWorkload, workloadRec } from "./wire_store";
+import {
+  checkRecord,
+  Header,
+  recordHead,
+  resetRefTable,
+  scratchAddress,
+  serviceRec,
+  storeService,
+  storeWorkload,
+  workloadRec,
+} from "./wire_store";
 
 // ==================================================================== full
 

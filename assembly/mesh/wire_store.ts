@@ -3,14 +3,7 @@
 import { Address, FAMILY_V4, formatIp } from "./ip";
 import {
   addMembership,
-  reserveMembers,
-  clearServiceContent,
-  ensureMemberships,
-  ensureServices,
-  ensureWorkloads,
   internLocality,
-  removeService,
-  removeWorkload,
   setAddresses,
   setHostname,
   setPorts,
@@ -20,28 +13,11 @@ import {
   setWorkload,
   setWorkloadRefs,
 } from "./edit";
-import { DEFAULT_LB_PREFS, IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, VIP_WORDS, W_HEALTHY, W_ISTIO } from "./model";
-import { defaultClusterName, MAX_LOCALITIES, MAX_NETWORKS, MAX_SERVICES, MAX_WORKLOADS } from "./parse";
-import { ChunkPool } from "./pool";
+import { IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, W_HEALTHY, W_ISTIO } from "./model";
+import { defaultClusterName, MAX_LOCALITIES, MAX_NETWORKS } from "./parse";
 import { RefTable } from "./refs";
-import { ADDED, AddrTable4, AddrTable6, U64Table } from "./table";
 import {
-  H_BASE,
-  H_BODY,
-  H_EPOCH,
-  H_FORMAT,
-  H_KIND,
-  H_MAGIC,
-  H_RECORDS,
-  H_RESERVED,
-  H_SERVICE_LIMIT,
-  H_VERSION,
-  H_WORKLOAD_LIMIT,
-  HEADER_BYTES,
   indexed,
-  KIND_DELTA,
-  KIND_FULL,
-  KIND_NO_CHANGE,
   quoted,
   REC_SERVICE_REMOVE,
   REC_SERVICE_UPSERT,
@@ -52,8 +28,6 @@ import {
   SF_LB_STANDARD,
   WF_HEALTHY,
   WF_ISTIO,
-  WIRE_MAGIC,
-  WIRE_VERSION,
   WireReader,
   WireRef,
   WireService,
