@@ -510,11 +510,11 @@ export function removeService(m: Mesh, s: i32): void {
 /** IDENTITY_MASK re-exported for the apply path. */
 export { IDENTITY_MASK };
 
-/** The locality id of `text` (a valid locality), interned with its region / zone prefixes. */
-export function internLocality(m: Mesh, text: string): i32 {
-  const known = m.localities.find(text);
-  if (known >= 0) return known;
-  const id = m.localities.intern(text);
+/**
+ * Interns the region / zone / subzone prefixes of a locality just interned and records them
+ * under its id (`localityParts`), so scope comparisons are one integer compare.
+ */
+export function addLocalityParts(m: Mesh, text: string): void {
   const parts = text.split("/");
   const n = parts.length;
   const region = m.localityPrefixes.intern(unchecked(parts[0]));
@@ -523,5 +523,13 @@ export function internLocality(m: Mesh, text: string): i32 {
   m.localityParts.push(region);
   m.localityParts.push(zone);
   m.localityParts.push(subzone);
+}
+
+/** The locality id of `text` (a valid locality), interned with its region / zone prefixes. */
+export function internLocality(m: Mesh, text: string): i32 {
+  const known = m.localities.find(text);
+  if (known >= 0) return known;
+  const id = m.localities.intern(text);
+  addLocalityParts(m, text);
   return id;
 }

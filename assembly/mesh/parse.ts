@@ -41,7 +41,7 @@ import {
   W_LIVE,
   W_V4,
 } from "./model";
-import { addMembership, ensureMemberships, ensureServices, ensureWorkloads, reserveMembers, reserveSlots, setAddresses, setHostname, setPorts, setSans, setVips } from "./edit";
+import { addLocalityParts, addMembership, ensureMemberships, ensureServices, ensureWorkloads, reserveMembers, reserveSlots, setAddresses, setHostname, setPorts, setSans, setVips } from "./edit";
 import { failElementString, failEnum, failInteger, FieldReader } from "./fields";
 import { ChunkPool } from "./pool";
 import { ADDED, AddrTable4, AddrTable6, exactCapacity, MAX_TABLE_NETWORKS, mix32, mix64, slotOf, SparseColumn, tableCapacity, U64Table } from "./table";
@@ -1267,14 +1267,7 @@ class MeshParser {
     const text = s.stringValue();
     if (!isLocality(text)) return -1;
     const id = this.localityIds.intern(text);
-    const parts = text.split("/");
-    const n = parts.length;
-    const region = m.localityPrefixes.intern(unchecked(parts[0]));
-    const zone = n > 1 ? m.localityPrefixes.intern(unchecked(parts[0]) + "/" + unchecked(parts[1])) : 0;
-    const subzone = n > 2 ? m.localityPrefixes.intern(text) : 0;
-    m.localityParts.push(region);
-    m.localityParts.push(zone);
-    m.localityParts.push(subzone);
+    addLocalityParts(m, text);
     return id;
   }
 
