@@ -16,8 +16,9 @@
 //   held connections; ratio = (loaded ÷ idle at 20k) ÷ (loaded ÷ idle at 0), as in
 //   open_connections.ts.
 // Figures (one JSON line each, bench/emit.ts; BENCH_RESULTS picks the results file):
-// compare_decision_cost (per build and size), compare_after_before (after ÷ before and the A/A
-// control, per figure), compare_scale_ratio, compare_open_ratio.
+// compare_decision_cost (per build and size), compare_scale_ratio, compare_open_ratio,
+// compare_route_cost (guest code per route at the largest size), and compare_after_before
+// (after ÷ before next to before_again ÷ before, the A/A control, for each of them).
 //
 // Not part of `npm run bench`: a clean clone has no second build. Usage:
 //   node --import tsx bench/scale/compare_builds.ts BEFORE_BUILD_DIR AFTER_BUILD_DIR \
@@ -29,6 +30,9 @@ import { emit } from "../emit.js";
 import { buildSnapshot, type Snapshot } from "../lib/mesh_snapshot.js";
 import { openUntil } from "./open_connections.js";
 import { SUBJECTS, type Subject } from "./subjects.js";
+import type { ConnectOptions } from "../../host/index.js";
+import { hostCallTimer } from "../lib/host_call_timer.js";
+import { drawConnections } from "./subjects.js";
 import { checkRoutes, configureVm, guestBatch, log, lowQuartile, round, vmBatch, type Vm } from "./vm.js";
 
 const BUILDS = ["before", "after", "before_again"] as const;
@@ -81,10 +85,19 @@ function wasmOf(dir: string, subject: Subject): Uint8Array {
   return new Uint8Array(readFileSync(join(dir, basename(subject.wasm))));
 }
 
-/** One VM per build on `snapshot`, each checked to take every route; throws naming the build. */
+let trios = 0;
+
+/**
+ * One VM per build on `snapshot`, each checked to take every route; throws naming the build.
+ * The creation order rotates from trio to trio: in a first run the earliest-made VM of a process
+ * that had already run other filters stayed ~25% slower for its whole life (its A/A twin showed
+ * it), so no build may always be the first one made.
+ */
 function trio(subject: Subject, snapshot: Snapshot, options: Options): Trio {
   const out: Partial<Trio> = {};
-  for (const build of BUILDS) {
+  const first = trios++ % BUILDS.length;
+  for (let k = 0; k < BUILDS.length; k++) {
+    const build = BUILDS[(first + k) % BUILDS.length]!;
     const { vm, ms, error } = configureVm(wasmOf(options.dirs[build], subject), subject, snapshot);
     if (vm === undefined) throw new Error(`${subject.name} ${build} (${options.dirs[build]}) at ${snapshot.pods} pods: configure failed: ${error}`);
     const wrong = checkRoutes(vm, snapshot);
@@ -108,6 +121,37 @@ function inTurns(vms: readonly Vm[], rounds: number, batch: number, time: (vm: V
   return series.map(lowQuartile);
 }
 
+/** Guest code alone (vm.ts: guestBatch) over a fixed list of connections, µs per connection. */
+function guestList(vm: Vm, connections: readonly ConnectOptions[]): number {
+  const { host } = vm;
+  const guestBefore = host.guestTimeNs;
+  const hostBefore = hostCallTimer.ns;
+  hostCallTimer.enabled = true;
+  try {
+    for (const options of connections) host.connect(options).end();
+  } finally {
+    hostCallTimer.enabled = false;
+  }
+  vm.made += connections.length;
+  return Number(host.guestTimeNs - guestBefore - (hostCallTimer.ns - hostBefore)) / 1000 / connections.length;
+}
+
+/**
+ * Guest code per route at the largest size, in turns: which decision a change in the mixed
+ * figure comes from (found the double membership walk of passthrough_mtls's headless route).
+ */
+function routeCosts(subject: Subject, snapshot: Snapshot, vms: Trio, options: Options): void {
+  const list = BUILDS.map((b) => vms[b]);
+  for (const route of subject.routes) {
+    const batches = Array.from({ length: 40 }, (_, k) => drawConnections(subject, snapshot, options.batch, route, 100 + k));
+    let n = 0;
+    const costs = inTurns(list, options.rounds, options.batch, (vm) => guestList(vm, batches[Math.floor(n++ / list.length) % batches.length]!));
+    const values = Object.fromEntries(BUILDS.map((b, i) => [b, costs[i]!])) as Record<Build, number>;
+    emit({ figure: "compare_route_cost", filter: subject.name, pods: snapshot.pods, route: route.name, ...Object.fromEntries(BUILDS.map((b) => [`${b}_guest_us`, round(values[b])])) });
+    afterBefore(subject.name, "route_cost_guest", { pods: snapshot.pods, route: route.name }, values);
+  }
+}
+
 function afterBefore(filter: string, figure: string, extra: Record<string, unknown>, values: Record<Build, number>): void {
   emit({
     figure: "compare_after_before",
@@ -126,7 +170,8 @@ function decisionCosts(subject: Subject, options: Options): void {
   const smallVms = BUILDS.map((b) => small[b]);
   const phases = larger.length === 0 ? [undefined] : larger;
   for (const pods of phases) {
-    const big = pods === undefined ? undefined : trio(subject, buildSnapshot(pods, subject.own), options);
+    const bigSnapshot = pods === undefined ? undefined : buildSnapshot(pods, subject.own);
+    const big = bigSnapshot === undefined ? undefined : trio(subject, bigSnapshot, options);
     const vms = big === undefined ? smallVms : [...smallVms, ...BUILDS.map((b) => big[b])];
     const costs = inTurns(vms, options.rounds, options.batch, vmBatch);
     const guest = inTurns(vms, options.rounds, options.batch, guestBatch);
@@ -147,6 +192,7 @@ function decisionCosts(subject: Subject, options: Options): void {
       const ratio = Object.fromEntries(BUILDS.map((b, i) => [b, costs[BUILDS.length + i]! / costs[i]!])) as Record<Build, number>;
       emit({ figure: "compare_scale_ratio", filter, pods, baseline_pods: smallest, ...Object.fromEntries(BUILDS.map((b) => [b, round(ratio[b])])) });
       afterBefore(filter, "scale_cost_ratio", { pods, baseline_pods: smallest }, ratio);
+      if (pods === larger[larger.length - 1]) routeCosts(subject, bigSnapshot!, big, options);
       for (const build of BUILDS) if (big[build].host.failed) throw new Error(`${filter} ${build} at ${pods} pods: the VM trapped: ${big[build].host.trapMessage}`);
     }
   }
