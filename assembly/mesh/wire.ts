@@ -1,5 +1,6 @@
-// The mesh feed's binary message, format v1 (docs: README.md "Update path"): a 56-byte header
-// and records, little-endian. This file knows the layout and reads one record at a time with
+// The mesh feed's binary message, format v2 (docs: README.md "Update path"): a 56-byte header
+// and records, little-endian; a full message also carries a text table and a reference table
+// (wire_tables.ts) that its compact workload records name by index. This file knows the layout and reads one record at a time with
 // every read bounds-checked and every per-record rule checked (wire_apply.ts adds the rules
 // that span records and applies). Nothing here allocates per record on the success path
 // except the decoding of texts the model does not know yet.
@@ -8,7 +9,7 @@ import { Address, FAMILY_NONE, FAMILY_V4, FAMILY_V6 } from "./ip";
 import { isHostname, isLocality, isSanText, isSpiffeIdentity, LOCALITY_SHAPE, SAN_COMMA, SPIFFE_SHAPE } from "./validate";
 
 export const WIRE_MAGIC: u32 = 0x3148534d; // "MSH1"
-export const WIRE_VERSION: u16 = 1;
+export const WIRE_VERSION: u16 = 2;
 export const HEADER_BYTES: i32 = 56;
 // Header offsets.
 export const H_MAGIC: i32 = 0;
@@ -31,6 +32,12 @@ export const REC_WORKLOAD_UPSERT: i32 = 1;
 export const REC_WORKLOAD_REMOVE: i32 = 2;
 export const REC_SERVICE_UPSERT: i32 = 3;
 export const REC_SERVICE_REMOVE: i32 = 4;
+/**
+ * A workload upsert whose network, identity, locality and references are indexes into the
+ * message's tables (full messages only): a million pods sharing a thousand identities carry
+ * each text once, so a full message of 1M pods stays well inside Envoy's 32 MB response buffer.
+ */
+export const REC_WORKLOAD_COMPACT: i32 = 5;
 /** The smallest record: type + id. */
 export const MIN_RECORD_BYTES: i32 = 5;
 
@@ -53,6 +60,7 @@ export function recordName(type: i32): string {
   if (type == REC_WORKLOAD_REMOVE) return "workload remove";
   if (type == REC_SERVICE_UPSERT) return "service upsert";
   if (type == REC_SERVICE_REMOVE) return "service remove";
+  if (type == REC_WORKLOAD_COMPACT) return "workload upsert";
   return "type " + type.toString();
 }
 
@@ -76,6 +84,12 @@ export class WireWorkload {
   identityLen: i32 = 0;
   localityPtr: usize = 0;
   localityLen: i32 = 0;
+  /** Compact records: the table indexes of the texts and references (-1: inline / absent). */
+  netText: i32 = -1;
+  identityText: i32 = -1;
+  localityText: i32 = -1;
+  waypointIndex: i32 = -1;
+  gatewayIndex: i32 = -1;
   waypoint: WireRef = new WireRef();
   gateway: WireRef = new WireRef();
   addressCount: i32 = 0;
@@ -102,6 +116,39 @@ export class WireService {
 }
 
 /**
+ * A full message's tables as read (wire_tables.ts): where each text and reference is in the
+ * message, and what the loader has learnt about each (-1: not yet), so each distinct text is
+ * checked and interned once per message rather than once per pod.
+ */
+export class WireTables {
+  count: i32 = 0;
+  textAt: Array<i32> = new Array<i32>();
+  textLen: Array<i32> = new Array<i32>();
+  refCount: i32 = 0;
+  refAt: Array<i32> = new Array<i32>();
+  /** Interned ids in the model being built (-1: not met yet as that kind). */
+  identityId: Array<i32> = new Array<i32>();
+  localityId: Array<i32> = new Array<i32>();
+  networkId: Array<i32> = new Array<i32>();
+  /** Reference ids in the model being built, and the network each was resolved for. */
+  refId: Array<i32> = new Array<i32>();
+  refNetwork: Array<i32> = new Array<i32>();
+
+  clear(): void {
+    this.count = 0;
+    this.refCount = 0;
+    this.textAt.length = 0;
+    this.textLen.length = 0;
+    this.refAt.length = 0;
+    this.identityId.length = 0;
+    this.localityId.length = 0;
+    this.networkId.length = 0;
+    this.refId.length = 0;
+    this.refNetwork.length = 0;
+  }
+}
+
+/**
  * Reads records. `fail` records the first problem as "record N (kind id I).field: reason";
  * after it every read answers 0 and `failed()` is true.
  */
@@ -122,8 +169,14 @@ export class WireReader {
   trusted: bool = false;
   private scratch: Address = new Address();
   private other: Address = new Address();
+  /** The tables of the message being read (empty outside a full message). */
+  tables: WireTables = new WireTables();
+  /** Set while the tables are read: failures are named `tables.<field>`. */
+  inTables: bool = false;
 
   reset(data: ArrayBuffer): void {
+    this.tables.clear();
+    this.inTables = false;
     this.base = changetype<usize>(data);
     this.end = data.byteLength;
     this.pos = 0;
@@ -142,7 +195,8 @@ export class WireReader {
     if (this.bad) return false;
     this.bad = true;
     let where: string;
-    if (this.record < 0) where = "header";
+    if (this.inTables) where = "tables";
+    else if (this.record < 0) where = "header";
     else {
       where = "record " + this.record.toString() + " (" + recordName(this.recordType);
       where += this.recordId >= 0 ? " id " + this.recordId.toString() + ")" : ")";
@@ -180,6 +234,34 @@ export class WireReader {
     const v = load<u32>(this.base + <usize>this.pos);
     this.pos += 4;
     return v;
+  }
+
+  /**
+   * An unsigned LEB128 integer of at most 31 bits (at most 5 bytes, no overlong form):
+   * -1 (failed, naming `field`) when truncated or out of range.
+   */
+  varint(field: string): i32 {
+    let v: u32 = 0;
+    for (let i = 0; i < 5; i++) {
+      if (!this.has(1)) {
+        this.stop();
+        this.truncated(field);
+        return -1;
+      }
+      const b = <u32>load<u8>(this.base + <usize>this.pos);
+      this.pos += 1;
+      v |= (b & 0x7f) << (<u32>i * 7);
+      if ((b & 0x80) == 0) {
+        if (i > 0 && b == 0) {
+          this.fail(field, "overlong varint");
+          return -1;
+        }
+        if (i == 4 && b > 7) break;
+        return <i32>v;
+      }
+    }
+    this.fail(field, "varint out of range (at most 2^31 - 1)");
+    return -1;
   }
 
   u64At(at: i32): u64 {
@@ -287,20 +369,29 @@ export class WireReader {
     if (this.over()) return this.truncated("flags");
     if ((flags & 0xf0) != 0) return this.fail("flags", "unknown bits 0x" + (<u32>flags).toString(16));
     w.flags = flags;
-    if (!this.string("network")) return false;
-    w.netPtr = this.strPtr;
-    w.netLen = this.strLen;
-    if (!this.string("identity")) return false;
-    w.identityPtr = this.strPtr;
-    w.identityLen = this.strLen;
-    if ((flags & WF_ISTIO) != 0 && w.identityLen == 0) return this.fail("identity", "required when tlsMode is istio");
-    if (!this.string("locality")) return false;
-    w.localityPtr = this.strPtr;
-    w.localityLen = this.strLen;
     w.waypoint.present = false;
     w.gateway.present = false;
-    if ((flags & WF_WAYPOINT) != 0 && !this.ref("waypoint", w.waypoint)) return false;
-    if ((flags & WF_GATEWAY) != 0 && !this.ref("networkGateway", w.gateway)) return false;
+    if (this.recordType == REC_WORKLOAD_COMPACT) {
+      if (!this.compactHead(w, flags)) return false;
+    } else {
+      w.netText = -1;
+      w.identityText = -1;
+      w.localityText = -1;
+      w.waypointIndex = -1;
+      w.gatewayIndex = -1;
+      if (!this.string("network")) return false;
+      w.netPtr = this.strPtr;
+      w.netLen = this.strLen;
+      if (!this.string("identity")) return false;
+      w.identityPtr = this.strPtr;
+      w.identityLen = this.strLen;
+      if (!this.string("locality")) return false;
+      w.localityPtr = this.strPtr;
+      w.localityLen = this.strLen;
+      if ((flags & WF_WAYPOINT) != 0 && !this.ref("waypoint", w.waypoint)) return false;
+      if ((flags & WF_GATEWAY) != 0 && !this.ref("networkGateway", w.gateway)) return false;
+    }
+    if ((flags & WF_ISTIO) != 0 && w.identityLen == 0) return this.fail("identity", "required when tlsMode is istio");
     const count = <i32>this.u8();
     if (this.over()) return this.truncated("addresses");
     if (count == 0 && (flags & WF_GATEWAY) == 0) return this.fail("addresses", "must not be empty unless networkGateway is set");
@@ -359,6 +450,65 @@ export class WireReader {
       at += 5 + <i32>load<u8>(this.base + <usize>at + 4) * 4;
     }
     return true;
+  }
+
+  /** A compact record's texts and references: table indexes, each resolved to where it is. */
+  private compactHead(w: WireWorkload, flags: u8): bool {
+    const t = this.tables;
+    const net = this.textIndex("network");
+    if (net < 0) return false;
+    w.netText = net;
+    w.netPtr = this.base + <usize>unchecked(t.textAt[net]);
+    w.netLen = unchecked(t.textLen[net]);
+    const identity = this.textIndex("identity");
+    if (identity < 0) return false;
+    w.identityText = identity;
+    w.identityPtr = this.base + <usize>unchecked(t.textAt[identity]);
+    w.identityLen = unchecked(t.textLen[identity]);
+    const locality = this.textIndex("locality");
+    if (locality < 0) return false;
+    w.localityText = locality;
+    w.localityPtr = this.base + <usize>unchecked(t.textAt[locality]);
+    w.localityLen = unchecked(t.textLen[locality]);
+    w.waypointIndex = -1;
+    w.gatewayIndex = -1;
+    if ((flags & WF_WAYPOINT) != 0) {
+      w.waypointIndex = this.refIndex("waypoint", w.waypoint);
+      if (w.waypointIndex < 0) return false;
+    }
+    if ((flags & WF_GATEWAY) != 0) {
+      w.gatewayIndex = this.refIndex("networkGateway", w.gateway);
+      if (w.gatewayIndex < 0) return false;
+    }
+    return true;
+  }
+
+  private textIndex(field: string): i32 {
+    const i = this.varint(field);
+    if (i < 0) return -1;
+    if (i >= this.tables.count) {
+      this.fail(field, "text " + i.toString() + " is not in the table of " + this.tables.count.toString());
+      return -1;
+    }
+    return i;
+  }
+
+  /** A reference by table index, re-read into `out` (checked when the table was read). */
+  private refIndex(field: string, out: WireRef): i32 {
+    const i = this.varint(field);
+    if (i < 0) return -1;
+    if (i >= this.tables.refCount) {
+      this.fail(field, "reference " + i.toString() + " is not in the table of " + this.tables.refCount.toString());
+      return -1;
+    }
+    const save = this.pos;
+    const trusted = this.trusted;
+    this.trusted = true;
+    this.pos = unchecked(this.tables.refAt[i]);
+    this.ref(field, out);
+    this.trusted = trusted;
+    this.pos = save;
+    return i;
   }
 
   /** Whether address i (just read into `a`) equals an earlier one of the same workload. */

@@ -16,6 +16,7 @@ import {
   quoted,
   REC_SERVICE_REMOVE,
   REC_SERVICE_UPSERT,
+  REC_WORKLOAD_COMPACT,
   REC_WORKLOAD_UPSERT,
   WireReader,
 } from "./wire";
@@ -51,6 +52,8 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   for (let i = 0; i < h.records; i++) {
     const type = recordHead(r, i);
     if (type == 0) return false;
+    // A delta has no tables, so nothing a compact record names exists.
+    if (type == REC_WORKLOAD_COMPACT) return r.fail("type", "5 (compact workload upsert) is only valid in a full message");
     const at = r.pos;
     if (!checkRecord(r, m, type, h, false)) return false;
     recType.push(type);

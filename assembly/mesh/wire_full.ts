@@ -10,10 +10,12 @@ import {
   indexed,
   REC_SERVICE_REMOVE,
   REC_SERVICE_UPSERT,
+  REC_WORKLOAD_COMPACT,
   REC_WORKLOAD_REMOVE,
   REC_WORKLOAD_UPSERT,
   WireReader,
 } from "./wire";
+import { readTables } from "./wire_tables";
 import {
   checkRecord,
   Header,
@@ -57,6 +59,7 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
   let ports = 0;
   let vips = 0;
   const perService = new StaticArray<u32>(ns);
+  if (!readTables(r)) return null;
   const start = r.pos;
   // The workload columns first: the check pass leaves each pod's interned text ids in them.
   ensureWorkloads(m, nw, true);
@@ -64,7 +67,7 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
     const type = recordHead(r, i);
     if (type == 0 || !checkRecord(r, m, type, h, true)) return null;
     if (type == REC_WORKLOAD_REMOVE || type == REC_SERVICE_REMOVE) return failNull(r, "", "a full message holds upserts only");
-    if (type == REC_WORKLOAD_UPSERT) {
+    if (type == REC_WORKLOAD_UPSERT || type == REC_WORKLOAD_COMPACT) {
       if (!mark(seenW, r.recordId)) return failNull(r, "id", "workload " + r.recordId.toString() + " appears twice");
       const w = workloadRec;
       const save = r.pos;
@@ -155,7 +158,7 @@ function failMembership(r: WireReader, h: Header, start: i32, s: i32): Mesh | nu
       r.service(serviceRec, h.serviceLimit);
       continue;
     }
-    if (type != REC_WORKLOAD_UPSERT || !r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) break;
+    if ((type != REC_WORKLOAD_UPSERT && type != REC_WORKLOAD_COMPACT) || !r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) break;
     let at = workloadRec.memberAt;
     for (let k = 0; k < workloadRec.memberCount; k++) {
       if (<i32>r.u32At(at) == s) {

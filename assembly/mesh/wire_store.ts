@@ -21,6 +21,7 @@ import {
   quoted,
   REC_SERVICE_REMOVE,
   REC_SERVICE_UPSERT,
+  REC_WORKLOAD_COMPACT,
   REC_WORKLOAD_REMOVE,
   REC_WORKLOAD_UPSERT,
   SF_CLUSTER,
@@ -44,7 +45,6 @@ export class Header {
   records: i32 = 0;
 }
 
-// Reused across messages (one VM applies one message at a time).
 // Reused across messages (one VM applies one message at a time).
 export const workloadRec = new WireWorkload();
 export const serviceRec = new WireService();
@@ -74,8 +74,8 @@ export function recordHead(r: WireReader, i: i32): i32 {
     r.truncated("");
     return 0;
   }
-  if (type < REC_WORKLOAD_UPSERT || type > REC_SERVICE_REMOVE) {
-    r.fail("type", type.toString() + " is not a record type (1..4)");
+  if (type < REC_WORKLOAD_UPSERT || type > REC_WORKLOAD_COMPACT) {
+    r.fail("type", type.toString() + " is not a record type (1..5)");
     return 0;
   }
   const id = r.u32();
@@ -93,7 +93,7 @@ export function recordHead(r: WireReader, i: i32): i32 {
 
 /** Checks a record's body (type already read); false (failed) on a problem. */
 export function checkRecord(r: WireReader, m: Mesh, type: i32, h: Header, internTexts: bool): bool {
-  if (type == REC_WORKLOAD_UPSERT) {
+  if (type == REC_WORKLOAD_UPSERT || type == REC_WORKLOAD_COMPACT) {
     const w = workloadRec;
     if (!r.workload(w, h.workloadLimit, h.serviceLimit)) return false;
     return checkWorkloadTexts(r, m, w, internTexts);
@@ -112,6 +112,7 @@ export function checkRecord(r: WireReader, m: Mesh, type: i32, h: Header, intern
  * interns them into its new model as it goes, so each distinct text is checked once).
  */
 export function checkWorkloadTexts(r: WireReader, m: Mesh, w: WireWorkload, intern: bool): bool {
+  if (intern && w.identityText >= 0) return checkTableTexts(r, m, w);
   let identity = w.identityLen > 0 ? m.identities.findUtf8(w.identityPtr, w.identityLen) : 0;
   if (identity < 0) {
     if (!r.checkIdentity(w.identityPtr, w.identityLen)) return false;
@@ -145,6 +146,53 @@ export function checkWorkloadTexts(r: WireReader, m: Mesh, w: WireWorkload, inte
   return true;
 }
 
+/**
+ * A compact record's texts, in a full load: each table index is checked and interned the first
+ * time it is met as an identity / locality / network; later pods read the id from the table.
+ */
+function checkTableTexts(r: WireReader, m: Mesh, w: WireWorkload): bool {
+  const t = r.tables;
+  let identity = unchecked(t.identityId[w.identityText]);
+  if (identity < 0) {
+    identity = 0;
+    if (w.identityLen > 0) {
+      identity = m.identities.findUtf8(w.identityPtr, w.identityLen);
+      if (identity < 0) {
+        if (!r.checkIdentity(w.identityPtr, w.identityLen)) return false;
+        identity = m.identities.internUtf8(w.identityPtr, w.identityLen);
+        if (<u32>identity > IDENTITY_MASK) return r.fail("identity", "more than " + IDENTITY_MASK.toString() + " distinct identities");
+      }
+    }
+    unchecked((t.identityId[w.identityText] = identity));
+  }
+  let loc = unchecked(t.localityId[w.localityText]);
+  if (loc < 0) {
+    loc = 0;
+    if (w.localityLen > 0) {
+      loc = m.localities.findUtf8(w.localityPtr, w.localityLen);
+      if (loc < 0) {
+        if (!r.checkLocality(w.localityPtr, w.localityLen)) return false;
+        loc = internLocality(m, String.UTF8.decodeUnsafe(w.localityPtr, <usize>w.localityLen));
+        if (loc > MAX_LOCALITIES) return r.fail("locality", "more than " + MAX_LOCALITIES.toString() + " distinct localities");
+      }
+    }
+    unchecked((t.localityId[w.localityText] = loc));
+  }
+  let net = unchecked(t.networkId[w.netText]);
+  if (net < 0) {
+    net = m.networks.internUtf8(w.netPtr, w.netLen);
+    if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
+    unchecked((t.networkId[w.netText] = net));
+  }
+  const id = w.id;
+  if (id >= 0 && id < m.wIdentityFlags.length) {
+    unchecked((m.wIdentityFlags[id] = <u32>identity));
+    unchecked((m.wNetwork[id] = <u16>net));
+    unchecked((m.wLocality[id] = <u16>loc));
+  }
+  return true;
+}
+
 function refsOf(m: Mesh): RefTable {
   let table = refTable;
   if (table === null || refTableMesh !== m) {
@@ -155,9 +203,23 @@ function refsOf(m: Mesh): RefTable {
   return table;
 }
 
-/** The reference id of `ref` (added when new); -1 when absent. */
-function refId(m: Mesh, ref: WireRef, network: i32): i32 {
+/**
+ * The reference id of `ref` (added when new); -1 when absent. A compact record's reference
+ * (`index` in the message's table) is resolved once per network and message.
+ */
+function refId(r: WireReader, m: Mesh, ref: WireRef, index: i32, network: i32): i32 {
   if (!ref.present) return -1;
+  const t = r.tables;
+  if (index >= 0 && index < t.refCount && unchecked(t.refNetwork[index]) == network) return unchecked(t.refId[index]);
+  const id = resolveRef(m, ref, network);
+  if (index >= 0 && index < t.refCount) {
+    unchecked((t.refId[index] = id));
+    unchecked((t.refNetwork[index] = network));
+  }
+  return id;
+}
+
+function resolveRef(m: Mesh, ref: WireRef, network: i32): i32 {
   const hostname = ref.kind == 2 ? String.UTF8.decodeUnsafe(ref.hostPtr, <usize>ref.hostLen) : "";
   return refsOf(m).findOrAdd(hostname, ref.address, ref.port, network);
 }
@@ -173,7 +235,7 @@ export function storeService(r: WireReader, m: Mesh, s: WireService): bool {
   const hostname = String.UTF8.decodeUnsafe(s.hostPtr, <usize>s.hostLen);
   const owner = m.serviceByHostname(hostname);
   if (owner >= 0 && owner != id) return r.fail("hostname", "duplicate hostname " + quoted(s.hostPtr, s.hostLen) + " (service " + owner.toString() + ")");
-  setService(m, id, flags, refId(m, s.waypoint, 0), s.lbPrefs);
+  setService(m, id, flags, refId(r, m, s.waypoint, -1, 0), s.lbPrefs);
   setHostname(m, id, hostname);
   // Ports, with a cluster name each.
   words.length = 0;
@@ -272,7 +334,7 @@ export function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, fullLoad:
     }
   }
   setAddresses(m, id, v4s, v6s);
-  setWorkloadRefs(m, id, refId(m, w.waypoint, net), refId(m, w.gateway, net));
+  setWorkloadRefs(m, id, refId(r, m, w.waypoint, w.waypointIndex, net), refId(r, m, w.gateway, w.gatewayIndex, net));
   // Memberships.
   let at = w.memberAt;
   for (let i = 0; i < w.memberCount; i++) {
