@@ -210,26 +210,30 @@ export class WireReader {
     return this.fail(field, "truncated (the message ends at byte " + this.end.toString() + ")");
   }
 
-  has(n: i32): bool {
+  // @ts-ignore: decorator
+  @inline has(n: i32): bool {
     return !this.bad && n >= 0 && this.pos <= this.end - n;
   }
 
   // The reads below answer 0 past the end (callers check has() or failed() per field).
-  u8(): u32 {
+  // @ts-ignore: decorator
+  @inline u8(): u32 {
     if (!this.has(1)) return this.stop();
     const v = <u32>load<u8>(this.base + <usize>this.pos);
     this.pos += 1;
     return v;
   }
 
-  u16(): u32 {
+  // @ts-ignore: decorator
+  @inline u16(): u32 {
     if (!this.has(2)) return this.stop();
     const v = <u32>load<u16>(this.base + <usize>this.pos);
     this.pos += 2;
     return v;
   }
 
-  u32(): u32 {
+  // @ts-ignore: decorator
+  @inline u32(): u32 {
     if (!this.has(4)) return this.stop();
     const v = load<u32>(this.base + <usize>this.pos);
     this.pos += 4;
@@ -268,26 +272,31 @@ export class WireReader {
     return at >= 0 && at <= this.end - 8 ? load<u64>(this.base + <usize>at) : 0;
   }
 
-  u32At(at: i32): u32 {
+  // @ts-ignore: decorator
+  @inline u32At(at: i32): u32 {
     return at >= 0 && at <= this.end - 4 ? load<u32>(this.base + <usize>at) : 0;
   }
 
-  u8At(at: i32): u32 {
+  // @ts-ignore: decorator
+  @inline u8At(at: i32): u32 {
     return at >= 0 && at < this.end ? <u32>load<u8>(this.base + <usize>at) : 0;
   }
 
-  u16At(at: i32): u32 {
+  // @ts-ignore: decorator
+  @inline u16At(at: i32): u32 {
     return at >= 0 && at <= this.end - 2 ? <u32>load<u16>(this.base + <usize>at) : 0;
   }
 
   /** Marks the reader as out of bytes (the caller names the field). */
-  private stop(): u32 {
+  // @ts-ignore: decorator
+  @inline private stop(): u32 {
     this.pos = this.end + 1;
     return 0;
   }
 
   /** Whether the last reads ran past the end (then the caller reports `truncated`). */
-  over(): bool {
+  // @ts-ignore: decorator
+  @inline over(): bool {
     return this.pos > this.end;
   }
 
