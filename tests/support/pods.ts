@@ -1,6 +1,8 @@
 // Mesh pods for end-to-end tests: TLS servers that require a client certificate from the mesh CA
 // (as an Istio sidecar's inbound does) and say who connected, or plain TCP servers.
 import { readFileSync } from "node:fs";
+import { createServer as createNetServer, type Socket } from "node:net";
+import { Duplex } from "node:stream";
 import { createServer, type TLSSocket } from "node:tls";
 import type { Backend } from "./tcp.js";
 
@@ -38,6 +40,92 @@ export function startTlsPod(name: string, host: string, port: number, certDir: s
     },
   );
   server.on("tlsClientError", () => pod.failedHandshakes++);
+  const pod: TlsPod = {
+    name,
+    host,
+    port,
+    accepted: 0,
+    peers: [],
+    failedHandshakes: 0,
+    close: () =>
+      new Promise((done) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => done());
+      }),
+  };
+  return new Promise((done, fail) => {
+    server.once("error", fail);
+    server.listen(port, host, () => done(pod));
+  });
+}
+
+/**
+ * A pod that speaks mTLS or plain TCP on one port, as an address whose holder changes between a
+ * mesh pod and a plain one needs: it looks at the first byte the client sends. A TLS handshake
+ * (0x16) gets the mTLS pod above (`<name> peer=<client URI SAN>\n`, then the echo); anything
+ * else gets `<name> plain\n`, then the echo. So each connection says which way it arrived.
+ */
+/** A stream that yields `first`, then whatever `socket` reads; writes go to `socket`. */
+function replaying(socket: Socket, first: Buffer): Duplex {
+  const stream = new Duplex({
+    allowHalfOpen: true,
+    read: () => socket.resume(),
+    write: (chunk, _encoding, done) => socket.write(chunk, done),
+    final: (done) => socket.end(done),
+    destroy: (error, done) => {
+      socket.destroy();
+      done(error);
+    },
+  });
+  stream.push(first);
+  socket.on("data", (chunk: Buffer) => {
+    if (!stream.push(chunk)) socket.pause();
+  });
+  socket.on("end", () => stream.push(null));
+  socket.on("close", () => stream.destroy());
+  return stream;
+}
+
+export function startDualPod(name: string, host: string, port: number, certDir: string, certName: string): Promise<TlsPod> {
+  const sockets = new Set<Socket>();
+  const tls = createServer(
+    {
+      cert: readFileSync(`${certDir}/${certName}.crt`),
+      key: readFileSync(`${certDir}/${certName}.key`),
+      ca: readFileSync(`${certDir}/ca.crt`),
+      requestCert: true,
+      rejectUnauthorized: true,
+      allowHalfOpen: true,
+    },
+    (socket) => {
+      pod.accepted++;
+      socket.on("error", () => socket.destroy());
+      const peer = socket.getPeerCertificate().subjectaltname ?? "";
+      pod.peers.push(peer);
+      socket.write(`${name} peer=${peer}\n`);
+      socket.pipe(socket);
+    },
+  );
+  tls.on("tlsClientError", () => pod.failedHandshakes++);
+  const server = createNetServer({ allowHalfOpen: true }, (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    socket.once("data", (first: Buffer) => {
+      socket.pause();
+      if (first[0] === 0x16) {
+        // The TLS server takes the connection with the bytes already read. Not the socket
+        // itself: Node's TLS would read from its handle, past what was read here.
+        tls.emit("connection", replaying(socket, first));
+        return;
+      }
+      pod.accepted++;
+      socket.unshift(first);
+      socket.write(`${name} plain\n`);
+      socket.pipe(socket);
+      socket.resume();
+    });
+  });
   const pod: TlsPod = {
     name,
     host,
