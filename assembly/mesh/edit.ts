@@ -11,6 +11,10 @@ import {
   IDENTITY_MASK,
   M_OVERRIDES,
   M_POS_MASK,
+  MEM_NEXT,
+  MEM_POS,
+  MEM_SERVICE,
+  MEM_STRIDE,
   Mesh,
   portKey,
   S_LIVE,
@@ -75,12 +79,10 @@ export function ensureServices(m: Mesh, n: i32, exact: bool = false): void {
 /** Room for `n` more membership ids. */
 export function ensureMemberships(m: Mesh, extra: i32, exact: bool = false): void {
   const need = m.memTotal + extra;
-  const have = m.memService.length;
+  const have = m.memCapacity();
   if (need > have) {
     const cap = exact ? need : grown(have, need);
-    m.memService = growU32(m.memService, cap);
-    m.memPos = growU32(m.memPos, cap);
-    m.memNext = growU32(m.memNext, cap);
+    m.mem = growU32(m.mem, cap * MEM_STRIDE);
   }
 }
 
@@ -158,6 +160,15 @@ export function setAddresses(m: Mesh, w: i32, v4: Array<u32>, v6: Array<u64>): v
   unchecked((m.wIdentityFlags[w] = info));
 }
 
+/** setAddresses for the common case of one IPv4 address (no lists to fill). */
+export function setSingleV4(m: Mesh, w: i32, ip: u32): void {
+  if (w < 0 || w >= m.wIdentityFlags.length) return;
+  const info = (unchecked(m.wIdentityFlags[w]) & ~W_EXTRA) | W_V4;
+  unchecked((m.wV4[w] = ip));
+  if ((unchecked(m.wIdentityFlags[w]) & W_EXTRA) != 0) m.wExtra.free(w);
+  unchecked((m.wIdentityFlags[w] = info));
+}
+
 const scratchAddress = new Address();
 
 /** Inserts w's stored addresses into the tables (growing them); the first clash's owner, or -1. */
@@ -224,8 +235,8 @@ export function setWorkloadRefs(m: Mesh, w: i32, waypoint: i32, gateway: i32): v
 export function addMembership(m: Mesh, w: i32, s: i32, overrides: Array<u32> | null = null): i32 {
   if (w < 0 || w >= m.wIdentityFlags.length || s < 0 || s >= m.sFlags.length) return -1;
   let g = m.memFree - 1;
-  if (g >= 0 && g < m.memService.length) {
-    m.memFree = <i32>unchecked(m.memNext[g]);
+  if (g >= 0 && g < m.memCapacity()) {
+    m.memFree = <i32>m.mem3(g, MEM_NEXT);
   } else {
     ensureMemberships(m, 1);
     g = m.memTotal++;
@@ -241,16 +252,16 @@ export function addMembership(m: Mesh, w: i32, s: i32, overrides: Array<u32> | n
   }
   pool.setWord(at + 1 + count, <u32>w);
   pool.setWord(at, <u32>(count + 1));
-  unchecked((m.memService[g] = <u32>s + 1));
-  unchecked((m.memPos[g] = <u32>count));
-  unchecked((m.memNext[g] = unchecked(m.wMember[w])));
+  m.setMem(g, MEM_SERVICE, <u32>s + 1);
+  m.setMem(g, MEM_POS, <u32>count);
+  m.setMem(g, MEM_NEXT, unchecked(m.wMember[w]));
   unchecked((m.wMember[w] = <u32>g + 1));
   m.memLive++;
   if (overrides !== null && overrides.length > 0) {
     const o = m.memOverrides;
-    const oat = o.alloc(g, overrides.length, m.memService.length);
+    const oat = o.alloc(g, overrides.length, m.memCapacity());
     for (let i = 0; i < overrides.length; i++) o.setWord(oat + i, unchecked(overrides[i]));
-    unchecked((m.memPos[g] |= M_OVERRIDES));
+    m.setMem(g, MEM_POS, m.mem3(g, MEM_POS) | M_OVERRIDES);
   }
   return g;
 }
@@ -267,8 +278,8 @@ export function reserveMembers(m: Mesh, s: i32, count: i32): void {
 
 /** Frees membership g (already unlinked from its workload's chain): swap-remove from s. */
 function freeMembership(m: Mesh, g: i32): void {
-  const s = <i32>unchecked(m.memService[g]) - 1;
-  const pos = <i32>(unchecked(m.memPos[g]) & M_POS_MASK);
+  const s = <i32>m.mem3(g, MEM_SERVICE) - 1;
+  const pos = <i32>(m.mem3(g, MEM_POS) & M_POS_MASK);
   const pool = m.sMembers;
   const at = pool.offset(s);
   if (at >= 0) {
@@ -278,14 +289,14 @@ function freeMembership(m: Mesh, g: i32): void {
       const moved = <i32>pool.word(at + 1 + last);
       pool.setWord(at + 1 + pos, <u32>moved);
       const mg = m.membershipOf(moved, s);
-      if (mg >= 0) unchecked((m.memPos[mg] = (unchecked(m.memPos[mg]) & M_OVERRIDES) | <u32>pos));
+      if (mg >= 0) m.setMem(mg, MEM_POS, (m.mem3(mg, MEM_POS) & M_OVERRIDES) | <u32>pos);
     }
     if (count > 0) pool.setWord(at, <u32>last);
   }
-  if ((unchecked(m.memPos[g]) & M_OVERRIDES) != 0) m.memOverrides.free(g);
-  unchecked((m.memService[g] = 0));
-  unchecked((m.memPos[g] = 0));
-  unchecked((m.memNext[g] = <u32>m.memFree));
+  if ((m.mem3(g, MEM_POS) & M_OVERRIDES) != 0) m.memOverrides.free(g);
+  m.setMem(g, MEM_SERVICE, 0);
+  m.setMem(g, MEM_POS, 0);
+  m.setMem(g, MEM_NEXT, <u32>m.memFree);
   m.memFree = g + 1;
   m.memLive--;
 }
@@ -295,7 +306,7 @@ function dropMemberships(m: Mesh, w: i32): void {
   let g = <i32>unchecked(m.wMember[w]) - 1;
   unchecked((m.wMember[w] = 0));
   for (let guard = 0; g >= 0 && g < m.memTotal && guard < m.memTotal; guard++) {
-    const next = <i32>unchecked(m.memNext[g]) - 1;
+    const next = <i32>m.mem3(g, MEM_NEXT) - 1;
     // Unlinked already (the whole chain goes), so the swap-remove's membershipOf on other
     // workloads is unaffected.
     freeMembership(m, g);
@@ -328,10 +339,10 @@ function unlink(m: Mesh, w: i32, g: i32): void {
   let prev = -1;
   let cur = <i32>unchecked(m.wMember[w]) - 1;
   for (let guard = 0; cur >= 0 && cur < m.memTotal && guard < m.memTotal; guard++) {
-    const next = unchecked(m.memNext[cur]);
+    const next = m.mem3(cur, MEM_NEXT);
     if (cur == g) {
       if (prev < 0) unchecked((m.wMember[w] = next));
-      else unchecked((m.memNext[prev] = next));
+      else m.setMem(prev, MEM_NEXT, next);
       return;
     }
     prev = cur;

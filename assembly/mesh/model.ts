@@ -79,7 +79,12 @@ export const W_EXTRA: u32 = 16 << 24;
 export const S_HEADLESS: u8 = 1;
 export const S_LB_STANDARD: u8 = 2;
 export const S_LIVE: u8 = 4;
-/** memPos bit: the membership has port overrides (a memOverrides chunk). */
+// A membership's words (Mesh.mem).
+export const MEM_SERVICE: i32 = 0;
+export const MEM_POS: i32 = 1;
+export const MEM_NEXT: i32 = 2;
+export const MEM_STRIDE: i32 = 3;
+/** MEM_POS bit: the membership has port overrides (a memOverrides chunk). */
 export const M_OVERRIDES: u32 = 0x80000000;
 export const M_POS_MASK: u32 = 0x7fffffff;
 /** Words per VIP in a service's sVips chunk: [network << 8 | family, v4 or hi/lo as 4 words]. */
@@ -165,14 +170,31 @@ export class Mesh {
   memLive: i32 = 0;
   /** Free membership ids, chained through memNext (head + 1; 0 = none). */
   memFree: i32 = 0;
-  /** Service id + 1; 0 = a free id. */
-  memService: StaticArray<u32> = new StaticArray<u32>(0);
-  /** Position in the service's member list, | M_OVERRIDES when it has port overrides. */
-  memPos: StaticArray<u32> = new StaticArray<u32>(0);
-  /** Next membership of the same workload + 1 (0 ends the chain). */
-  memNext: StaticArray<u32> = new StaticArray<u32>(0);
+  /**
+   * Per membership, three words side by side (MEM_SERVICE: service id + 1, 0 = a free id;
+   * MEM_POS: position in the service's member list | M_OVERRIDES when it has port overrides;
+   * MEM_NEXT: next membership of the same workload + 1, 0 ends the chain), so an update that
+   * touches a membership touches one cache line rather than three arrays.
+   */
+  mem: StaticArray<u32> = new StaticArray<u32>(0);
   /** Per-membership target-port overrides: words (service port << 16 | target port). */
   memOverrides: ChunkPool = new ChunkPool();
+
+  /** Membership g's word `field` (g within capacity: callers check). */
+  // @ts-ignore: decorator
+  @inline mem3(g: i32, field: i32): u32 {
+    return unchecked(this.mem[g * MEM_STRIDE + field]);
+  }
+
+  // @ts-ignore: decorator
+  @inline setMem(g: i32, field: i32, value: u32): void {
+    unchecked((this.mem[g * MEM_STRIDE + field] = value));
+  }
+
+  /** Membership ids the columns have room for. */
+  memCapacity(): i32 {
+    return this.mem.length / MEM_STRIDE;
+  }
 
   // ---- Services (ids < serviceTotal; capacity = sFlags.length) ----
   serviceTotal: i32 = 0;
@@ -374,18 +396,18 @@ export class Mesh {
 
   /** The next membership of the same workload, or -1. */
   nextMembership(g: i32): i32 {
-    return inRange(g, this.memTotal) && unchecked(this.memService[g]) != 0 ? <i32>unchecked(this.memNext[g]) - 1 : -1;
+    return inRange(g, this.memTotal) && this.mem3(g, MEM_SERVICE) != 0 ? <i32>this.mem3(g, MEM_NEXT) - 1 : -1;
   }
 
   /** The service of membership g, or -1. */
   membershipService(g: i32): i32 {
-    return inRange(g, this.memTotal) ? <i32>unchecked(this.memService[g]) - 1 : -1;
+    return inRange(g, this.memTotal) ? <i32>this.mem3(g, MEM_SERVICE) - 1 : -1;
   }
 
   /** g's position among its service's endpoints (endpointWorkload(s, e)), or -1. */
   membershipIndex(g: i32): i32 {
-    if (!inRange(g, this.memTotal) || unchecked(this.memService[g]) == 0) return -1;
-    return <i32>(unchecked(this.memPos[g]) & M_POS_MASK);
+    if (!inRange(g, this.memTotal) || this.mem3(g, MEM_SERVICE) == 0) return -1;
+    return <i32>(this.mem3(g, MEM_POS) & M_POS_MASK);
   }
 
   /** The membership of workload w in service s, or -1 (walks w's chain: a pod has few). */
@@ -394,8 +416,8 @@ export class Mesh {
     const want = <u32>s + 1;
     let g = <i32>unchecked(this.wMember[w]) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
-      if (unchecked(this.memService[g]) == want) return g;
-      g = <i32>unchecked(this.memNext[g]) - 1;
+      if (this.mem3(g, MEM_SERVICE) == want) return g;
+      g = <i32>this.mem3(g, MEM_NEXT) - 1;
     }
     return -1;
   }
@@ -483,7 +505,7 @@ export class Mesh {
   globalEndpointWorkload(g: i32): i32 {
     const s = this.membershipService(g);
     if (s < 0) return -1;
-    return this.endpointWorkload(s, <i32>(unchecked(this.memPos[g]) & M_POS_MASK));
+    return this.endpointWorkload(s, <i32>(this.mem3(g, MEM_POS) & M_POS_MASK));
   }
 
   /** The service global endpoint g belongs to, or -1 (O(1)). */
@@ -494,7 +516,7 @@ export class Mesh {
   /** g's position within its service `s` (= endpointService(g)), or -1. */
   globalEndpointIndex(s: i32, g: i32): i32 {
     if (s < 0 || this.membershipService(g) != s) return -1;
-    return <i32>(unchecked(this.memPos[g]) & M_POS_MASK);
+    return <i32>(this.mem3(g, MEM_POS) & M_POS_MASK);
   }
 
   /** Workload index of endpoint e (0-based within s), or -1. */
@@ -641,7 +663,7 @@ export class Mesh {
     let bestPort = -1;
     let g = <i32>unchecked(this.wMember[w]) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
-      const s = <i32>unchecked(this.memService[g]) - 1;
+      const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       if (s >= 0 && (bestService < 0 || s < bestService)) {
         const n = this.servicePortCount(s);
         for (let i = 0; i < n; i++) {
@@ -657,7 +679,7 @@ export class Mesh {
           }
         }
       }
-      g = <i32>unchecked(this.memNext[g]) - 1;
+      g = <i32>this.mem3(g, MEM_NEXT) - 1;
     }
     return bestPort;
   }
@@ -667,14 +689,14 @@ export class Mesh {
     if (!inRange(w, this.workloadTotal) || !validPort(target)) return false;
     let g = <i32>unchecked(this.wMember[w]) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
-      const s = <i32>unchecked(this.memService[g]) - 1;
+      const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       const slot = this.portSlot(s, servicePort);
       if (inRange(slot, this.slotTarget.length)) {
         let t = this.overrideOf(g, servicePort);
         if (t < 0) t = <i32>unchecked(this.slotTarget[slot]);
         if (t == target) return true;
       }
-      g = <i32>unchecked(this.memNext[g]) - 1;
+      g = <i32>this.mem3(g, MEM_NEXT) - 1;
     }
     return false;
   }
@@ -684,7 +706,7 @@ export class Mesh {
     if (!inRange(w, this.workloadTotal)) return false;
     let g = <i32>unchecked(this.wMember[w]) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
-      const s = <i32>unchecked(this.memService[g]) - 1;
+      const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       for (let i = 0, n = this.servicePortCount(s); i < n; i++) {
         const slot = this.slotAt(s, i);
         if (!inRange(slot, this.slotPort.length)) continue;
@@ -692,7 +714,7 @@ export class Mesh {
         if (t < 0) t = <i32>unchecked(this.slotTarget[slot]);
         if (validPort(t)) return true;
       }
-      g = <i32>unchecked(this.memNext[g]) - 1;
+      g = <i32>this.mem3(g, MEM_NEXT) - 1;
     }
     return false;
   }
@@ -805,7 +827,7 @@ export class Mesh {
     t += arrayBytes(this.wV4) + arrayBytes(this.wMember);
     t += this.wWaypoint.byteSize() + this.wGateway.byteSize() + this.wExtra.byteSize();
     t += this.v4Table.byteSize() + this.v6Table.byteSize();
-    t += arrayBytes(this.memService) + arrayBytes(this.memPos) + arrayBytes(this.memNext);
+    t += arrayBytes(this.mem);
     t += this.memOverrides.byteSize();
     for (let s = 0; s < this.sHostname.length; s++) {
       t += <i64>unchecked(this.sHostname[s]).length * 2 + OBJECT_OVERHEAD + 4 + 24;
@@ -857,7 +879,7 @@ export class Mesh {
 
   /** Membership g's override for `servicePort`, or -1. */
   overrideOf(g: i32, servicePort: i32): i32 {
-    if (!inRange(g, this.memTotal) || (unchecked(this.memPos[g]) & M_OVERRIDES) == 0) return -1;
+    if (!inRange(g, this.memTotal) || (this.mem3(g, MEM_POS) & M_OVERRIDES) == 0) return -1;
     const pool = this.memOverrides;
     const at = pool.offset(g);
     if (at < 0) return -1;
@@ -875,7 +897,7 @@ export class Mesh {
     let best: i64 = -1;
     let g = <i32>unchecked(this.wMember[w]) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
-      const s = <i32>unchecked(this.memService[g]) - 1;
+      const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       if (this.serviceHeadless(s) && (best < 0 || s < <i32>(best >> 32))) {
         const n = this.servicePortCount(s);
         for (let i = 0; i < n; i++) {
@@ -889,7 +911,7 @@ export class Mesh {
           }
         }
       }
-      g = <i32>unchecked(this.memNext[g]) - 1;
+      g = <i32>this.mem3(g, MEM_NEXT) - 1;
     }
     return best;
   }

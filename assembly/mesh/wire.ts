@@ -94,6 +94,9 @@ export class WireWorkload {
   gateway: WireRef = new WireRef();
   addressCount: i32 = 0;
   addressAt: i32 = 0;
+  /** How many of the addresses are IPv4 (the rest IPv6), and the first IPv4 one. */
+  v4Count: i32 = 0;
+  firstV4: u32 = 0;
   memberCount: i32 = 0;
   memberAt: i32 = 0;
 }
@@ -115,36 +118,64 @@ export class WireService {
   sanAt: i32 = 0;
 }
 
+/** At most this many texts / references in a full message's tables (the feed writes inline records past them). */
+export const MAX_TABLE_TEXTS: i32 = 1 << 20;
+export const MAX_TABLE_REFS: i32 = 1 << 16;
+// Per text: where it is, its length, and its ids in the model being built (-1: not met yet as
+// that kind). Per reference: where it is, its id and the network it was resolved for.
+export const T_AT: i32 = 0;
+export const T_LEN: i32 = 1;
+export const T_IDENTITY: i32 = 2;
+export const T_LOCALITY: i32 = 3;
+export const T_NETWORK: i32 = 4;
+const TEXT_STRIDE: i32 = 5;
+export const R_AT: i32 = 0;
+export const R_ID: i32 = 1;
+export const R_NETWORK: i32 = 2;
+const REF_STRIDE: i32 = 3;
+
 /**
  * A full message's tables as read (wire_tables.ts): where each text and reference is in the
- * message, and what the loader has learnt about each (-1: not yet), so each distinct text is
- * checked and interned once per message rather than once per pod.
+ * message, and what the loader has learnt about each, so each distinct text is checked and
+ * interned once per message rather than once per pod. One flat array per table (a text's
+ * entries share a cache line); kept across messages, so their size is bounded by the limits.
  */
 export class WireTables {
   count: i32 = 0;
-  textAt: Array<i32> = new Array<i32>();
-  textLen: Array<i32> = new Array<i32>();
   refCount: i32 = 0;
-  refAt: Array<i32> = new Array<i32>();
-  /** Interned ids in the model being built (-1: not met yet as that kind). */
-  identityId: Array<i32> = new Array<i32>();
-  localityId: Array<i32> = new Array<i32>();
-  networkId: Array<i32> = new Array<i32>();
-  /** Reference ids in the model being built, and the network each was resolved for. */
-  refId: Array<i32> = new Array<i32>();
-  refNetwork: Array<i32> = new Array<i32>();
+  private texts: StaticArray<i32> = new StaticArray<i32>(0);
+  private refs: StaticArray<i32> = new StaticArray<i32>(0);
 
   clear(): void {
     this.count = 0;
     this.refCount = 0;
-    this.textAt.length = 0;
-    this.textLen.length = 0;
-    this.refAt.length = 0;
-    this.identityId.length = 0;
-    this.localityId.length = 0;
-    this.networkId.length = 0;
-    this.refId.length = 0;
-    this.refNetwork.length = 0;
+  }
+
+  /** Room for `n` texts and `r` references (both within the limits). */
+  reserve(n: i32, r: i32): void {
+    if (this.texts.length < n * TEXT_STRIDE) this.texts = new StaticArray<i32>(n * TEXT_STRIDE);
+    if (this.refs.length < r * REF_STRIDE) this.refs = new StaticArray<i32>(r * REF_STRIDE);
+  }
+
+  /** Text i's field (i < count, checked by the caller). */
+  // @ts-ignore: decorator
+  @inline text(i: i32, field: i32): i32 {
+    return unchecked(this.texts[i * TEXT_STRIDE + field]);
+  }
+
+  // @ts-ignore: decorator
+  @inline setText(i: i32, field: i32, value: i32): void {
+    unchecked((this.texts[i * TEXT_STRIDE + field] = value));
+  }
+
+  // @ts-ignore: decorator
+  @inline ref(i: i32, field: i32): i32 {
+    return unchecked(this.refs[i * REF_STRIDE + field]);
+  }
+
+  // @ts-ignore: decorator
+  @inline setRef(i: i32, field: i32, value: i32): void {
+    unchecked((this.refs[i * REF_STRIDE + field] = value));
   }
 }
 
@@ -244,7 +275,8 @@ export class WireReader {
    * An unsigned LEB128 integer of at most 31 bits (at most 5 bytes, no overlong form):
    * -1 (failed, naming `field`) when truncated or out of range.
    */
-  varint(field: string): i32 {
+  // @ts-ignore: decorator
+  @inline varint(field: string): i32 {
     let v: u32 = 0;
     for (let i = 0; i < 5; i++) {
       if (!this.has(1)) {
@@ -407,11 +439,14 @@ export class WireReader {
     w.addressCount = count;
     w.addressAt = this.pos;
     const a = this.scratch;
+    let v4 = 0;
     for (let i = 0; i < count; i++) {
       if (!this.address("addresses", a, i)) return false;
+      if (a.family == FAMILY_V4 && v4++ == 0) w.firstV4 = a.v4;
       // Duplicates within the workload (the message is small per workload: pairwise).
       if (i > 0 && !this.trusted && this.addressRepeats(w.addressAt, i, a)) return this.fail(indexed("addresses", i), "duplicate address");
     }
+    w.v4Count = v4;
     const members = <i32>this.u16();
     if (this.over()) return this.truncated("memberships");
     w.memberCount = members;
@@ -467,18 +502,18 @@ export class WireReader {
     const net = this.textIndex("network");
     if (net < 0) return false;
     w.netText = net;
-    w.netPtr = this.base + <usize>unchecked(t.textAt[net]);
-    w.netLen = unchecked(t.textLen[net]);
+    w.netPtr = this.base + <usize>t.text(net, T_AT);
+    w.netLen = t.text(net, T_LEN);
     const identity = this.textIndex("identity");
     if (identity < 0) return false;
     w.identityText = identity;
-    w.identityPtr = this.base + <usize>unchecked(t.textAt[identity]);
-    w.identityLen = unchecked(t.textLen[identity]);
+    w.identityPtr = this.base + <usize>t.text(identity, T_AT);
+    w.identityLen = t.text(identity, T_LEN);
     const locality = this.textIndex("locality");
     if (locality < 0) return false;
     w.localityText = locality;
-    w.localityPtr = this.base + <usize>unchecked(t.textAt[locality]);
-    w.localityLen = unchecked(t.textLen[locality]);
+    w.localityPtr = this.base + <usize>t.text(locality, T_AT);
+    w.localityLen = t.text(locality, T_LEN);
     w.waypointIndex = -1;
     w.gatewayIndex = -1;
     if ((flags & WF_WAYPOINT) != 0) {
@@ -492,7 +527,8 @@ export class WireReader {
     return true;
   }
 
-  private textIndex(field: string): i32 {
+  // @ts-ignore: decorator
+  @inline private textIndex(field: string): i32 {
     const i = this.varint(field);
     if (i < 0) return -1;
     if (i >= this.tables.count) {
@@ -513,11 +549,74 @@ export class WireReader {
     const save = this.pos;
     const trusted = this.trusted;
     this.trusted = true;
-    this.pos = unchecked(this.tables.refAt[i]);
+    this.pos = this.tables.ref(i, R_AT);
     this.ref(field, out);
     this.trusted = trusted;
     this.pos = save;
     return i;
+  }
+
+  /**
+   * Pass 2 of a full load: re-reads compact workload record `w.id` (type and id already read)
+   * that `workload()` checked in pass 1, with plain loads: every offset was bounds-checked
+   * then, so nothing is checked again (the bytes are the same).
+   */
+  rereadCompact(w: WireWorkload): void {
+    const t = this.tables;
+    w.id = this.recordId;
+    let p = this.base + <usize>this.pos;
+    const flags = load<u8>(p);
+    p++;
+    w.flags = flags;
+    p = varintAt(p);
+    const net = <i32>varintValue;
+    w.netText = net;
+    w.netPtr = this.base + <usize>t.text(net, T_AT);
+    w.netLen = t.text(net, T_LEN);
+    p = varintAt(p);
+    const identity = <i32>varintValue;
+    w.identityText = identity;
+    w.identityPtr = this.base + <usize>t.text(identity, T_AT);
+    w.identityLen = t.text(identity, T_LEN);
+    p = varintAt(p);
+    const locality = <i32>varintValue;
+    w.localityText = locality;
+    w.localityPtr = this.base + <usize>t.text(locality, T_AT);
+    w.localityLen = t.text(locality, T_LEN);
+    w.waypoint.present = false;
+    w.gateway.present = false;
+    w.waypointIndex = -1;
+    w.gatewayIndex = -1;
+    if ((flags & (WF_WAYPOINT | WF_GATEWAY)) != 0) {
+      this.pos = <i32>(p - this.base);
+      if ((flags & WF_WAYPOINT) != 0) w.waypointIndex = this.refIndex("waypoint", w.waypoint);
+      if ((flags & WF_GATEWAY) != 0) w.gatewayIndex = this.refIndex("networkGateway", w.gateway);
+      p = this.base + <usize>this.pos;
+    }
+    const count = <i32>load<u8>(p);
+    p++;
+    w.addressCount = count;
+    w.addressAt = <i32>(p - this.base);
+    let v4 = 0;
+    for (let i = 0; i < count; i++) {
+      if (load<u8>(p) == 4) {
+        if (v4++ == 0) w.firstV4 = bswap<u32>(load<u32>(p + 1));
+        p += 5;
+      } else {
+        // IPv4-mapped IPv6 is stored as IPv4 (address() above): count it as such.
+        const hi = load<u64>(p + 1);
+        const lo = bswap<u64>(load<u64>(p + 9));
+        if (hi == 0 && (lo >> 32) == 0xffff && v4++ == 0) w.firstV4 = <u32>lo;
+        p += 17;
+      }
+    }
+    w.v4Count = v4;
+    const members = <i32>load<u16>(p);
+    p += 2;
+    w.memberCount = members;
+    w.memberAt = <i32>(p - this.base);
+    for (let i = 0; i < members; i++) p += 5 + <usize>load<u8>(p + 4) * 4;
+    this.pos = <i32>(p - this.base);
   }
 
   /** Whether address i (just read into `a`) equals an earlier one of the same workload. */
@@ -621,6 +720,25 @@ export class WireReader {
     if (isLocality(text)) return true;
     return this.fail("locality", "not a locality (expected " + LOCALITY_SHAPE + "): " + quoted(ptr, len));
   }
+}
+
+/** The value of the last varintAt (a wasm global: no memory traffic). */
+let varintValue: u32 = 0;
+
+/** Decodes a LEB128 integer already checked by WireReader.varint; its end. */
+// @ts-ignore: decorator
+@inline function varintAt(p: usize): usize {
+  let v: u32 = 0;
+  let shift: u32 = 0;
+  while (true) {
+    const b = <u32>load<u8>(p);
+    p++;
+    v |= (b & 0x7f) << shift;
+    if ((b & 0x80) == 0) break;
+    shift += 7;
+  }
+  varintValue = v;
+  return p;
 }
 
 /** `field[index].sub` (index < 0 and sub "" left out); failure paths only. */

@@ -1,7 +1,6 @@
 // A full message ("the model is exactly these records") into a new Mesh: every record checked
 // first (texts interned into the new model as they are met, sizes counted), then every record
 // stored in message order; refused whole on any problem (the caller keeps its old model).
-import { FAMILY_V4 } from "./ip";
 import { reserveMembers, ensureMemberships, ensureServices, ensureWorkloads } from "./edit";
 import { Mesh } from "./model";
 import { ChunkPool } from "./pool";
@@ -21,7 +20,6 @@ import {
   Header,
   recordHead,
   resetRefTable,
-  scratchAddress,
   serviceRec,
   storeService,
   storeWorkload,
@@ -70,16 +68,8 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
     if (type == REC_WORKLOAD_UPSERT || type == REC_WORKLOAD_COMPACT) {
       if (!mark(seenW, r.recordId)) return failNull(r, "id", "workload " + r.recordId.toString() + " appears twice");
       const w = workloadRec;
-      const save = r.pos;
-      r.pos = w.addressAt;
-      let n4 = 0;
-      let n6 = 0;
-      for (let k = 0; k < w.addressCount; k++) {
-        r.address("", scratchAddress);
-        if (scratchAddress.family == FAMILY_V4) n4++;
-        else n6++;
-      }
-      r.pos = save;
+      const n4 = w.v4Count;
+      const n6 = w.addressCount - n4;
       v4 += n4;
       v6 += n6;
       if (n4 > 1 || n6 > 0) {
@@ -131,7 +121,8 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
       if (!storeService(r, m, serviceRec)) return null;
       r.pos = end;
     } else {
-      if (!r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) return null;
+      if (type == REC_WORKLOAD_COMPACT) r.rereadCompact(workloadRec);
+      else if (!r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) return null;
       const end = r.pos;
       if (!storeWorkload(r, m, workloadRec, true)) return null;
       r.pos = end;

@@ -7,6 +7,7 @@ import {
   setAddresses,
   setHostname,
   setPorts,
+  setSingleV4,
   setSans,
   setService,
   setVips,
@@ -29,6 +30,11 @@ import {
   SF_LB_STANDARD,
   WF_HEALTHY,
   WF_ISTIO,
+  R_ID,
+  R_NETWORK,
+  T_IDENTITY,
+  T_LOCALITY,
+  T_NETWORK,
   WireReader,
   WireRef,
   WireService,
@@ -152,7 +158,7 @@ export function checkWorkloadTexts(r: WireReader, m: Mesh, w: WireWorkload, inte
  */
 function checkTableTexts(r: WireReader, m: Mesh, w: WireWorkload): bool {
   const t = r.tables;
-  let identity = unchecked(t.identityId[w.identityText]);
+  let identity = t.text(w.identityText, T_IDENTITY);
   if (identity < 0) {
     identity = 0;
     if (w.identityLen > 0) {
@@ -163,9 +169,9 @@ function checkTableTexts(r: WireReader, m: Mesh, w: WireWorkload): bool {
         if (<u32>identity > IDENTITY_MASK) return r.fail("identity", "more than " + IDENTITY_MASK.toString() + " distinct identities");
       }
     }
-    unchecked((t.identityId[w.identityText] = identity));
+    t.setText(w.identityText, T_IDENTITY, identity);
   }
-  let loc = unchecked(t.localityId[w.localityText]);
+  let loc = t.text(w.localityText, T_LOCALITY);
   if (loc < 0) {
     loc = 0;
     if (w.localityLen > 0) {
@@ -176,13 +182,13 @@ function checkTableTexts(r: WireReader, m: Mesh, w: WireWorkload): bool {
         if (loc > MAX_LOCALITIES) return r.fail("locality", "more than " + MAX_LOCALITIES.toString() + " distinct localities");
       }
     }
-    unchecked((t.localityId[w.localityText] = loc));
+    t.setText(w.localityText, T_LOCALITY, loc);
   }
-  let net = unchecked(t.networkId[w.netText]);
+  let net = t.text(w.netText, T_NETWORK);
   if (net < 0) {
     net = m.networks.internUtf8(w.netPtr, w.netLen);
     if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
-    unchecked((t.networkId[w.netText] = net));
+    t.setText(w.netText, T_NETWORK, net);
   }
   const id = w.id;
   if (id >= 0 && id < m.wIdentityFlags.length) {
@@ -210,11 +216,11 @@ function refsOf(m: Mesh): RefTable {
 function refId(r: WireReader, m: Mesh, ref: WireRef, index: i32, network: i32): i32 {
   if (!ref.present) return -1;
   const t = r.tables;
-  if (index >= 0 && index < t.refCount && unchecked(t.refNetwork[index]) == network) return unchecked(t.refId[index]);
+  if (index >= 0 && index < t.refCount && t.ref(index, R_NETWORK) == network) return t.ref(index, R_ID);
   const id = resolveRef(m, ref, network);
   if (index >= 0 && index < t.refCount) {
-    unchecked((t.refId[index] = id));
-    unchecked((t.refNetwork[index] = network));
+    t.setRef(index, R_ID, id);
+    t.setRef(index, R_NETWORK, network);
   }
   return id;
 }
@@ -315,6 +321,24 @@ export function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, fullLoad:
   if ((w.flags & WF_HEALTHY) != 0) info |= W_HEALTHY;
   setWorkload(m, id, info, net, loc);
   // Addresses: each must be free on this network.
+  const a = scratchAddress;
+  if (w.addressCount == 1 && w.v4Count == 1) {
+    // The common case, without lists: one IPv4 address.
+    m.v4Table.ensureRoom(1);
+    const clash = m.v4Table.insert(w.firstV4, id, net);
+    if (clash >= 0 && clash != id) {
+      a.setV4(w.firstV4);
+      return r.fail(indexed("addresses", 0), "address " + formatIp(a) + " on network " + quoted(w.netPtr, w.netLen) + " is already used by workload " + clash.toString());
+    }
+    setSingleV4(m, id, w.firstV4);
+  } else if (!storeAddresses(r, m, w, net)) return false;
+  setWorkloadRefs(m, id, refId(r, m, w.waypoint, w.waypointIndex, net), refId(r, m, w.gateway, w.gatewayIndex, net));
+  return storeMemberships(r, m, w, fullLoad);
+}
+
+/** A workload's addresses, any number and family: each must be free on its network. */
+function storeAddresses(r: WireReader, m: Mesh, w: WireWorkload, net: i32): bool {
+  const id = w.id;
   v4s.length = 0;
   v6s.length = 0;
   r.pos = w.addressAt;
@@ -334,16 +358,20 @@ export function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, fullLoad:
     }
   }
   setAddresses(m, id, v4s, v6s);
-  setWorkloadRefs(m, id, refId(r, m, w.waypoint, w.waypointIndex, net), refId(r, m, w.gateway, w.gatewayIndex, net));
-  // Memberships.
+  return true;
+}
+
+/** A workload's memberships (a delta's must name a live service: checked before, checked again). */
+function storeMemberships(r: WireReader, m: Mesh, w: WireWorkload, fullLoad: bool): bool {
+  const id = w.id;
   let at = w.memberAt;
   for (let i = 0; i < w.memberCount; i++) {
     const s = <i32>r.u32At(at);
     const n = <i32>r.u8At(at + 4);
     if (!fullLoad && !m.serviceLive(s)) return r.fail(indexed("memberships", i) + ".service", "service " + s.toString() + " is not live after this message");
-    overrides.length = 0;
-    for (let k = 0; k < n; k++) {
-      overrides.push((r.u16At(at + 5 + k * 4) << 16) | r.u16At(at + 7 + k * 4));
+    if (n > 0) {
+      overrides.length = 0;
+      for (let k = 0; k < n; k++) overrides.push((r.u16At(at + 5 + k * 4) << 16) | r.u16At(at + 7 + k * 4));
     }
     addMembership(m, id, s, n > 0 ? overrides : null);
     at += 5 + n * 4;
