@@ -71,7 +71,7 @@ export const W_ISTIO: u32 = 1 << 24;
 export const W_HEALTHY: u32 = 2 << 24;
 /** The id holds a workload (ids are reused; a removed one reads as absent). */
 export const W_LIVE: u32 = 4 << 24;
-/** The first IPv4 address is in wV4. */
+/** The first IPv4 address is in the W_IP4 word. */
 export const W_V4: u32 = 8 << 24;
 /** More addresses are in the wExtra chunk ([n4, v4 x n4, v6 as 4 words each]). */
 export const W_EXTRA: u32 = 16 << 24;
@@ -79,6 +79,11 @@ export const W_EXTRA: u32 = 16 << 24;
 export const S_HEADLESS: u8 = 1;
 export const S_LB_STANDARD: u8 = 2;
 export const S_LIVE: u8 = 4;
+// A workload's words (Mesh.wCols).
+export const W_INFO: i32 = 0;
+export const W_PLACE: i32 = 1;
+export const W_IP4: i32 = 2;
+export const W_CHAIN: i32 = 3;
 // A membership's words (Mesh.mem).
 export const MEM_SERVICE: i32 = 0;
 export const MEM_POS: i32 = 1;
@@ -141,18 +146,16 @@ export class Mesh {
   epoch: u64 = 0;
   version: u64 = 0;
 
-  // ---- Workloads (ids < workloadTotal; capacity = wIdentityFlags.length) ----
+  // ---- Workloads (ids < workloadTotal; capacity = workloadCapacity()) ----
   workloadTotal: i32 = 0;
   liveWorkloads: i32 = 0;
-  /** Identity id (bits 0..23) and W_* flags. 0 = no workload at this id. */
-  wIdentityFlags: StaticArray<u32> = new StaticArray<u32>(0);
-  wNetwork: StaticArray<u16> = new StaticArray<u16>(0);
-  /** Locality id (at most MAX_LOCALITIES distinct). */
-  wLocality: StaticArray<u16> = new StaticArray<u16>(0);
-  /** The first IPv4 address (when W_V4). */
-  wV4: StaticArray<u32> = new StaticArray<u32>(0);
-  /** First membership id + 1 of the workload's chain (memNext), 0 = none. */
-  wMember: StaticArray<u32> = new StaticArray<u32>(0);
+  /**
+   * Per workload id, four words side by side (W_INFO: identity id in bits 0..23 and the W_*
+   * flags, 0 = no workload at this id; W_PLACE: network id | locality id << 16; W_IP4: the
+   * first IPv4 address when W_V4; W_CHAIN: first membership id + 1 of its chain, 0 = none):
+   * a lookup or an update of one workload touches one cache line rather than five arrays.
+   */
+  wCols: StaticArray<u32> = new StaticArray<u32>(0);
   /**
    * Reference id + 1; 0 = none. Dense only when many workloads have one (a service waypoint is
    * the common case; a workload's own waypoint or gateway is rare), so a mesh without them pays
@@ -179,6 +182,71 @@ export class Mesh {
   mem: StaticArray<u32> = new StaticArray<u32>(0);
   /** Per-membership target-port overrides: words (service port << 16 | target port). */
   memOverrides: ChunkPool = new ChunkPool();
+
+  /** Workload ids the columns have room for. */
+  // @ts-ignore: decorator
+  @inline workloadCapacity(): i32 {
+    return this.wCols.length >> 2;
+  }
+
+  // Workload w's words (w within capacity: callers check).
+  // @ts-ignore: decorator
+  @inline wInfo(w: i32): u32 {
+    return unchecked(this.wCols[(w << 2) + W_INFO]);
+  }
+
+  // @ts-ignore: decorator
+  @inline setWInfo(w: i32, v: u32): void {
+    unchecked((this.wCols[(w << 2) + W_INFO] = v));
+  }
+
+  // @ts-ignore: decorator
+  @inline wNet(w: i32): u32 {
+    return unchecked(this.wCols[(w << 2) + W_PLACE]) & 0xffff;
+  }
+
+  // @ts-ignore: decorator
+  @inline setWNet(w: i32, v: u32): void {
+    const at = (w << 2) + W_PLACE;
+    unchecked((this.wCols[at] = (unchecked(this.wCols[at]) & 0xffff0000) | (v & 0xffff)));
+  }
+
+  // @ts-ignore: decorator
+  @inline wLoc(w: i32): u32 {
+    return unchecked(this.wCols[(w << 2) + W_PLACE]) >>> 16;
+  }
+
+  // @ts-ignore: decorator
+  @inline setWLoc(w: i32, v: u32): void {
+    const at = (w << 2) + W_PLACE;
+    unchecked((this.wCols[at] = (unchecked(this.wCols[at]) & 0xffff) | (v << 16)));
+  }
+
+  /** Network and locality in one store. */
+  // @ts-ignore: decorator
+  @inline setWPlace(w: i32, network: u32, locality: u32): void {
+    unchecked((this.wCols[(w << 2) + W_PLACE] = (network & 0xffff) | (locality << 16)));
+  }
+
+  // @ts-ignore: decorator
+  @inline wIp4(w: i32): u32 {
+    return unchecked(this.wCols[(w << 2) + W_IP4]);
+  }
+
+  // @ts-ignore: decorator
+  @inline setWIp4(w: i32, v: u32): void {
+    unchecked((this.wCols[(w << 2) + W_IP4] = v));
+  }
+
+  // @ts-ignore: decorator
+  @inline wChain(w: i32): u32 {
+    return unchecked(this.wCols[(w << 2) + W_CHAIN]);
+  }
+
+  // @ts-ignore: decorator
+  @inline setWChain(w: i32, v: u32): void {
+    unchecked((this.wCols[(w << 2) + W_CHAIN] = v));
+  }
 
   /** Membership g's word `field` (g within capacity: callers check). */
   // @ts-ignore: decorator
@@ -272,7 +340,7 @@ export class Mesh {
   }
 
   workloadNetwork(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>unchecked(this.wNetwork[w]) : -1;
+    return inRange(w, this.workloadTotal) ? <i32>this.wNet(w) : -1;
   }
 
   workloadTlsMode(w: i32): TlsMode {
@@ -290,7 +358,7 @@ export class Mesh {
 
   /** Interned identity id (0 = none). */
   workloadIdentityId(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>(unchecked(this.wIdentityFlags[w]) & IDENTITY_MASK) : 0;
+    return inRange(w, this.workloadTotal) ? <i32>(this.wInfo(w) & IDENTITY_MASK) : 0;
   }
 
   /** SPIFFE identity, "" when none. */
@@ -305,7 +373,7 @@ export class Mesh {
 
   /** Interned locality id (0 = ""). */
   workloadLocalityId(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>unchecked(this.wLocality[w]) : 0;
+    return inRange(w, this.workloadTotal) ? <i32>this.wLoc(w) : 0;
   }
 
   /** "region/zone/subzone" as configured. */
@@ -346,7 +414,7 @@ export class Mesh {
   /** IPv4 addresses first, then IPv6, each in configuration order. */
   workloadAddressCount(w: i32): i32 {
     if (!inRange(w, this.workloadTotal)) return 0;
-    const info = unchecked(this.wIdentityFlags[w]);
+    const info = this.wInfo(w);
     let n = (info & W_V4) != 0 ? 1 : 0;
     if ((info & W_EXTRA) != 0) {
       const at = this.wExtra.offset(w);
@@ -362,10 +430,10 @@ export class Mesh {
   workloadAddress(w: i32, i: i32, out: Address): bool {
     out.clear();
     if (!inRange(w, this.workloadTotal) || i < 0) return false;
-    const info = unchecked(this.wIdentityFlags[w]);
+    const info = this.wInfo(w);
     if ((info & W_V4) != 0) {
       if (i == 0) {
-        out.setV4(unchecked(this.wV4[w]));
+        out.setV4(this.wIp4(w));
         return true;
       }
       i--;
@@ -391,7 +459,7 @@ export class Mesh {
 
   /** The workload's first membership id (its chain, newest first), or -1. */
   firstMembership(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>unchecked(this.wMember[w]) - 1 : -1;
+    return inRange(w, this.workloadTotal) ? <i32>this.wChain(w) - 1 : -1;
   }
 
   /** The next membership of the same workload, or -1. */
@@ -414,7 +482,7 @@ export class Mesh {
   membershipOf(w: i32, s: i32): i32 {
     if (!inRange(w, this.workloadTotal)) return -1;
     const want = <u32>s + 1;
-    let g = <i32>unchecked(this.wMember[w]) - 1;
+    let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
       if (this.mem3(g, MEM_SERVICE) == want) return g;
       g = <i32>this.mem3(g, MEM_NEXT) - 1;
@@ -603,7 +671,7 @@ export class Mesh {
   /** Whether workloads a and b share `scope` (equal values, "" included, as Istio compares). */
   sameScope(scope: i32, a: i32, b: i32): bool {
     if (!inRange(a, this.workloadTotal) || !inRange(b, this.workloadTotal)) return false;
-    if (scope == Scope.Network) return unchecked(this.wNetwork[a]) == unchecked(this.wNetwork[b]);
+    if (scope == Scope.Network) return this.wNet(a) == this.wNet(b);
     if (scope == Scope.Region) return this.workloadRegion(a) == this.workloadRegion(b);
     if (scope == Scope.Zone) return this.workloadZone(a) == this.workloadZone(b);
     if (scope == Scope.Subzone) return this.workloadSubzone(a) == this.workloadSubzone(b);
@@ -661,7 +729,7 @@ export class Mesh {
     if (!inRange(w, this.workloadTotal) || !validPort(target)) return -1;
     let bestService = -1;
     let bestPort = -1;
-    let g = <i32>unchecked(this.wMember[w]) - 1;
+    let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
       const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       if (s >= 0 && (bestService < 0 || s < bestService)) {
@@ -687,7 +755,7 @@ export class Mesh {
   /** Whether some service listing w maps `servicePort` to TARGET port `target` for it. */
   mapsPort(w: i32, servicePort: i32, target: i32): bool {
     if (!inRange(w, this.workloadTotal) || !validPort(target)) return false;
-    let g = <i32>unchecked(this.wMember[w]) - 1;
+    let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
       const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       const slot = this.portSlot(s, servicePort);
@@ -704,7 +772,7 @@ export class Mesh {
   /** Whether some service listing w maps one of its ports to a target port for it. */
   servesAnyPort(w: i32): bool {
     if (!inRange(w, this.workloadTotal)) return false;
-    let g = <i32>unchecked(this.wMember[w]) - 1;
+    let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
       const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       for (let i = 0, n = this.servicePortCount(s); i < n; i++) {
@@ -823,8 +891,7 @@ export class Mesh {
     t += this.networks.byteSize() + this.identities.byteSize();
     t += this.localities.byteSize() + this.localityPrefixes.byteSize();
     t += <i64>this.localityParts.length * 4 + OBJECT_OVERHEAD;
-    t += arrayBytes(this.wIdentityFlags) + arrayBytes(this.wNetwork) + arrayBytes(this.wLocality);
-    t += arrayBytes(this.wV4) + arrayBytes(this.wMember);
+    t += arrayBytes(this.wCols);
     t += this.wWaypoint.byteSize() + this.wGateway.byteSize() + this.wExtra.byteSize();
     t += this.v4Table.byteSize() + this.v6Table.byteSize();
     t += arrayBytes(this.mem);
@@ -855,7 +922,7 @@ export class Mesh {
   }
 
   private flag(w: i32, bit: u32): bool {
-    return inRange(w, this.workloadTotal) && (unchecked(this.wIdentityFlags[w]) & bit) != 0;
+    return inRange(w, this.workloadTotal) && (this.wInfo(w) & bit) != 0;
   }
 
   private localityPart(w: i32, part: i32): i32 {
@@ -895,7 +962,7 @@ export class Mesh {
   private headlessMatch(w: i32, port: i32): i64 {
     if (!inRange(w, this.workloadTotal) || !validPort(port)) return -1;
     let best: i64 = -1;
-    let g = <i32>unchecked(this.wMember[w]) - 1;
+    let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
       const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       if (this.serviceHeadless(s) && (best < 0 || s < <i32>(best >> 32))) {

@@ -144,10 +144,9 @@ export function checkWorkloadTexts(r: WireReader, m: Mesh, w: WireWorkload, inte
   // A full load's new model has its columns already: keep the ids for the store pass, so it
   // does not look the texts up again.
   const id = w.id;
-  if (id >= 0 && id < m.wIdentityFlags.length) {
-    unchecked((m.wIdentityFlags[id] = <u32>identity));
-    unchecked((m.wNetwork[id] = <u16>net));
-    unchecked((m.wLocality[id] = <u16>loc));
+  if (id >= 0 && id < m.workloadCapacity()) {
+    m.setWInfo(id, <u32>identity);
+    m.setWPlace(id, <u32>net, <u32>loc);
   }
   return true;
 }
@@ -191,10 +190,9 @@ function checkTableTexts(r: WireReader, m: Mesh, w: WireWorkload): bool {
     t.setText(w.netText, T_NETWORK, net);
   }
   const id = w.id;
-  if (id >= 0 && id < m.wIdentityFlags.length) {
-    unchecked((m.wIdentityFlags[id] = <u32>identity));
-    unchecked((m.wNetwork[id] = <u16>net));
-    unchecked((m.wLocality[id] = <u16>loc));
+  if (id >= 0 && id < m.workloadCapacity()) {
+    m.setWInfo(id, <u32>identity);
+    m.setWPlace(id, <u32>net, <u32>loc);
   }
   return true;
 }
@@ -300,11 +298,11 @@ export function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, fullLoad:
   let net = 0;
   let identity = 0;
   let loc = 0;
-  if (fullLoad && id >= 0 && id < m.wIdentityFlags.length) {
+  if (fullLoad && id >= 0 && id < m.workloadCapacity()) {
     // Interned by the check pass (checkWorkloadTexts), which left the ids in the columns.
-    identity = <i32>(unchecked(m.wIdentityFlags[id]) & IDENTITY_MASK);
-    net = <i32>unchecked(m.wNetwork[id]);
-    loc = <i32>unchecked(m.wLocality[id]);
+    identity = <i32>(m.wInfo(id) & IDENTITY_MASK);
+    net = <i32>m.wNet(id);
+    loc = <i32>m.wLoc(id);
   } else {
     net = m.networks.internUtf8(w.netPtr, w.netLen);
     if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");

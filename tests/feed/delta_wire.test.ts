@@ -19,7 +19,8 @@ import {
   type WireService,
   type WireWorkload,
 } from "../../feed/src/delta/wire.js";
-import { assembleFull, RECORD_WORKLOAD_COMPACT } from "../../feed/src/delta/wire_full.js";
+import { assembleFull, MAX_TABLE_REFS, MAX_TABLE_TEXTS, RECORD_WORKLOAD_COMPACT } from "../../feed/src/delta/wire_full.js";
+import { readFileSync } from "node:fs";
 import { decodeMessage } from "./delta_wire_decode.js";
 
 function rec(write: (w: WireWriter) => void): Buffer {
@@ -119,6 +120,20 @@ describe("feed delta: format v2 encoder", () => {
     assert.ok(compactBytes * 3 < v1Bytes, `compact workloads ${compactBytes} B vs v1 ${v1Bytes} B`);
     const shadow = new WireShadow();
     assert.deepEqual(shadow.check(msg).error ?? "", "", "check.ts takes the compact full");
+  });
+
+  it("writes workloads inline once the tables are at the filters' limits, and the limits are the filters'", () => {
+    const pods: WireWorkload[] = Array.from({ length: 20 }, (_, i) => ({ ...workloadA, id: i, memberships: [], identity: `spiffe://cluster.local/ns/default/sa/app${i}`, addresses: [`10.1.0.${i}`] }));
+    const msg = assembleFull({ epoch: 5, base: 0, version: 1, workloadIdLimit: 20, serviceIdLimit: 1 }, [pods.map((p) => rec((w) => writeWorkloadUpsert(w, p)))], { texts: 10, refs: 3 });
+    const types: number[] = [];
+    const d = decodeMessage(msg, types);
+    assert.ok(types.includes(RECORD_WORKLOAD_COMPACT) && types.includes(1), `both kinds: ${types.join(",")}`);
+    assert.ok(msg.readUInt32LE(HEADER_BYTES) <= 10, "the text table within the limit");
+    pods.forEach((p, i) => assert.deepEqual(d.records[i], { type: "workload", ...p }));
+    // The filters' decoder refuses tables past these limits (assembly/mesh/wire.ts).
+    const source = readFileSync("assembly/mesh/wire.ts", "utf8");
+    assert.equal(Number(eval(source.match(/MAX_TABLE_TEXTS: i32 = ([^;]+);/)![1])), MAX_TABLE_TEXTS);
+    assert.equal(Number(eval(source.match(/MAX_TABLE_REFS: i32 = ([^;]+);/)![1])), MAX_TABLE_REFS);
   });
 
   it("converts the JSON model's objects: flags, default ports, lb prefs, sorted ports and overrides", () => {

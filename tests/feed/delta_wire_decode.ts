@@ -54,7 +54,8 @@ function v6(bytes: Buffer): string {
   return new URL(`http://[${groups.join(":")}]/`).hostname.slice(1, -1);
 }
 
-export function decodeMessage(buf: Buffer): DecodedMessage {
+/** `types`, when given, gets each record's type byte (1..5) in order. */
+export function decodeMessage(buf: Buffer, types?: number[]): DecodedMessage {
   let p = 0;
   const u8 = () => buf.readUInt8(p++);
   const u16 = () => ((p += 2), buf.readUInt16LE(p - 2));
@@ -126,6 +127,7 @@ export function decodeMessage(buf: Buffer): DecodedMessage {
   const records: DecodedRecord[] = [];
   for (let i = 0; i < count; i++) {
     const type = u8();
+    types?.push(type);
     const id = u32();
     if (type === 1 || (type === 5 && kind === 1)) {
       const compact = type === 5;

@@ -249,7 +249,7 @@ describe("feed client in the mesh filters: a message the model cannot decode is 
         assert.equal(feed.requests.at(-1)!.target, filter.replace("_", "-"));
         const warnings = host.logLines("warn");
         assert.equal(warnings.length, 1);
-        assert.match(warnings[0], new RegExp(`^mesh feed ${filter.replace("_", "-")} refused a message: tables\\.textCount: \\d+ texts cannot fit in the message; keeping the model in force \\(the configuration's snapshot\\)`));
+        assert.match(warnings[0], new RegExp(`^mesh feed ${filter.replace("_", "-")} refused a message: tables\\.textCount: \\d+ texts exceed the limit of 1048576; keeping the model in force \\(the configuration's snapshot\\)`));
         assert.equal(host.metrics().get(`${filter}.feed.applied_full`) ?? 0, 0);
         // Connections are decided as before, with the snapshot.
         const conn = host.connect({ destination: "10.0.0.1:8080" });

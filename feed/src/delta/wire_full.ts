@@ -30,6 +30,13 @@ import {
 } from "./wire.js";
 
 export const RECORD_WORKLOAD_COMPACT = 5;
+/**
+ * The filters' table limits (assembly/mesh/wire.ts MAX_TABLE_TEXTS / MAX_TABLE_REFS; a test
+ * checks they agree). A workload whose texts or references would not fit in the tables any
+ * more is written inline (type 1), which a full message may also carry.
+ */
+export const MAX_TABLE_TEXTS = 1 << 20;
+export const MAX_TABLE_REFS = 1 << 16;
 
 /** An unsigned LEB128 integer (the decoder takes at most 31 bits, no overlong form). */
 export function writeVarint(w: WireWriter, v: number): void {
@@ -83,14 +90,20 @@ function refEnd(b: Buffer, at: number): number {
  * compact record, anything else (service upserts) copied as it is. The channel passes the
  * services first, so memberships name live ones.
  */
-export function assembleFull(h: Omit<MessageHeader, "recordCount" | "kind">, recordLists: Iterable<Buffer>[]): Buffer {
+export function assembleFull(
+  h: Omit<MessageHeader, "recordCount" | "kind">,
+  recordLists: Iterable<Buffer>[],
+  limits: { texts: number; refs: number } = { texts: MAX_TABLE_TEXTS, refs: MAX_TABLE_REFS },
+): Buffer {
   const texts = new ByteTable();
   const refs = new ByteTable();
   const records = new WireWriter(1 << 16);
   let count = 0;
   for (const list of recordLists) for (const b of list) {
     count++;
-    if (b[0] !== RECORD_WORKLOAD_UPSERT) {
+    // A record with up to 3 new texts and 2 new references: inline when the tables might not hold them.
+    const full = texts.entries.length + 3 > limits.texts || refs.entries.length + 2 > limits.refs;
+    if (b[0] !== RECORD_WORKLOAD_UPSERT || full) {
       records.ensure(b.length);
       b.copy(records.buf, records.pos);
       records.pos += b.length;
