@@ -14,7 +14,7 @@ import {
   REC_WORKLOAD_UPSERT,
   WireReader,
 } from "./wire";
-import { readTables } from "./wire_tables";
+import { readTables, rereadCompact } from "./wire_tables";
 import {
   checkRecord,
   Header,
@@ -121,7 +121,7 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
       if (!storeService(r, m, serviceRec)) return null;
       r.pos = end;
     } else {
-      if (type == REC_WORKLOAD_COMPACT) r.rereadCompact(workloadRec);
+      if (type == REC_WORKLOAD_COMPACT) rereadCompact(r, workloadRec);
       else if (!r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) return null;
       const end = r.pos;
       if (!storeWorkload(r, m, workloadRec, true)) return null;
