@@ -130,8 +130,8 @@ describe("feed delta: format v2 encoder", () => {
     assert.ok(types.includes(RECORD_WORKLOAD_COMPACT) && types.includes(1), `both kinds: ${types.join(",")}`);
     assert.ok(msg.readUInt32LE(HEADER_BYTES) <= 10, "the text table within the limit");
     pods.forEach((p, i) => assert.deepEqual(d.records[i], { type: "workload", ...p }));
-    // The filters' decoder refuses tables past these limits (assembly/mesh/wire.ts).
-    const source = readFileSync("assembly/mesh/wire.ts", "utf8");
+    // The filters' decoder refuses tables past these limits (assembly/mesh/wire_layout.ts).
+    const source = readFileSync("assembly/mesh/wire_layout.ts", "utf8");
     assert.equal(Number(eval(source.match(/MAX_TABLE_TEXTS: i32 = ([^;]+);/)![1])), MAX_TABLE_TEXTS);
     assert.equal(Number(eval(source.match(/MAX_TABLE_REFS: i32 = ([^;]+);/)![1])), MAX_TABLE_REFS);
   });

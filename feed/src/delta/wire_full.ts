@@ -31,7 +31,7 @@ import {
 
 export const RECORD_WORKLOAD_COMPACT = 5;
 /**
- * The filters' table limits (assembly/mesh/wire.ts MAX_TABLE_TEXTS / MAX_TABLE_REFS; a test
+ * The filters' table limits (assembly/mesh/wire_layout.ts MAX_TABLE_TEXTS / MAX_TABLE_REFS; a test
  * checks they agree). A workload whose texts or references would not fit in the tables any
  * more is written inline (type 1), which a full message may also carry.
  */
