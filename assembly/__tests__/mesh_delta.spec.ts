@@ -2,8 +2,8 @@
 // compaction, memberships under churn, and the lookups tunnel_port's client needs computed from
 // the memberships (checked against a reference walk over every service's endpoints).
 import { parseMeshConfigString } from "../mesh";
-import { addMembership, ensureServices, ensureWorkloads, removeService, removeWorkload, setService, setWorkload } from "../mesh/edit";
-import { MEM_NEXT, Mesh, W_LIVE } from "../mesh/model";
+import { addMembership, ensureServices, ensureWorkloads, removeService, removeWorkload, setPorts, setService, setWorkload } from "../mesh/edit";
+import { MEM_NEXT, Mesh, S_HEADLESS, W_LIVE } from "../mesh/model";
 import { ChunkPool } from "../mesh/pool";
 import { AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
 
@@ -201,5 +201,83 @@ describe("tunnel_port's lookups from the memberships", () => {
     }
     expect(m.servesAnyPort(-1)).toBe(false);
     expect(bad).toBe(0);
+  });
+});
+
+/** The reference: the lowest headless service id listing w with a port whose target for w is `target`. */
+function slowHeadless(m: Mesh, w: i32, target: i32): i32 {
+  for (let s = 0; s < m.serviceCount(); s++) {
+    if (!m.serviceHeadless(s)) continue;
+    for (let e = 0; e < m.endpointCount(s); e++) {
+      if (m.endpointWorkload(s, e) != w) continue;
+      for (let i = 0; i < m.servicePortCount(s); i++) {
+        if (m.targetPort(s, e, m.servicePortAt(s, i)) == target) return s;
+      }
+    }
+  }
+  return -1;
+}
+
+describe("headless lookups under churn", () => {
+  // headlessMatch skips workloads whose wHeadless bit is clear; the bit must be set however the
+  // membership and the service's headless flag came in: membership first, then the service
+  // turning headless with its members kept (a service upsert), or members added to a service id
+  // that is not live yet (allowed inside one delta message).
+  it("headlessServiceOf answers what a walk over every headless service's endpoints does", () => {
+    const r = parseMeshConfigString(`{"workloads": [], "services": []}`);
+    const m = r.mesh!;
+    const W = 150;
+    const S = 12;
+    ensureWorkloads(m, W);
+    ensureServices(m, S);
+    const ports: u32[] = [(80 << 16) | 8080, (5432 << 16) | 5432];
+    const clusters = [new ArrayBuffer(0), new ArrayBuffer(0)];
+    const moved: u32[] = [(80 << 16) | 9000];
+    for (let s = 0; s < S; s++) {
+      setService(m, s, s % 3 == 0 ? S_HEADLESS : 0, -1, 0);
+      setPorts(m, s, ports, clusters);
+    }
+    let bad = 0;
+    let headlessHits = 0;
+    for (let i = 0; i < 6000; i++) {
+      const op = rand(20);
+      if (op < 10) {
+        const w = rand(W);
+        removeWorkload(m, w);
+        setWorkload(m, w, W_LIVE, 0, 0);
+        // Never twice in one service (the JSON and binary checks refuse duplicate endpoints).
+        const a = rand(S);
+        addMembership(m, w, a, rand(4) == 0 ? moved : null);
+        if (rand(2) == 0) addMembership(m, w, (a + 1 + rand(S - 1)) % S);
+      } else if (op < 13) {
+        removeWorkload(m, rand(W));
+      } else if (op < 18) {
+        // Upsert: the flag flips, the members stay.
+        const s = rand(S);
+        setService(m, s, rand(2) == 0 ? S_HEADLESS : 0, -1, 0);
+      } else {
+        const s = rand(S);
+        removeService(m, s);
+        // Members join the dead id first, then it comes back (headless or not) with its ports.
+        for (let k = 0; k < 3; k++) {
+          const w = rand(W);
+          if (m.workloadLive(w) && m.membershipOf(w, s) < 0) addMembership(m, w, s);
+        }
+        setService(m, s, rand(2) == 0 ? S_HEADLESS : 0, -1, 0);
+        setPorts(m, s, ports, clusters);
+      }
+      if (i % 500 == 499) {
+        const targets: i32[] = [8080, 5432, 9000, 7];
+        for (let w = 0; w < W; w++) {
+          for (let k = 0; k < targets.length; k++) {
+            const want = slowHeadless(m, w, targets[k]);
+            if (want >= 0) headlessHits++;
+            if (m.headlessServiceOf(w, targets[k]) != want) bad++;
+          }
+        }
+      }
+    }
+    expect(bad).toBe(0);
+    expect(headlessHits).toBeGreaterThan(100);
   });
 });

@@ -20,7 +20,7 @@ import {
   W_ISTIO,
   W_LIVE,
 } from "../mesh/model";
-import { addMembership, ensureMemberships, ensureServices, ensureWorkloads, reserveMembers, setAddresses, setHostname, setPorts, setSans, setVips } from "../mesh/edit";
+import { addMembership, ensureMemberships, ensureServices, ensureWorkloads, markHeadlessMembers, reserveMembers, setAddresses, setHostname, setPorts, setSans, setVips } from "../mesh/edit";
 import { ADDED, AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
 import {
   isHostname,
@@ -612,6 +612,8 @@ class LegacyMeshParser {
     let flags: u8 = headless ? S_HEADLESS | S_LIVE : S_LIVE;
     if (this.loadBalancing(i, obj, p)) flags |= S_LB_STANDARD;
     unchecked((m.sFlags[i] = flags));
+    // As the build does: its endpoints came first, so they get their headless hint now.
+    if (headless) markHeadlessMembers(m, i);
   }
 
   /** `ports`: service port → default target port; one port slot each, with its cluster name. */

@@ -17,6 +17,7 @@ import {
   MEM_STRIDE,
   Mesh,
   portKey,
+  S_HEADLESS,
   S_LIVE,
   VIP_WORDS,
   W_EXTRA,
@@ -57,6 +58,7 @@ export function ensureWorkloads(m: Mesh, n: i32, exact: bool = false): void {
   if (n > have) {
     const cap = exact ? n : grown(have, n);
     m.wCols = growU32(m.wCols, cap << 2);
+    m.wHeadless = growU32(m.wHeadless, (cap + 31) >> 5);
   }
 }
 
@@ -250,6 +252,7 @@ export function addMembership(m: Mesh, w: i32, s: i32, overrides: Array<u32> | n
   m.setMem(g, MEM_POS, <u32>count);
   m.setMem(g, MEM_NEXT, m.wChain(w));
   m.setWChain(w, <u32>g + 1);
+  if ((unchecked(m.sFlags[s]) & S_HEADLESS) != 0) markHeadless(m, w);
   m.memLive++;
   if (overrides !== null && overrides.length > 0) {
     const o = m.memOverrides;
@@ -295,10 +298,33 @@ function freeMembership(m: Mesh, g: i32): void {
   m.memLive--;
 }
 
+/** Sets w's bit in wHeadless (model.ts): w may be an endpoint of a headless service. */
+function markHeadless(m: Mesh, w: i32): void {
+  const word = w >> 5;
+  if (w < 0 || word >= m.wHeadless.length) return;
+  unchecked((m.wHeadless[word] |= <u32>1 << (<u32>w & 31)));
+}
+
+/**
+ * Marks every current member of service s in wHeadless: for a service that is (or just became)
+ * headless while members joined it before (a service upsert keeps its members; the JSON build
+ * adds endpoints before it writes the service's flags).
+ */
+export function markHeadlessMembers(m: Mesh, s: i32): void {
+  const pool = m.sMembers;
+  const at = pool.offset(s);
+  if (at < 0) return;
+  const count = min(<i32>pool.word(at), pool.capacityOf(s) - 1);
+  for (let i = 0; i < count; i++) markHeadless(m, <i32>pool.word(at + 1 + i));
+}
+
 /** Drops every membership of workload w. */
 function dropMemberships(m: Mesh, w: i32): void {
   let g = <i32>m.wChain(w) - 1;
   m.setWChain(w, 0);
+  // No memberships left, so no headless one: the only place the hint is cleared.
+  const word = w >> 5;
+  if (word < m.wHeadless.length) unchecked((m.wHeadless[word] &= ~(<u32>1 << (<u32>w & 31))));
   for (let guard = 0; g >= 0 && g < m.memTotal && guard < m.memTotal; guard++) {
     const next = <i32>m.mem3(g, MEM_NEXT) - 1;
     // Unlinked already (the whole chain goes), so the swap-remove's membershipOf on other
@@ -354,6 +380,7 @@ export function setService(m: Mesh, s: i32, flags: u8, waypoint: i32, lbPrefs: u
   unchecked((m.sWaypoint[s] = <u32>(waypoint + 1)));
   unchecked((m.sLbPrefs[s] = lbPrefs));
   if (s >= m.serviceTotal) m.serviceTotal = s + 1;
+  if ((flags & S_HEADLESS) != 0) markHeadlessMembers(m, s);
 }
 
 /** Sets s's hostname (free of other owners: checked by the caller). */

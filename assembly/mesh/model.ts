@@ -157,6 +157,16 @@ export class Mesh {
    */
   wCols: StaticArray<u32> = new StaticArray<u32>(0);
   /**
+   * Bit w (word w >> 5): w may be an endpoint of a headless service. Set whenever w has a
+   * membership in a service that is headless (edit.ts: addMembership, markHeadlessMembers);
+   * cleared only when all of w's memberships go, so it can be stale-true (a walk for nothing),
+   * never stale-false. headlessMatch reads it first: the ~98% of pods in no headless service
+   * then skip the membership walk, whose membership loads miss the cache at 1M pods
+   * (+0.5 us of guest code per passthrough_mtls connection measured against the configure-time
+   * index this replaced, bench/scale/README.md). 1 bit per pod.
+   */
+  wHeadless: StaticArray<u32> = new StaticArray<u32>(0);
+  /**
    * Reference id + 1; 0 = none. Dense only when many workloads have one (a service waypoint is
    * the common case; a workload's own waypoint or gateway is rare), so a mesh without them pays
    * nothing per pod, and one with a few gateway-fronted workloads pays only for those.
@@ -715,7 +725,20 @@ export class Mesh {
   headlessCluster(w: i32, port: i32): ArrayBuffer | null {
     const found = this.headlessMatch(w, port);
     if (found < 0) return null;
-    const slot = <i32>(found & 0xffffffff);
+    return this.portSlotCluster(<i32>(found & 0xffffffff));
+  }
+
+  /**
+   * The match as one value, (service id << 32) | port slot, or -1: for a caller that needs the
+   * service and its cluster of one connection, so the membership walk runs once, not per field
+   * (passthrough_mtls's decision; portSlotCluster turns the slot into the cluster name).
+   */
+  headlessMatchOf(w: i32, port: i32): i64 {
+    return this.headlessMatch(w, port);
+  }
+
+  /** The cluster name (UTF-8, shared) of port slot `slot`, or null; slots come from headlessMatchOf. */
+  portSlotCluster(slot: i32): ArrayBuffer | null {
     return inRange(slot, this.slotCluster.length) ? unchecked(this.slotCluster[slot]) : null;
   }
 
@@ -891,7 +914,7 @@ export class Mesh {
     t += this.networks.byteSize() + this.identities.byteSize();
     t += this.localities.byteSize() + this.localityPrefixes.byteSize();
     t += <i64>this.localityParts.length * 4 + OBJECT_OVERHEAD;
-    t += arrayBytes(this.wCols);
+    t += arrayBytes(this.wCols) + arrayBytes(this.wHeadless);
     t += this.wWaypoint.byteSize() + this.wGateway.byteSize() + this.wExtra.byteSize();
     t += this.v4Table.byteSize() + this.v6Table.byteSize();
     t += arrayBytes(this.mem);
@@ -958,9 +981,15 @@ export class Mesh {
     return -1;
   }
 
+  /** Whether w may be an endpoint of a headless service (wHeadless). */
+  mayBeHeadlessMember(w: i32): bool {
+    const word = <i32>(<u32>w >> 5);
+    return w >= 0 && word < this.wHeadless.length && (unchecked(this.wHeadless[word]) & (<u32>1 << (<u32>w & 31))) != 0;
+  }
+
   /** (service << 32 | port slot) of the headless match for (w, target port), or -1. */
   private headlessMatch(w: i32, port: i32): i64 {
-    if (!inRange(w, this.workloadTotal) || !validPort(port)) return -1;
+    if (!inRange(w, this.workloadTotal) || !validPort(port) || !this.mayBeHeadlessMember(w)) return -1;
     let best: i64 = -1;
     let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {

@@ -41,7 +41,7 @@ import {
   W_LIVE,
   W_V4,
 } from "./model";
-import { addLocalityParts, addMembership, ensureMemberships, ensureServices, ensureWorkloads, reserveMembers, reserveSlots, setAddresses, setHostname, setPorts, setSans, setVips } from "./edit";
+import { addLocalityParts, addMembership, ensureMemberships, markHeadlessMembers, ensureServices, ensureWorkloads, reserveMembers, reserveSlots, setAddresses, setHostname, setPorts, setSans, setVips } from "./edit";
 import { failElementString, failEnum, failInteger, FieldReader } from "./fields";
 import { ChunkPool } from "./pool";
 import { ADDED, AddrTable4, AddrTable6, exactCapacity, MAX_TABLE_NETWORKS, mix32, mix64, slotOf, SparseColumn, tableCapacity, U64Table } from "./table";
@@ -1419,6 +1419,8 @@ class MeshParser {
     let flags: u8 = headless ? S_HEADLESS | S_LIVE : S_LIVE;
     if (this.loadBalancing(i, f)) flags |= S_LB_STANDARD;
     unchecked((m.sFlags[i] = flags));
+    // Its endpoints were added above, before these flags: mark them now (model.ts: wHeadless).
+    if (headless) markHeadlessMembers(m, i);
   }
 
   /** `ports`: service port → default target port; one port slot each, with its cluster name. */

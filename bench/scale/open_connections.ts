@@ -20,7 +20,7 @@ export interface OpenOptions {
 }
 
 /** Holds connections of the mixed stream until `level` contexts are open (closed ones do not count). */
-function openUntil(vm: Vm, held: Connection[], level: number): void {
+export function openUntil(vm: Vm, held: Connection[], level: number): void {
   const { host, mixed } = vm;
   for (let guard = 0; host.liveContexts - 1 < level && guard < level * 4; guard++) {
     const connection = host.connect(mixed[vm.made % mixed.length]);

@@ -173,7 +173,7 @@ class PassthroughConnection extends ConnectionContext {
     }
     ok = ok && this.pinIdentity(config, decision.workload, config.subsetMode);
     if (decision.route == Route.HeadlessMember) {
-      const cluster = config.mesh.headlessCluster(decision.workload, dst.port);
+      const cluster = config.mesh.portSlotCluster(decision.slot);
       ok = ok && cluster !== null && this.pinAddress(lbAddress) && this.pick(cluster);
       if (!ok) return this.reject(dst);
       root.headless.inc();
