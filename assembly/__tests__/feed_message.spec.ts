@@ -9,7 +9,7 @@ function message(kind: u16, epoch: u64, base: u64, version: u64, body: i32, decl
   const out = new ArrayBuffer(56 + body);
   const at = changetype<usize>(out);
   store<u32>(at, 0x3148534d);
-  store<u16>(at + 4, 1);
+  store<u16>(at + 4, 2);
   store<u16>(at + 6, kind);
   store<u64>(at + 8, epoch);
   store<u64>(at + 16, base);
@@ -41,8 +41,8 @@ describe("feed message header", () => {
     store<u8>(changetype<usize>(magic), 0);
     expect(headerError(magic)).toBe("header.magic: not a mesh feed message");
     const format = message(1, 7, 0, 3, 0);
-    store<u16>(changetype<usize>(format) + 4, 2);
-    expect(headerError(format)).toBe("header.formatVersion: 2 is not supported (this build reads 1)");
+    store<u16>(changetype<usize>(format) + 4, 1);
+    expect(headerError(format)).toBe("header.formatVersion: 1 is not supported (this build reads 2)");
     expect(headerError(message(4, 7, 0, 3, 0))).toBe("header.kind: 4 is none of 1 (full), 2 (delta), 3 (no change)");
     expect(headerError(message(1, 0, 0, 3, 0))).toBe("header.epoch: must not be 0");
     expect(headerError(message(1, 7, 0, 3, 8, 9))).toBe("header.bodyLength: 9 but the message has 8 bytes after the header");

@@ -3,7 +3,7 @@
 // the memberships (checked against a reference walk over every service's endpoints).
 import { parseMeshConfigString } from "../mesh";
 import { addMembership, ensureServices, ensureWorkloads, removeService, removeWorkload, setPorts, setService, setWorkload } from "../mesh/edit";
-import { Mesh, S_HEADLESS, W_LIVE } from "../mesh/model";
+import { MEM_NEXT, Mesh, S_HEADLESS, W_LIVE } from "../mesh/model";
 import { ChunkPool } from "../mesh/pool";
 import { AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
 
@@ -147,7 +147,7 @@ describe("memberships under churn", () => {
 
 function freeCount(m: Mesh): i32 {
   let n = 0;
-  for (let g = m.memFree - 1; g >= 0 && n <= m.memTotal; g = <i32>m.memNext[g] - 1) n++;
+  for (let g = m.memFree - 1; g >= 0 && n <= m.memTotal; g = <i32>m.mem3(g, MEM_NEXT) - 1) n++;
   return n;
 }
 

@@ -316,7 +316,7 @@ class LegacyMeshParser {
     const network = f.optionalString(obj, "network", "");
     const net = this.networkId(network, f, "network");
     if (net < 0) return;
-    unchecked((m.wNetwork[i] = <u16>net));
+    m.setWNet(i, <u16>net);
 
     const tls = f.optionalEnum(obj, "tlsMode", TLS_MODES, "disabled");
     const identity = this.identity(obj, f, tls == "istio");
@@ -327,11 +327,11 @@ class LegacyMeshParser {
     if (loc < 0) {
       return f.failField("locality", "not a locality (expected " + LOCALITY_SHAPE + "): " + legacyQ(locality));
     }
-    unchecked((m.wLocality[i] = <u16>loc));
+    m.setWLoc(i, <u16>loc);
     let info = <u32>identity | W_LIVE; // checked against IDENTITY_MASK when interned
     if (tls == "istio") info |= W_ISTIO;
     if (healthy) info |= W_HEALTHY;
-    unchecked((m.wIdentityFlags[i] = info));
+    m.setWInfo(i, info);
 
     const waypoint = f.optionalObject(obj, "waypoint");
     if (waypoint !== null) {

@@ -11,6 +11,10 @@ import {
   IDENTITY_MASK,
   M_OVERRIDES,
   M_POS_MASK,
+  MEM_NEXT,
+  MEM_POS,
+  MEM_SERVICE,
+  MEM_STRIDE,
   Mesh,
   portKey,
   S_HEADLESS,
@@ -50,14 +54,10 @@ function growU8(a: StaticArray<u8>, n: i32): StaticArray<u8> {
 
 /** Columns for workload ids < n: exactly n when `exact` (a build), else by doubling. */
 export function ensureWorkloads(m: Mesh, n: i32, exact: bool = false): void {
-  const have = m.wIdentityFlags.length;
+  const have = m.workloadCapacity();
   if (n > have) {
     const cap = exact ? n : grown(have, n);
-    m.wIdentityFlags = growU32(m.wIdentityFlags, cap);
-    m.wNetwork = growU16(m.wNetwork, cap);
-    m.wLocality = growU16(m.wLocality, cap);
-    m.wV4 = growU32(m.wV4, cap);
-    m.wMember = growU32(m.wMember, cap);
+    m.wCols = growU32(m.wCols, cap << 2);
     m.wHeadless = growU32(m.wHeadless, (cap + 31) >> 5);
   }
 }
@@ -77,12 +77,10 @@ export function ensureServices(m: Mesh, n: i32, exact: bool = false): void {
 /** Room for `n` more membership ids. */
 export function ensureMemberships(m: Mesh, extra: i32, exact: bool = false): void {
   const need = m.memTotal + extra;
-  const have = m.memService.length;
+  const have = m.memCapacity();
   if (need > have) {
     const cap = exact ? need : grown(have, need);
-    m.memService = growU32(m.memService, cap);
-    m.memPos = growU32(m.memPos, cap);
-    m.memNext = growU32(m.memNext, cap);
+    m.mem = growU32(m.mem, cap * MEM_STRIDE);
   }
 }
 
@@ -112,14 +110,13 @@ export function reserveSlots(m: Mesh, n: i32): void {
  * Addresses, references and memberships are set separately.
  */
 export function setWorkload(m: Mesh, w: i32, info: u32, network: i32, locality: i32): void {
-  if (w < 0 || w >= m.wIdentityFlags.length) return;
-  const before = unchecked(m.wIdentityFlags[w]);
+  if (w < 0 || w >= m.workloadCapacity()) return;
+  const before = m.wInfo(w);
   if ((before & W_LIVE) == 0) m.liveWorkloads++;
   // Keep the address bits: setAddresses owns them.
   const keep = before & (W_V4 | W_EXTRA);
-  unchecked((m.wIdentityFlags[w] = (info & ~(W_V4 | W_EXTRA)) | keep | W_LIVE));
-  unchecked((m.wNetwork[w] = <u16>network));
-  unchecked((m.wLocality[w] = <u16>locality));
+  m.setWInfo(w, (info & ~(W_V4 | W_EXTRA)) | keep | W_LIVE);
+  m.setWPlace(w, <u32>network, <u32>locality);
   if (w >= m.workloadTotal) m.workloadTotal = w + 1;
 }
 
@@ -128,21 +125,21 @@ export function setWorkload(m: Mesh, w: i32, info: u32, network: i32, locality: 
  * touch the address tables (insertAddresses / the build's fillV4Table do).
  */
 export function setAddresses(m: Mesh, w: i32, v4: Array<u32>, v6: Array<u64>): void {
-  if (w < 0 || w >= m.wIdentityFlags.length) return;
-  let info = unchecked(m.wIdentityFlags[w]) & ~(W_V4 | W_EXTRA);
+  if (w < 0 || w >= m.workloadCapacity()) return;
+  let info = m.wInfo(w) & ~(W_V4 | W_EXTRA);
   const n4 = v4.length;
   const n6 = v6.length >> 1;
   let from = 0;
   if (n4 > 0) {
     info |= W_V4;
-    unchecked((m.wV4[w] = unchecked(v4[0])));
+    m.setWIp4(w, unchecked(v4[0]));
     from = 1;
   }
   const extra4 = n4 - from;
   if (extra4 > 0 || n6 > 0) {
     info |= W_EXTRA;
     const pool = m.wExtra;
-    const at = pool.alloc(w, 1 + extra4 + n6 * 4, m.wIdentityFlags.length);
+    const at = pool.alloc(w, 1 + extra4 + n6 * 4, m.workloadCapacity());
     pool.setWord(at, <u32>extra4);
     for (let i = 0; i < extra4; i++) pool.setWord(at + 1 + i, unchecked(v4[from + i]));
     const base = at + 1 + extra4;
@@ -157,7 +154,16 @@ export function setAddresses(m: Mesh, w: i32, v4: Array<u32>, v6: Array<u64>): v
   } else {
     m.wExtra.free(w);
   }
-  unchecked((m.wIdentityFlags[w] = info));
+  m.setWInfo(w, info);
+}
+
+/** setAddresses for the common case of one IPv4 address (no lists to fill). */
+export function setSingleV4(m: Mesh, w: i32, ip: u32): void {
+  if (w < 0 || w >= m.workloadCapacity()) return;
+  const info = (m.wInfo(w) & ~W_EXTRA) | W_V4;
+  m.setWIp4(w, ip);
+  if ((m.wInfo(w) & W_EXTRA) != 0) m.wExtra.free(w);
+  m.setWInfo(w, info);
 }
 
 const scratchAddress = new Address();
@@ -198,10 +204,9 @@ export function removeWorkload(m: Mesh, w: i32): void {
   m.wWaypoint.remove(w);
   m.wGateway.remove(w);
   dropMemberships(m, w);
-  unchecked((m.wIdentityFlags[w] = 0));
-  unchecked((m.wNetwork[w] = 0));
-  unchecked((m.wLocality[w] = 0));
-  unchecked((m.wV4[w] = 0));
+  m.setWInfo(w, 0);
+  m.setWPlace(w, 0, 0);
+  m.setWIp4(w, 0);
   m.liveWorkloads--;
 }
 
@@ -212,7 +217,7 @@ export function clearWorkload(m: Mesh, w: i32): void {
 
 /** Sets w's waypoint / gateway reference ids (-1 = none). */
 export function setWorkloadRefs(m: Mesh, w: i32, waypoint: i32, gateway: i32): void {
-  const span = m.wIdentityFlags.length;
+  const span = m.workloadCapacity();
   m.wWaypoint.put(w, <u32>(waypoint + 1), span);
   m.wGateway.put(w, <u32>(gateway + 1), span);
 }
@@ -224,10 +229,10 @@ export function setWorkloadRefs(m: Mesh, w: i32, waypoint: i32, gateway: i32): v
  * id. `overrides` are (service port << 16 | target port) words.
  */
 export function addMembership(m: Mesh, w: i32, s: i32, overrides: Array<u32> | null = null): i32 {
-  if (w < 0 || w >= m.wIdentityFlags.length || s < 0 || s >= m.sFlags.length) return -1;
+  if (w < 0 || w >= m.workloadCapacity() || s < 0 || s >= m.sFlags.length) return -1;
   let g = m.memFree - 1;
-  if (g >= 0 && g < m.memService.length) {
-    m.memFree = <i32>unchecked(m.memNext[g]);
+  if (g >= 0 && g < m.memCapacity()) {
+    m.memFree = <i32>m.mem3(g, MEM_NEXT);
   } else {
     ensureMemberships(m, 1);
     g = m.memTotal++;
@@ -243,17 +248,17 @@ export function addMembership(m: Mesh, w: i32, s: i32, overrides: Array<u32> | n
   }
   pool.setWord(at + 1 + count, <u32>w);
   pool.setWord(at, <u32>(count + 1));
-  unchecked((m.memService[g] = <u32>s + 1));
-  unchecked((m.memPos[g] = <u32>count));
-  unchecked((m.memNext[g] = unchecked(m.wMember[w])));
-  unchecked((m.wMember[w] = <u32>g + 1));
+  m.setMem(g, MEM_SERVICE, <u32>s + 1);
+  m.setMem(g, MEM_POS, <u32>count);
+  m.setMem(g, MEM_NEXT, m.wChain(w));
+  m.setWChain(w, <u32>g + 1);
   if ((unchecked(m.sFlags[s]) & S_HEADLESS) != 0) markHeadless(m, w);
   m.memLive++;
   if (overrides !== null && overrides.length > 0) {
     const o = m.memOverrides;
-    const oat = o.alloc(g, overrides.length, m.memService.length);
+    const oat = o.alloc(g, overrides.length, m.memCapacity());
     for (let i = 0; i < overrides.length; i++) o.setWord(oat + i, unchecked(overrides[i]));
-    unchecked((m.memPos[g] |= M_OVERRIDES));
+    m.setMem(g, MEM_POS, m.mem3(g, MEM_POS) | M_OVERRIDES);
   }
   return g;
 }
@@ -270,8 +275,8 @@ export function reserveMembers(m: Mesh, s: i32, count: i32): void {
 
 /** Frees membership g (already unlinked from its workload's chain): swap-remove from s. */
 function freeMembership(m: Mesh, g: i32): void {
-  const s = <i32>unchecked(m.memService[g]) - 1;
-  const pos = <i32>(unchecked(m.memPos[g]) & M_POS_MASK);
+  const s = <i32>m.mem3(g, MEM_SERVICE) - 1;
+  const pos = <i32>(m.mem3(g, MEM_POS) & M_POS_MASK);
   const pool = m.sMembers;
   const at = pool.offset(s);
   if (at >= 0) {
@@ -281,14 +286,14 @@ function freeMembership(m: Mesh, g: i32): void {
       const moved = <i32>pool.word(at + 1 + last);
       pool.setWord(at + 1 + pos, <u32>moved);
       const mg = m.membershipOf(moved, s);
-      if (mg >= 0) unchecked((m.memPos[mg] = (unchecked(m.memPos[mg]) & M_OVERRIDES) | <u32>pos));
+      if (mg >= 0) m.setMem(mg, MEM_POS, (m.mem3(mg, MEM_POS) & M_OVERRIDES) | <u32>pos);
     }
     if (count > 0) pool.setWord(at, <u32>last);
   }
-  if ((unchecked(m.memPos[g]) & M_OVERRIDES) != 0) m.memOverrides.free(g);
-  unchecked((m.memService[g] = 0));
-  unchecked((m.memPos[g] = 0));
-  unchecked((m.memNext[g] = <u32>m.memFree));
+  if ((m.mem3(g, MEM_POS) & M_OVERRIDES) != 0) m.memOverrides.free(g);
+  m.setMem(g, MEM_SERVICE, 0);
+  m.setMem(g, MEM_POS, 0);
+  m.setMem(g, MEM_NEXT, <u32>m.memFree);
   m.memFree = g + 1;
   m.memLive--;
 }
@@ -315,13 +320,13 @@ export function markHeadlessMembers(m: Mesh, s: i32): void {
 
 /** Drops every membership of workload w. */
 function dropMemberships(m: Mesh, w: i32): void {
-  let g = <i32>unchecked(m.wMember[w]) - 1;
-  unchecked((m.wMember[w] = 0));
+  let g = <i32>m.wChain(w) - 1;
+  m.setWChain(w, 0);
   // No memberships left, so no headless one: the only place the hint is cleared.
   const word = w >> 5;
   if (word < m.wHeadless.length) unchecked((m.wHeadless[word] &= ~(<u32>1 << (<u32>w & 31))));
   for (let guard = 0; g >= 0 && g < m.memTotal && guard < m.memTotal; guard++) {
-    const next = <i32>unchecked(m.memNext[g]) - 1;
+    const next = <i32>m.mem3(g, MEM_NEXT) - 1;
     // Unlinked already (the whole chain goes), so the swap-remove's membershipOf on other
     // workloads is unaffected.
     freeMembership(m, g);
@@ -352,12 +357,12 @@ function dropServiceMembers(m: Mesh, s: i32): void {
 /** Removes g from w's chain. */
 function unlink(m: Mesh, w: i32, g: i32): void {
   let prev = -1;
-  let cur = <i32>unchecked(m.wMember[w]) - 1;
+  let cur = <i32>m.wChain(w) - 1;
   for (let guard = 0; cur >= 0 && cur < m.memTotal && guard < m.memTotal; guard++) {
-    const next = unchecked(m.memNext[cur]);
+    const next = m.mem3(cur, MEM_NEXT);
     if (cur == g) {
-      if (prev < 0) unchecked((m.wMember[w] = next));
-      else unchecked((m.memNext[prev] = next));
+      if (prev < 0) m.setWChain(w, next);
+      else m.setMem(prev, MEM_NEXT, next);
       return;
     }
     prev = cur;

@@ -71,7 +71,7 @@ export const W_ISTIO: u32 = 1 << 24;
 export const W_HEALTHY: u32 = 2 << 24;
 /** The id holds a workload (ids are reused; a removed one reads as absent). */
 export const W_LIVE: u32 = 4 << 24;
-/** The first IPv4 address is in wV4. */
+/** The first IPv4 address is in the W_IP4 word. */
 export const W_V4: u32 = 8 << 24;
 /** More addresses are in the wExtra chunk ([n4, v4 x n4, v6 as 4 words each]). */
 export const W_EXTRA: u32 = 16 << 24;
@@ -79,7 +79,17 @@ export const W_EXTRA: u32 = 16 << 24;
 export const S_HEADLESS: u8 = 1;
 export const S_LB_STANDARD: u8 = 2;
 export const S_LIVE: u8 = 4;
-/** memPos bit: the membership has port overrides (a memOverrides chunk). */
+// A workload's words (Mesh.wCols).
+export const W_INFO: i32 = 0;
+export const W_PLACE: i32 = 1;
+export const W_IP4: i32 = 2;
+export const W_CHAIN: i32 = 3;
+// A membership's words (Mesh.mem).
+export const MEM_SERVICE: i32 = 0;
+export const MEM_POS: i32 = 1;
+export const MEM_NEXT: i32 = 2;
+export const MEM_STRIDE: i32 = 3;
+/** MEM_POS bit: the membership has port overrides (a memOverrides chunk). */
 export const M_OVERRIDES: u32 = 0x80000000;
 export const M_POS_MASK: u32 = 0x7fffffff;
 /** Words per VIP in a service's sVips chunk: [network << 8 | family, v4 or hi/lo as 4 words]. */
@@ -136,24 +146,22 @@ export class Mesh {
   epoch: u64 = 0;
   version: u64 = 0;
 
-  // ---- Workloads (ids < workloadTotal; capacity = wIdentityFlags.length) ----
+  // ---- Workloads (ids < workloadTotal; capacity = workloadCapacity()) ----
   workloadTotal: i32 = 0;
   liveWorkloads: i32 = 0;
-  /** Identity id (bits 0..23) and W_* flags. 0 = no workload at this id. */
-  wIdentityFlags: StaticArray<u32> = new StaticArray<u32>(0);
-  wNetwork: StaticArray<u16> = new StaticArray<u16>(0);
-  /** Locality id (at most MAX_LOCALITIES distinct). */
-  wLocality: StaticArray<u16> = new StaticArray<u16>(0);
-  /** The first IPv4 address (when W_V4). */
-  wV4: StaticArray<u32> = new StaticArray<u32>(0);
-  /** First membership id + 1 of the workload's chain (memNext), 0 = none. */
-  wMember: StaticArray<u32> = new StaticArray<u32>(0);
+  /**
+   * Per workload id, four words side by side (W_INFO: identity id in bits 0..23 and the W_*
+   * flags, 0 = no workload at this id; W_PLACE: network id | locality id << 16; W_IP4: the
+   * first IPv4 address when W_V4; W_CHAIN: first membership id + 1 of its chain, 0 = none):
+   * a lookup or an update of one workload touches one cache line rather than five arrays.
+   */
+  wCols: StaticArray<u32> = new StaticArray<u32>(0);
   /**
    * Bit w (word w >> 5): w may be an endpoint of a headless service. Set whenever w has a
    * membership in a service that is headless (edit.ts: addMembership, markHeadlessMembers);
    * cleared only when all of w's memberships go, so it can be stale-true (a walk for nothing),
    * never stale-false. headlessMatch reads it first: the ~98% of pods in no headless service
-   * then skip the membership walk, whose wMember / memService loads miss the cache at 1M pods
+   * then skip the membership walk, whose membership loads miss the cache at 1M pods
    * (+0.5 us of guest code per passthrough_mtls connection measured against the configure-time
    * index this replaced, bench/scale/README.md). 1 bit per pod.
    */
@@ -175,14 +183,96 @@ export class Mesh {
   memLive: i32 = 0;
   /** Free membership ids, chained through memNext (head + 1; 0 = none). */
   memFree: i32 = 0;
-  /** Service id + 1; 0 = a free id. */
-  memService: StaticArray<u32> = new StaticArray<u32>(0);
-  /** Position in the service's member list, | M_OVERRIDES when it has port overrides. */
-  memPos: StaticArray<u32> = new StaticArray<u32>(0);
-  /** Next membership of the same workload + 1 (0 ends the chain). */
-  memNext: StaticArray<u32> = new StaticArray<u32>(0);
+  /**
+   * Per membership, three words side by side (MEM_SERVICE: service id + 1, 0 = a free id;
+   * MEM_POS: position in the service's member list | M_OVERRIDES when it has port overrides;
+   * MEM_NEXT: next membership of the same workload + 1, 0 ends the chain), so an update that
+   * touches a membership touches one cache line rather than three arrays.
+   */
+  mem: StaticArray<u32> = new StaticArray<u32>(0);
   /** Per-membership target-port overrides: words (service port << 16 | target port). */
   memOverrides: ChunkPool = new ChunkPool();
+
+  /** Workload ids the columns have room for. */
+  // @ts-ignore: decorator
+  @inline workloadCapacity(): i32 {
+    return this.wCols.length >> 2;
+  }
+
+  // Workload w's words (w within capacity: callers check).
+  // @ts-ignore: decorator
+  @inline wInfo(w: i32): u32 {
+    return unchecked(this.wCols[(w << 2) + W_INFO]);
+  }
+
+  // @ts-ignore: decorator
+  @inline setWInfo(w: i32, v: u32): void {
+    unchecked((this.wCols[(w << 2) + W_INFO] = v));
+  }
+
+  // @ts-ignore: decorator
+  @inline wNet(w: i32): u32 {
+    return unchecked(this.wCols[(w << 2) + W_PLACE]) & 0xffff;
+  }
+
+  // @ts-ignore: decorator
+  @inline setWNet(w: i32, v: u32): void {
+    const at = (w << 2) + W_PLACE;
+    unchecked((this.wCols[at] = (unchecked(this.wCols[at]) & 0xffff0000) | (v & 0xffff)));
+  }
+
+  // @ts-ignore: decorator
+  @inline wLoc(w: i32): u32 {
+    return unchecked(this.wCols[(w << 2) + W_PLACE]) >>> 16;
+  }
+
+  // @ts-ignore: decorator
+  @inline setWLoc(w: i32, v: u32): void {
+    const at = (w << 2) + W_PLACE;
+    unchecked((this.wCols[at] = (unchecked(this.wCols[at]) & 0xffff) | (v << 16)));
+  }
+
+  /** Network and locality in one store. */
+  // @ts-ignore: decorator
+  @inline setWPlace(w: i32, network: u32, locality: u32): void {
+    unchecked((this.wCols[(w << 2) + W_PLACE] = (network & 0xffff) | (locality << 16)));
+  }
+
+  // @ts-ignore: decorator
+  @inline wIp4(w: i32): u32 {
+    return unchecked(this.wCols[(w << 2) + W_IP4]);
+  }
+
+  // @ts-ignore: decorator
+  @inline setWIp4(w: i32, v: u32): void {
+    unchecked((this.wCols[(w << 2) + W_IP4] = v));
+  }
+
+  // @ts-ignore: decorator
+  @inline wChain(w: i32): u32 {
+    return unchecked(this.wCols[(w << 2) + W_CHAIN]);
+  }
+
+  // @ts-ignore: decorator
+  @inline setWChain(w: i32, v: u32): void {
+    unchecked((this.wCols[(w << 2) + W_CHAIN] = v));
+  }
+
+  /** Membership g's word `field` (g within capacity: callers check). */
+  // @ts-ignore: decorator
+  @inline mem3(g: i32, field: i32): u32 {
+    return unchecked(this.mem[g * MEM_STRIDE + field]);
+  }
+
+  // @ts-ignore: decorator
+  @inline setMem(g: i32, field: i32, value: u32): void {
+    unchecked((this.mem[g * MEM_STRIDE + field] = value));
+  }
+
+  /** Membership ids the columns have room for. */
+  memCapacity(): i32 {
+    return this.mem.length / MEM_STRIDE;
+  }
 
   // ---- Services (ids < serviceTotal; capacity = sFlags.length) ----
   serviceTotal: i32 = 0;
@@ -260,7 +350,7 @@ export class Mesh {
   }
 
   workloadNetwork(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>unchecked(this.wNetwork[w]) : -1;
+    return inRange(w, this.workloadTotal) ? <i32>this.wNet(w) : -1;
   }
 
   workloadTlsMode(w: i32): TlsMode {
@@ -278,7 +368,7 @@ export class Mesh {
 
   /** Interned identity id (0 = none). */
   workloadIdentityId(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>(unchecked(this.wIdentityFlags[w]) & IDENTITY_MASK) : 0;
+    return inRange(w, this.workloadTotal) ? <i32>(this.wInfo(w) & IDENTITY_MASK) : 0;
   }
 
   /** SPIFFE identity, "" when none. */
@@ -293,7 +383,7 @@ export class Mesh {
 
   /** Interned locality id (0 = ""). */
   workloadLocalityId(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>unchecked(this.wLocality[w]) : 0;
+    return inRange(w, this.workloadTotal) ? <i32>this.wLoc(w) : 0;
   }
 
   /** "region/zone/subzone" as configured. */
@@ -334,7 +424,7 @@ export class Mesh {
   /** IPv4 addresses first, then IPv6, each in configuration order. */
   workloadAddressCount(w: i32): i32 {
     if (!inRange(w, this.workloadTotal)) return 0;
-    const info = unchecked(this.wIdentityFlags[w]);
+    const info = this.wInfo(w);
     let n = (info & W_V4) != 0 ? 1 : 0;
     if ((info & W_EXTRA) != 0) {
       const at = this.wExtra.offset(w);
@@ -350,10 +440,10 @@ export class Mesh {
   workloadAddress(w: i32, i: i32, out: Address): bool {
     out.clear();
     if (!inRange(w, this.workloadTotal) || i < 0) return false;
-    const info = unchecked(this.wIdentityFlags[w]);
+    const info = this.wInfo(w);
     if ((info & W_V4) != 0) {
       if (i == 0) {
-        out.setV4(unchecked(this.wV4[w]));
+        out.setV4(this.wIp4(w));
         return true;
       }
       i--;
@@ -379,33 +469,33 @@ export class Mesh {
 
   /** The workload's first membership id (its chain, newest first), or -1. */
   firstMembership(w: i32): i32 {
-    return inRange(w, this.workloadTotal) ? <i32>unchecked(this.wMember[w]) - 1 : -1;
+    return inRange(w, this.workloadTotal) ? <i32>this.wChain(w) - 1 : -1;
   }
 
   /** The next membership of the same workload, or -1. */
   nextMembership(g: i32): i32 {
-    return inRange(g, this.memTotal) && unchecked(this.memService[g]) != 0 ? <i32>unchecked(this.memNext[g]) - 1 : -1;
+    return inRange(g, this.memTotal) && this.mem3(g, MEM_SERVICE) != 0 ? <i32>this.mem3(g, MEM_NEXT) - 1 : -1;
   }
 
   /** The service of membership g, or -1. */
   membershipService(g: i32): i32 {
-    return inRange(g, this.memTotal) ? <i32>unchecked(this.memService[g]) - 1 : -1;
+    return inRange(g, this.memTotal) ? <i32>this.mem3(g, MEM_SERVICE) - 1 : -1;
   }
 
   /** g's position among its service's endpoints (endpointWorkload(s, e)), or -1. */
   membershipIndex(g: i32): i32 {
-    if (!inRange(g, this.memTotal) || unchecked(this.memService[g]) == 0) return -1;
-    return <i32>(unchecked(this.memPos[g]) & M_POS_MASK);
+    if (!inRange(g, this.memTotal) || this.mem3(g, MEM_SERVICE) == 0) return -1;
+    return <i32>(this.mem3(g, MEM_POS) & M_POS_MASK);
   }
 
   /** The membership of workload w in service s, or -1 (walks w's chain: a pod has few). */
   membershipOf(w: i32, s: i32): i32 {
     if (!inRange(w, this.workloadTotal)) return -1;
     const want = <u32>s + 1;
-    let g = <i32>unchecked(this.wMember[w]) - 1;
+    let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
-      if (unchecked(this.memService[g]) == want) return g;
-      g = <i32>unchecked(this.memNext[g]) - 1;
+      if (this.mem3(g, MEM_SERVICE) == want) return g;
+      g = <i32>this.mem3(g, MEM_NEXT) - 1;
     }
     return -1;
   }
@@ -493,7 +583,7 @@ export class Mesh {
   globalEndpointWorkload(g: i32): i32 {
     const s = this.membershipService(g);
     if (s < 0) return -1;
-    return this.endpointWorkload(s, <i32>(unchecked(this.memPos[g]) & M_POS_MASK));
+    return this.endpointWorkload(s, <i32>(this.mem3(g, MEM_POS) & M_POS_MASK));
   }
 
   /** The service global endpoint g belongs to, or -1 (O(1)). */
@@ -504,7 +594,7 @@ export class Mesh {
   /** g's position within its service `s` (= endpointService(g)), or -1. */
   globalEndpointIndex(s: i32, g: i32): i32 {
     if (s < 0 || this.membershipService(g) != s) return -1;
-    return <i32>(unchecked(this.memPos[g]) & M_POS_MASK);
+    return <i32>(this.mem3(g, MEM_POS) & M_POS_MASK);
   }
 
   /** Workload index of endpoint e (0-based within s), or -1. */
@@ -591,7 +681,7 @@ export class Mesh {
   /** Whether workloads a and b share `scope` (equal values, "" included, as Istio compares). */
   sameScope(scope: i32, a: i32, b: i32): bool {
     if (!inRange(a, this.workloadTotal) || !inRange(b, this.workloadTotal)) return false;
-    if (scope == Scope.Network) return unchecked(this.wNetwork[a]) == unchecked(this.wNetwork[b]);
+    if (scope == Scope.Network) return this.wNet(a) == this.wNet(b);
     if (scope == Scope.Region) return this.workloadRegion(a) == this.workloadRegion(b);
     if (scope == Scope.Zone) return this.workloadZone(a) == this.workloadZone(b);
     if (scope == Scope.Subzone) return this.workloadSubzone(a) == this.workloadSubzone(b);
@@ -662,9 +752,9 @@ export class Mesh {
     if (!inRange(w, this.workloadTotal) || !validPort(target)) return -1;
     let bestService = -1;
     let bestPort = -1;
-    let g = <i32>unchecked(this.wMember[w]) - 1;
+    let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
-      const s = <i32>unchecked(this.memService[g]) - 1;
+      const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       if (s >= 0 && (bestService < 0 || s < bestService)) {
         const n = this.servicePortCount(s);
         for (let i = 0; i < n; i++) {
@@ -680,7 +770,7 @@ export class Mesh {
           }
         }
       }
-      g = <i32>unchecked(this.memNext[g]) - 1;
+      g = <i32>this.mem3(g, MEM_NEXT) - 1;
     }
     return bestPort;
   }
@@ -688,16 +778,16 @@ export class Mesh {
   /** Whether some service listing w maps `servicePort` to TARGET port `target` for it. */
   mapsPort(w: i32, servicePort: i32, target: i32): bool {
     if (!inRange(w, this.workloadTotal) || !validPort(target)) return false;
-    let g = <i32>unchecked(this.wMember[w]) - 1;
+    let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
-      const s = <i32>unchecked(this.memService[g]) - 1;
+      const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       const slot = this.portSlot(s, servicePort);
       if (inRange(slot, this.slotTarget.length)) {
         let t = this.overrideOf(g, servicePort);
         if (t < 0) t = <i32>unchecked(this.slotTarget[slot]);
         if (t == target) return true;
       }
-      g = <i32>unchecked(this.memNext[g]) - 1;
+      g = <i32>this.mem3(g, MEM_NEXT) - 1;
     }
     return false;
   }
@@ -705,9 +795,9 @@ export class Mesh {
   /** Whether some service listing w maps one of its ports to a target port for it. */
   servesAnyPort(w: i32): bool {
     if (!inRange(w, this.workloadTotal)) return false;
-    let g = <i32>unchecked(this.wMember[w]) - 1;
+    let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
-      const s = <i32>unchecked(this.memService[g]) - 1;
+      const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       for (let i = 0, n = this.servicePortCount(s); i < n; i++) {
         const slot = this.slotAt(s, i);
         if (!inRange(slot, this.slotPort.length)) continue;
@@ -715,7 +805,7 @@ export class Mesh {
         if (t < 0) t = <i32>unchecked(this.slotTarget[slot]);
         if (validPort(t)) return true;
       }
-      g = <i32>unchecked(this.memNext[g]) - 1;
+      g = <i32>this.mem3(g, MEM_NEXT) - 1;
     }
     return false;
   }
@@ -824,11 +914,10 @@ export class Mesh {
     t += this.networks.byteSize() + this.identities.byteSize();
     t += this.localities.byteSize() + this.localityPrefixes.byteSize();
     t += <i64>this.localityParts.length * 4 + OBJECT_OVERHEAD;
-    t += arrayBytes(this.wIdentityFlags) + arrayBytes(this.wNetwork) + arrayBytes(this.wLocality);
-    t += arrayBytes(this.wV4) + arrayBytes(this.wMember) + arrayBytes(this.wHeadless);
+    t += arrayBytes(this.wCols) + arrayBytes(this.wHeadless);
     t += this.wWaypoint.byteSize() + this.wGateway.byteSize() + this.wExtra.byteSize();
     t += this.v4Table.byteSize() + this.v6Table.byteSize();
-    t += arrayBytes(this.memService) + arrayBytes(this.memPos) + arrayBytes(this.memNext);
+    t += arrayBytes(this.mem);
     t += this.memOverrides.byteSize();
     for (let s = 0; s < this.sHostname.length; s++) {
       t += <i64>unchecked(this.sHostname[s]).length * 2 + OBJECT_OVERHEAD + 4 + 24;
@@ -856,7 +945,7 @@ export class Mesh {
   }
 
   private flag(w: i32, bit: u32): bool {
-    return inRange(w, this.workloadTotal) && (unchecked(this.wIdentityFlags[w]) & bit) != 0;
+    return inRange(w, this.workloadTotal) && (this.wInfo(w) & bit) != 0;
   }
 
   private localityPart(w: i32, part: i32): i32 {
@@ -880,7 +969,7 @@ export class Mesh {
 
   /** Membership g's override for `servicePort`, or -1. */
   overrideOf(g: i32, servicePort: i32): i32 {
-    if (!inRange(g, this.memTotal) || (unchecked(this.memPos[g]) & M_OVERRIDES) == 0) return -1;
+    if (!inRange(g, this.memTotal) || (this.mem3(g, MEM_POS) & M_OVERRIDES) == 0) return -1;
     const pool = this.memOverrides;
     const at = pool.offset(g);
     if (at < 0) return -1;
@@ -892,19 +981,19 @@ export class Mesh {
     return -1;
   }
 
-  /** (service << 32 | port slot) of the headless match for (w, target port), or -1. */
   /** Whether w may be an endpoint of a headless service (wHeadless). */
   mayBeHeadlessMember(w: i32): bool {
     const word = <i32>(<u32>w >> 5);
     return w >= 0 && word < this.wHeadless.length && (unchecked(this.wHeadless[word]) & (<u32>1 << (<u32>w & 31))) != 0;
   }
 
+  /** (service << 32 | port slot) of the headless match for (w, target port), or -1. */
   private headlessMatch(w: i32, port: i32): i64 {
     if (!inRange(w, this.workloadTotal) || !validPort(port) || !this.mayBeHeadlessMember(w)) return -1;
     let best: i64 = -1;
-    let g = <i32>unchecked(this.wMember[w]) - 1;
+    let g = <i32>this.wChain(w) - 1;
     for (let guard = 0; g >= 0 && g < this.memTotal && guard < this.memTotal; guard++) {
-      const s = <i32>unchecked(this.memService[g]) - 1;
+      const s = <i32>this.mem3(g, MEM_SERVICE) - 1;
       if (this.serviceHeadless(s) && (best < 0 || s < <i32>(best >> 32))) {
         const n = this.servicePortCount(s);
         for (let i = 0; i < n; i++) {
@@ -918,7 +1007,7 @@ export class Mesh {
           }
         }
       }
-      g = <i32>unchecked(this.memNext[g]) - 1;
+      g = <i32>this.mem3(g, MEM_NEXT) - 1;
     }
     return best;
   }

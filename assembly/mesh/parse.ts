@@ -1049,11 +1049,11 @@ class MeshParser {
     m.v4Table = AddrTable4.over(this.shared, this.count4);
     const table = m.v4Table;
     const extra = m.wExtra;
-    for (let w = 0; w < read && w < m.wIdentityFlags.length; w++) {
-      const net = <i32>unchecked(m.wNetwork[w]);
-      const info = unchecked(m.wIdentityFlags[w]);
+    for (let w = 0; w < read && w < m.workloadCapacity(); w++) {
+      const net = <i32>m.wNet(w);
+      const info = m.wInfo(w);
       if ((info & W_V4) == 0) continue; // no IPv4 address at all (the first one is inline)
-      const clash = table.insert(unchecked(m.wV4[w]), w, net);
+      const clash = table.insert(m.wIp4(w), w, net);
       if (clash != ADDED) return this.failV4Clash(w, 0, clash, net);
       if ((info & W_EXTRA) == 0) continue;
       const at = extra.offset(w);
@@ -1117,7 +1117,7 @@ class MeshParser {
     let net = 0;
     if (f.optionalString(WF_NETWORK)) net = this.networkId(s, f, "network");
     if (r.failed()) return;
-    unchecked((m.wNetwork[i] = <u16>net));
+    m.setWNet(i, <u16>net);
 
     const istio = f.optionalEnum(WF_TLS_MODE, TLS_MODES, TLS_DISABLED) == TLS_ISTIO;
     const identity = this.identity(f, istio);
@@ -1131,11 +1131,11 @@ class MeshParser {
       if (loc > MAX_LOCALITIES) return f.failField("locality", "more than " + MAX_LOCALITIES.toString() + " distinct localities");
     }
     if (r.failed()) return;
-    unchecked((m.wLocality[i] = <u16>loc));
+    m.setWLoc(i, <u16>loc);
     let info = <u32>identity | W_LIVE; // identity checked against IDENTITY_MASK when interned
     if (istio) info |= W_ISTIO;
     if (healthy) info |= W_HEALTHY;
-    unchecked((m.wIdentityFlags[i] = info));
+    m.setWInfo(i, info);
 
     if (f.optionalObject(WF_WAYPOINT)) {
       const where = this.waypointFields.atField(this.workloadsPath, i, "waypoint");
@@ -1504,10 +1504,10 @@ class MeshParser {
     this.overrideCounts.length = 0;
     this.readEndpoints(si, f);
     // Clear the "already an endpoint" marks this service set.
-    const flags = m.wIdentityFlags;
+    const capacity = m.workloadCapacity();
     for (let k = 0; k < members.length; k++) {
       const w = unchecked(members[k]);
-      if (w < flags.length) unchecked((flags[w] &= ~W_ENDPOINT_MARK));
+      if (w < capacity) m.setWInfo(w, m.wInfo(w) & ~W_ENDPOINT_MARK);
     }
     if (this.reader.failed()) return;
     reserveMembers(m, si, members.length);
@@ -1527,7 +1527,7 @@ class MeshParser {
     const m = this.mesh;
     const list = f.stream;
     const path = f.fieldPath("endpoints");
-    const flags = m.wIdentityFlags;
+    const capacity = m.workloadCapacity();
     const members = this.members;
     for (let k = 0; !r.failed(); k++) {
       const t = list.next();
@@ -1536,14 +1536,14 @@ class MeshParser {
       if (!ef.read(list, t) || !ef.requireString(EF_WORKLOAD)) return;
       const s = ef.stream;
       const w = this.uids.find(s);
-      if (w < 0 || w >= flags.length) return ef.failField("workload", "unknown workload uid " + q(s.stringValue()));
-      if ((unchecked(flags[w]) & W_ENDPOINT_MARK) != 0) {
+      if (w < 0 || w >= capacity) return ef.failField("workload", "unknown workload uid " + q(s.stringValue()));
+      if ((m.wInfo(w) & W_ENDPOINT_MARK) != 0) {
         let before = 0;
         while (before < members.length && unchecked(members[before]) != w) before++;
         const first = r.indexPath(path, before);
         return ef.failField("workload", "workload " + q(s.stringValue()) + " is already an endpoint (at " + first + ")");
       }
-      unchecked((flags[w] |= W_ENDPOINT_MARK));
+      m.setWInfo(w, m.wInfo(w) | W_ENDPOINT_MARK);
       members.push(w);
       const before = this.overrideWords.length;
       if (ef.optionalObject(EF_PORTS)) this.endpointPorts(si, ef, f);

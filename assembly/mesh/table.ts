@@ -124,6 +124,11 @@ export class AddrTable4 {
     return this.used;
   }
 
+  /** The first word of `ip`'s home slot: a load with no use but to bring its line into the cache. */
+  touch(ip: u32): u32 {
+    return unchecked(this.slots[<i32>(slotOf(mix32(ip), this.capacity) << 1)]);
+  }
+
   /** The owner of `ip` on `network`, or -1. */
   find(ip: u32, network: i32): i32 {
     const slots = this.slots;

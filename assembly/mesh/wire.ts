@@ -1,5 +1,5 @@
-// The mesh feed's binary message, format v1 (docs: README.md "Update path"): a 56-byte header
-// and records, little-endian. This file knows the layout and reads one record at a time with
+// Reads the mesh feed's binary message, format v2 (docs: README.md "Update path"; the layout
+// is in wire_layout.ts, the full message's tables in wire_tables.ts): one record at a time,
 // every read bounds-checked and every per-record rule checked (wire_apply.ts adds the rules
 // that span records and applies). Nothing here allocates per record on the success path
 // except the decoding of texts the model does not know yet.
@@ -7,99 +7,23 @@ import { findInvalidUtf8At } from "../json/utf8";
 import { Address, FAMILY_NONE, FAMILY_V4, FAMILY_V6 } from "./ip";
 import { isHostname, isLocality, isSanText, isSpiffeIdentity, LOCALITY_SHAPE, SAN_COMMA, SPIFFE_SHAPE } from "./validate";
 
-export const WIRE_MAGIC: u32 = 0x3148534d; // "MSH1"
-export const WIRE_VERSION: u16 = 1;
-export const HEADER_BYTES: i32 = 56;
-// Header offsets.
-export const H_MAGIC: i32 = 0;
-export const H_FORMAT: i32 = 4;
-export const H_KIND: i32 = 6;
-export const H_EPOCH: i32 = 8;
-export const H_BASE: i32 = 16;
-export const H_VERSION: i32 = 24;
-export const H_WORKLOAD_LIMIT: i32 = 32;
-export const H_SERVICE_LIMIT: i32 = 36;
-export const H_RECORDS: i32 = 40;
-export const H_BODY: i32 = 44;
-export const H_RESERVED: i32 = 48;
-
-export const KIND_FULL: i32 = 1;
-export const KIND_DELTA: i32 = 2;
-export const KIND_NO_CHANGE: i32 = 3;
-
-export const REC_WORKLOAD_UPSERT: i32 = 1;
-export const REC_WORKLOAD_REMOVE: i32 = 2;
-export const REC_SERVICE_UPSERT: i32 = 3;
-export const REC_SERVICE_REMOVE: i32 = 4;
-/** The smallest record: type + id. */
-export const MIN_RECORD_BYTES: i32 = 5;
-
-// Workload upsert flags.
-export const WF_ISTIO: u8 = 1;
-export const WF_HEALTHY: u8 = 2;
-export const WF_WAYPOINT: u8 = 4;
-export const WF_GATEWAY: u8 = 8;
-// Service upsert flags.
-export const SF_HEADLESS: u8 = 1;
-export const SF_LB_STANDARD: u8 = 2;
-export const SF_WAYPOINT: u8 = 4;
-export const SF_CLUSTER: u8 = 8;
-// Reference kinds.
-export const REF_ADDRESS: u8 = 1;
-export const REF_HOSTNAME: u8 = 2;
-
-export function recordName(type: i32): string {
-  if (type == REC_WORKLOAD_UPSERT) return "workload upsert";
-  if (type == REC_WORKLOAD_REMOVE) return "workload remove";
-  if (type == REC_SERVICE_UPSERT) return "service upsert";
-  if (type == REC_SERVICE_REMOVE) return "service remove";
-  return "type " + type.toString();
-}
-
-/** A waypoint / gateway reference as read (texts point into the message). */
-export class WireRef {
-  present: bool = false;
-  kind: u8 = 0;
-  address: Address = new Address();
-  hostPtr: usize = 0;
-  hostLen: i32 = 0;
-  port: i32 = 0;
-}
-
-/** One workload upsert as read; lists are re-read from their offsets (already checked). */
-export class WireWorkload {
-  id: i32 = 0;
-  flags: u8 = 0;
-  netPtr: usize = 0;
-  netLen: i32 = 0;
-  identityPtr: usize = 0;
-  identityLen: i32 = 0;
-  localityPtr: usize = 0;
-  localityLen: i32 = 0;
-  waypoint: WireRef = new WireRef();
-  gateway: WireRef = new WireRef();
-  addressCount: i32 = 0;
-  addressAt: i32 = 0;
-  memberCount: i32 = 0;
-  memberAt: i32 = 0;
-}
-
-export class WireService {
-  id: i32 = 0;
-  hostPtr: usize = 0;
-  hostLen: i32 = 0;
-  flags: u8 = 0;
-  clusterPtr: usize = 0;
-  clusterLen: i32 = 0;
-  lbPrefs: u32 = 0;
-  portCount: i32 = 0;
-  portAt: i32 = 0;
-  vipCount: i32 = 0;
-  vipAt: i32 = 0;
-  waypoint: WireRef = new WireRef();
-  sanCount: i32 = 0;
-  sanAt: i32 = 0;
-}
+export * from "./wire_layout";
+import {
+  REC_WORKLOAD_COMPACT,
+  REF_ADDRESS,
+  REF_HOSTNAME,
+  T_AT,
+  T_LEN,
+  R_AT,
+  WF_GATEWAY,
+  WF_ISTIO,
+  WF_WAYPOINT,
+  WireRef,
+  WireService,
+  WireTables,
+  WireWorkload,
+  recordName,
+} from "./wire_layout";
 
 /**
  * Reads records. `fail` records the first problem as "record N (kind id I).field: reason";
@@ -122,8 +46,14 @@ export class WireReader {
   trusted: bool = false;
   private scratch: Address = new Address();
   private other: Address = new Address();
+  /** The tables of the message being read (empty outside a full message). */
+  tables: WireTables = new WireTables();
+  /** Set while the tables are read: failures are named `tables.<field>`. */
+  inTables: bool = false;
 
   reset(data: ArrayBuffer): void {
+    this.tables.clear();
+    this.inTables = false;
     this.base = changetype<usize>(data);
     this.end = data.byteLength;
     this.pos = 0;
@@ -142,7 +72,8 @@ export class WireReader {
     if (this.bad) return false;
     this.bad = true;
     let where: string;
-    if (this.record < 0) where = "header";
+    if (this.inTables) where = "tables";
+    else if (this.record < 0) where = "header";
     else {
       where = "record " + this.record.toString() + " (" + recordName(this.recordType);
       where += this.recordId >= 0 ? " id " + this.recordId.toString() + ")" : ")";
@@ -156,56 +87,94 @@ export class WireReader {
     return this.fail(field, "truncated (the message ends at byte " + this.end.toString() + ")");
   }
 
-  has(n: i32): bool {
+  // @ts-ignore: decorator
+  @inline has(n: i32): bool {
     return !this.bad && n >= 0 && this.pos <= this.end - n;
   }
 
   // The reads below answer 0 past the end (callers check has() or failed() per field).
-  u8(): u32 {
+  // @ts-ignore: decorator
+  @inline u8(): u32 {
     if (!this.has(1)) return this.stop();
     const v = <u32>load<u8>(this.base + <usize>this.pos);
     this.pos += 1;
     return v;
   }
 
-  u16(): u32 {
+  // @ts-ignore: decorator
+  @inline u16(): u32 {
     if (!this.has(2)) return this.stop();
     const v = <u32>load<u16>(this.base + <usize>this.pos);
     this.pos += 2;
     return v;
   }
 
-  u32(): u32 {
+  // @ts-ignore: decorator
+  @inline u32(): u32 {
     if (!this.has(4)) return this.stop();
     const v = load<u32>(this.base + <usize>this.pos);
     this.pos += 4;
     return v;
   }
 
+  /**
+   * An unsigned LEB128 integer of at most 31 bits (at most 5 bytes, no overlong form):
+   * -1 (failed, naming `field`) when truncated or out of range.
+   */
+  // @ts-ignore: decorator
+  @inline varint(field: string): i32 {
+    let v: u32 = 0;
+    for (let i = 0; i < 5; i++) {
+      if (!this.has(1)) {
+        this.stop();
+        this.truncated(field);
+        return -1;
+      }
+      const b = <u32>load<u8>(this.base + <usize>this.pos);
+      this.pos += 1;
+      v |= (b & 0x7f) << (<u32>i * 7);
+      if ((b & 0x80) == 0) {
+        if (i > 0 && b == 0) {
+          this.fail(field, "overlong varint");
+          return -1;
+        }
+        if (i == 4 && b > 7) break;
+        return <i32>v;
+      }
+    }
+    this.fail(field, "varint out of range (at most 2^31 - 1)");
+    return -1;
+  }
+
   u64At(at: i32): u64 {
     return at >= 0 && at <= this.end - 8 ? load<u64>(this.base + <usize>at) : 0;
   }
 
-  u32At(at: i32): u32 {
+  // @ts-ignore: decorator
+  @inline u32At(at: i32): u32 {
     return at >= 0 && at <= this.end - 4 ? load<u32>(this.base + <usize>at) : 0;
   }
 
-  u8At(at: i32): u32 {
+  // @ts-ignore: decorator
+  @inline u8At(at: i32): u32 {
     return at >= 0 && at < this.end ? <u32>load<u8>(this.base + <usize>at) : 0;
   }
 
-  u16At(at: i32): u32 {
+  // @ts-ignore: decorator
+  @inline u16At(at: i32): u32 {
     return at >= 0 && at <= this.end - 2 ? <u32>load<u16>(this.base + <usize>at) : 0;
   }
 
   /** Marks the reader as out of bytes (the caller names the field). */
-  private stop(): u32 {
+  // @ts-ignore: decorator
+  @inline private stop(): u32 {
     this.pos = this.end + 1;
     return 0;
   }
 
   /** Whether the last reads ran past the end (then the caller reports `truncated`). */
-  over(): bool {
+  // @ts-ignore: decorator
+  @inline over(): bool {
     return this.pos > this.end;
   }
 
@@ -287,31 +256,43 @@ export class WireReader {
     if (this.over()) return this.truncated("flags");
     if ((flags & 0xf0) != 0) return this.fail("flags", "unknown bits 0x" + (<u32>flags).toString(16));
     w.flags = flags;
-    if (!this.string("network")) return false;
-    w.netPtr = this.strPtr;
-    w.netLen = this.strLen;
-    if (!this.string("identity")) return false;
-    w.identityPtr = this.strPtr;
-    w.identityLen = this.strLen;
-    if ((flags & WF_ISTIO) != 0 && w.identityLen == 0) return this.fail("identity", "required when tlsMode is istio");
-    if (!this.string("locality")) return false;
-    w.localityPtr = this.strPtr;
-    w.localityLen = this.strLen;
     w.waypoint.present = false;
     w.gateway.present = false;
-    if ((flags & WF_WAYPOINT) != 0 && !this.ref("waypoint", w.waypoint)) return false;
-    if ((flags & WF_GATEWAY) != 0 && !this.ref("networkGateway", w.gateway)) return false;
+    if (this.recordType == REC_WORKLOAD_COMPACT) {
+      if (!this.compactHead(w, flags)) return false;
+    } else {
+      w.netText = -1;
+      w.identityText = -1;
+      w.localityText = -1;
+      w.waypointIndex = -1;
+      w.gatewayIndex = -1;
+      if (!this.string("network")) return false;
+      w.netPtr = this.strPtr;
+      w.netLen = this.strLen;
+      if (!this.string("identity")) return false;
+      w.identityPtr = this.strPtr;
+      w.identityLen = this.strLen;
+      if (!this.string("locality")) return false;
+      w.localityPtr = this.strPtr;
+      w.localityLen = this.strLen;
+      if ((flags & WF_WAYPOINT) != 0 && !this.ref("waypoint", w.waypoint)) return false;
+      if ((flags & WF_GATEWAY) != 0 && !this.ref("networkGateway", w.gateway)) return false;
+    }
+    if ((flags & WF_ISTIO) != 0 && w.identityLen == 0) return this.fail("identity", "required when tlsMode is istio");
     const count = <i32>this.u8();
     if (this.over()) return this.truncated("addresses");
     if (count == 0 && (flags & WF_GATEWAY) == 0) return this.fail("addresses", "must not be empty unless networkGateway is set");
     w.addressCount = count;
     w.addressAt = this.pos;
     const a = this.scratch;
+    let v4 = 0;
     for (let i = 0; i < count; i++) {
       if (!this.address("addresses", a, i)) return false;
+      if (a.family == FAMILY_V4 && v4++ == 0) w.firstV4 = a.v4;
       // Duplicates within the workload (the message is small per workload: pairwise).
       if (i > 0 && !this.trusted && this.addressRepeats(w.addressAt, i, a)) return this.fail(indexed("addresses", i), "duplicate address");
     }
+    w.v4Count = v4;
     const members = <i32>this.u16();
     if (this.over()) return this.truncated("memberships");
     w.memberCount = members;
@@ -359,6 +340,66 @@ export class WireReader {
       at += 5 + <i32>load<u8>(this.base + <usize>at + 4) * 4;
     }
     return true;
+  }
+
+  /** A compact record's texts and references: table indexes, each resolved to where it is. */
+  private compactHead(w: WireWorkload, flags: u8): bool {
+    const t = this.tables;
+    const net = this.textIndex("network");
+    if (net < 0) return false;
+    w.netText = net;
+    w.netPtr = this.base + <usize>t.text(net, T_AT);
+    w.netLen = t.text(net, T_LEN);
+    const identity = this.textIndex("identity");
+    if (identity < 0) return false;
+    w.identityText = identity;
+    w.identityPtr = this.base + <usize>t.text(identity, T_AT);
+    w.identityLen = t.text(identity, T_LEN);
+    const locality = this.textIndex("locality");
+    if (locality < 0) return false;
+    w.localityText = locality;
+    w.localityPtr = this.base + <usize>t.text(locality, T_AT);
+    w.localityLen = t.text(locality, T_LEN);
+    w.waypointIndex = -1;
+    w.gatewayIndex = -1;
+    if ((flags & WF_WAYPOINT) != 0) {
+      w.waypointIndex = this.refIndex("waypoint", w.waypoint);
+      if (w.waypointIndex < 0) return false;
+    }
+    if ((flags & WF_GATEWAY) != 0) {
+      w.gatewayIndex = this.refIndex("networkGateway", w.gateway);
+      if (w.gatewayIndex < 0) return false;
+    }
+    return true;
+  }
+
+  // @ts-ignore: decorator
+  @inline private textIndex(field: string): i32 {
+    const i = this.varint(field);
+    if (i < 0) return -1;
+    if (i >= this.tables.count) {
+      this.fail(field, "text " + i.toString() + " is not in the table of " + this.tables.count.toString());
+      return -1;
+    }
+    return i;
+  }
+
+  /** A reference by table index, re-read into `out` (checked when the table was read). */
+  refIndex(field: string, out: WireRef): i32 {
+    const i = this.varint(field);
+    if (i < 0) return -1;
+    if (i >= this.tables.refCount) {
+      this.fail(field, "reference " + i.toString() + " is not in the table of " + this.tables.refCount.toString());
+      return -1;
+    }
+    const save = this.pos;
+    const trusted = this.trusted;
+    this.trusted = true;
+    this.pos = this.tables.ref(i, R_AT);
+    this.ref(field, out);
+    this.trusted = trusted;
+    this.pos = save;
+    return i;
   }
 
   /** Whether address i (just read into `a`) equals an earlier one of the same workload. */

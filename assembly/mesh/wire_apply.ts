@@ -114,7 +114,7 @@ function readHeader(r: WireReader, h: Header): bool {
   if (r.end < HEADER_BYTES) return r.fail("", "message of " + r.end.toString() + " bytes is shorter than the 56-byte header");
   if (r.u32At(H_MAGIC) != WIRE_MAGIC) return r.fail("magic", "not 0x3148534d (\"MSH1\")");
   const format = r.u16At(H_FORMAT);
-  if (format != WIRE_VERSION) return r.fail("formatVersion", format.toString() + " is not 1");
+  if (format != WIRE_VERSION) return r.fail("formatVersion", format.toString() + " is not " + WIRE_VERSION.toString() + " (the feed and the filters must speak the same format)");
   const kind = <i32>r.u16At(H_KIND);
   if (kind != KIND_FULL && kind != KIND_DELTA && kind != KIND_NO_CHANGE) return r.fail("kind", kind.toString() + " is not 1 (full), 2 (delta) or 3 (no-change)");
   h.kind = kind;

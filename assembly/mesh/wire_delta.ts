@@ -8,7 +8,7 @@ import {
   removeService,
   removeWorkload,
 } from "./edit";
-import { IDENTITY_MASK, Mesh } from "./model";
+import { IDENTITY_MASK, MEM_SERVICE, Mesh, W_V4 } from "./model";
 import { MAX_LOCALITIES, MAX_NETWORKS } from "./parse";
 import { ADDED, AddrTable4, AddrTable6, U64Table } from "./table";
 import {
@@ -16,6 +16,7 @@ import {
   quoted,
   REC_SERVICE_REMOVE,
   REC_SERVICE_UPSERT,
+  REC_WORKLOAD_COMPACT,
   REC_WORKLOAD_UPSERT,
   WireReader,
 } from "./wire";
@@ -36,6 +37,40 @@ import { trailing } from "./wire_full";
 const recType = new Array<i32>();
 const recId = new Array<i32>();
 const recAt = new Array<i32>();
+/** A workload upsert's first IPv4 address (0: none), for warmLines. */
+const recV4 = new Array<u32>();
+/** Where warmLines puts what it loads, so the loads are kept. */
+let warmSink: u32 = 0;
+
+/**
+ * Brings the model's lines this delta will touch into the cache, in loops of independent loads:
+ * a model of a million pods is far bigger than the caches, and the apply's misses, taken one
+ * after another (each waits for the one before), are most of a delta's cost at that size.
+ * Issued side by side, they overlap. Reads only; the result is discarded.
+ */
+function warmLines(m: Mesh, n: i32): void {
+  const capacity = m.workloadCapacity();
+  let sink: u32 = 0;
+  // The workloads' own lines, and the address slots new addresses will probe.
+  for (let i = 0; i < n; i++) {
+    const id = unchecked(recId[i]);
+    const type = unchecked(recType[i]);
+    if (type >= REC_SERVICE_UPSERT || id >= capacity) continue;
+    sink += m.wInfo(id);
+    const v4 = unchecked(recV4[i]);
+    if (v4 != 0) sink += m.v4Table.touch(v4);
+  }
+  // What those lines point at: the first membership, the current address's slot.
+  const mems = m.memCapacity();
+  for (let i = 0; i < n; i++) {
+    const id = unchecked(recId[i]);
+    if (unchecked(recType[i]) >= REC_SERVICE_UPSERT || id >= capacity) continue;
+    const g = <i32>m.wChain(id) - 1;
+    if (g >= 0 && g < mems) sink += m.mem3(g, MEM_SERVICE);
+    if ((m.wInfo(id) & W_V4) != 0) sink += m.v4Table.touch(m.wIp4(id));
+  }
+  warmSink += sink;
+}
 
 /** Key of an id in the "last record" index: workloads and services apart. */
 // @ts-ignore: decorator
@@ -48,17 +83,22 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   recType.length = 0;
   recId.length = 0;
   recAt.length = 0;
+  recV4.length = 0;
   for (let i = 0; i < h.records; i++) {
     const type = recordHead(r, i);
     if (type == 0) return false;
+    // A delta has no tables, so nothing a compact record names exists.
+    if (type == REC_WORKLOAD_COMPACT) return r.fail("type", "5 (compact workload upsert) is only valid in a full message");
     const at = r.pos;
     if (!checkRecord(r, m, type, h, false)) return false;
     recType.push(type);
     recId.push(r.recordId);
     recAt.push(at);
+    recV4.push(type == REC_WORKLOAD_UPSERT && workloadRec.v4Count > 0 ? workloadRec.firstV4 : 0);
   }
   if (r.pos != r.end) return trailing(r) !== null;
   const n = h.records;
+  warmLines(m, n);
   // The last record of each id, and which service ids are removed somewhere in the message.
   const last = new U64Table(n);
   const removedServices = new U64Table(0);

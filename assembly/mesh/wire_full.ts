@@ -1,7 +1,6 @@
 // A full message ("the model is exactly these records") into a new Mesh: every record checked
 // first (texts interned into the new model as they are met, sizes counted), then every record
 // stored in message order; refused whole on any problem (the caller keeps its old model).
-import { FAMILY_V4 } from "./ip";
 import { reserveMembers, ensureMemberships, ensureServices, ensureWorkloads } from "./edit";
 import { Mesh } from "./model";
 import { ChunkPool } from "./pool";
@@ -10,16 +9,17 @@ import {
   indexed,
   REC_SERVICE_REMOVE,
   REC_SERVICE_UPSERT,
+  REC_WORKLOAD_COMPACT,
   REC_WORKLOAD_REMOVE,
   REC_WORKLOAD_UPSERT,
   WireReader,
 } from "./wire";
+import { readTables, rereadCompact } from "./wire_tables";
 import {
   checkRecord,
   Header,
   recordHead,
   resetRefTable,
-  scratchAddress,
   serviceRec,
   storeService,
   storeWorkload,
@@ -57,6 +57,7 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
   let ports = 0;
   let vips = 0;
   const perService = new StaticArray<u32>(ns);
+  if (!readTables(r)) return null;
   const start = r.pos;
   // The workload columns first: the check pass leaves each pod's interned text ids in them.
   ensureWorkloads(m, nw, true);
@@ -64,19 +65,11 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
     const type = recordHead(r, i);
     if (type == 0 || !checkRecord(r, m, type, h, true)) return null;
     if (type == REC_WORKLOAD_REMOVE || type == REC_SERVICE_REMOVE) return failNull(r, "", "a full message holds upserts only");
-    if (type == REC_WORKLOAD_UPSERT) {
+    if (type == REC_WORKLOAD_UPSERT || type == REC_WORKLOAD_COMPACT) {
       if (!mark(seenW, r.recordId)) return failNull(r, "id", "workload " + r.recordId.toString() + " appears twice");
       const w = workloadRec;
-      const save = r.pos;
-      r.pos = w.addressAt;
-      let n4 = 0;
-      let n6 = 0;
-      for (let k = 0; k < w.addressCount; k++) {
-        r.address("", scratchAddress);
-        if (scratchAddress.family == FAMILY_V4) n4++;
-        else n6++;
-      }
-      r.pos = save;
+      const n4 = w.v4Count;
+      const n6 = w.addressCount - n4;
       v4 += n4;
       v6 += n6;
       if (n4 > 1 || n6 > 0) {
@@ -128,7 +121,8 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
       if (!storeService(r, m, serviceRec)) return null;
       r.pos = end;
     } else {
-      if (!r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) return null;
+      if (type == REC_WORKLOAD_COMPACT) rereadCompact(r, workloadRec);
+      else if (!r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) return null;
       const end = r.pos;
       if (!storeWorkload(r, m, workloadRec, true)) return null;
       r.pos = end;
@@ -155,7 +149,7 @@ function failMembership(r: WireReader, h: Header, start: i32, s: i32): Mesh | nu
       r.service(serviceRec, h.serviceLimit);
       continue;
     }
-    if (type != REC_WORKLOAD_UPSERT || !r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) break;
+    if ((type != REC_WORKLOAD_UPSERT && type != REC_WORKLOAD_COMPACT) || !r.workload(workloadRec, h.workloadLimit, h.serviceLimit)) break;
     let at = workloadRec.memberAt;
     for (let k = 0; k < workloadRec.memberCount; k++) {
       if (<i32>r.u32At(at) == s) {

@@ -7,6 +7,7 @@ import {
   setAddresses,
   setHostname,
   setPorts,
+  setSingleV4,
   setSans,
   setService,
   setVips,
@@ -21,6 +22,7 @@ import {
   quoted,
   REC_SERVICE_REMOVE,
   REC_SERVICE_UPSERT,
+  REC_WORKLOAD_COMPACT,
   REC_WORKLOAD_REMOVE,
   REC_WORKLOAD_UPSERT,
   SF_CLUSTER,
@@ -28,6 +30,11 @@ import {
   SF_LB_STANDARD,
   WF_HEALTHY,
   WF_ISTIO,
+  R_ID,
+  R_NETWORK,
+  T_IDENTITY,
+  T_LOCALITY,
+  T_NETWORK,
   WireReader,
   WireRef,
   WireService,
@@ -44,7 +51,6 @@ export class Header {
   records: i32 = 0;
 }
 
-// Reused across messages (one VM applies one message at a time).
 // Reused across messages (one VM applies one message at a time).
 export const workloadRec = new WireWorkload();
 export const serviceRec = new WireService();
@@ -74,8 +80,8 @@ export function recordHead(r: WireReader, i: i32): i32 {
     r.truncated("");
     return 0;
   }
-  if (type < REC_WORKLOAD_UPSERT || type > REC_SERVICE_REMOVE) {
-    r.fail("type", type.toString() + " is not a record type (1..4)");
+  if (type < REC_WORKLOAD_UPSERT || type > REC_WORKLOAD_COMPACT) {
+    r.fail("type", type.toString() + " is not a record type (1..5)");
     return 0;
   }
   const id = r.u32();
@@ -93,7 +99,7 @@ export function recordHead(r: WireReader, i: i32): i32 {
 
 /** Checks a record's body (type already read); false (failed) on a problem. */
 export function checkRecord(r: WireReader, m: Mesh, type: i32, h: Header, internTexts: bool): bool {
-  if (type == REC_WORKLOAD_UPSERT) {
+  if (type == REC_WORKLOAD_UPSERT || type == REC_WORKLOAD_COMPACT) {
     const w = workloadRec;
     if (!r.workload(w, h.workloadLimit, h.serviceLimit)) return false;
     return checkWorkloadTexts(r, m, w, internTexts);
@@ -112,6 +118,7 @@ export function checkRecord(r: WireReader, m: Mesh, type: i32, h: Header, intern
  * interns them into its new model as it goes, so each distinct text is checked once).
  */
 export function checkWorkloadTexts(r: WireReader, m: Mesh, w: WireWorkload, intern: bool): bool {
+  if (intern && w.identityText >= 0) return checkTableTexts(r, m, w);
   let identity = w.identityLen > 0 ? m.identities.findUtf8(w.identityPtr, w.identityLen) : 0;
   if (identity < 0) {
     if (!r.checkIdentity(w.identityPtr, w.identityLen)) return false;
@@ -137,10 +144,55 @@ export function checkWorkloadTexts(r: WireReader, m: Mesh, w: WireWorkload, inte
   // A full load's new model has its columns already: keep the ids for the store pass, so it
   // does not look the texts up again.
   const id = w.id;
-  if (id >= 0 && id < m.wIdentityFlags.length) {
-    unchecked((m.wIdentityFlags[id] = <u32>identity));
-    unchecked((m.wNetwork[id] = <u16>net));
-    unchecked((m.wLocality[id] = <u16>loc));
+  if (id >= 0 && id < m.workloadCapacity()) {
+    m.setWInfo(id, <u32>identity);
+    m.setWPlace(id, <u32>net, <u32>loc);
+  }
+  return true;
+}
+
+/**
+ * A compact record's texts, in a full load: each table index is checked and interned the first
+ * time it is met as an identity / locality / network; later pods read the id from the table.
+ */
+function checkTableTexts(r: WireReader, m: Mesh, w: WireWorkload): bool {
+  const t = r.tables;
+  let identity = t.text(w.identityText, T_IDENTITY);
+  if (identity < 0) {
+    identity = 0;
+    if (w.identityLen > 0) {
+      identity = m.identities.findUtf8(w.identityPtr, w.identityLen);
+      if (identity < 0) {
+        if (!r.checkIdentity(w.identityPtr, w.identityLen)) return false;
+        identity = m.identities.internUtf8(w.identityPtr, w.identityLen);
+        if (<u32>identity > IDENTITY_MASK) return r.fail("identity", "more than " + IDENTITY_MASK.toString() + " distinct identities");
+      }
+    }
+    t.setText(w.identityText, T_IDENTITY, identity);
+  }
+  let loc = t.text(w.localityText, T_LOCALITY);
+  if (loc < 0) {
+    loc = 0;
+    if (w.localityLen > 0) {
+      loc = m.localities.findUtf8(w.localityPtr, w.localityLen);
+      if (loc < 0) {
+        if (!r.checkLocality(w.localityPtr, w.localityLen)) return false;
+        loc = internLocality(m, String.UTF8.decodeUnsafe(w.localityPtr, <usize>w.localityLen));
+        if (loc > MAX_LOCALITIES) return r.fail("locality", "more than " + MAX_LOCALITIES.toString() + " distinct localities");
+      }
+    }
+    t.setText(w.localityText, T_LOCALITY, loc);
+  }
+  let net = t.text(w.netText, T_NETWORK);
+  if (net < 0) {
+    net = m.networks.internUtf8(w.netPtr, w.netLen);
+    if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
+    t.setText(w.netText, T_NETWORK, net);
+  }
+  const id = w.id;
+  if (id >= 0 && id < m.workloadCapacity()) {
+    m.setWInfo(id, <u32>identity);
+    m.setWPlace(id, <u32>net, <u32>loc);
   }
   return true;
 }
@@ -155,9 +207,23 @@ function refsOf(m: Mesh): RefTable {
   return table;
 }
 
-/** The reference id of `ref` (added when new); -1 when absent. */
-function refId(m: Mesh, ref: WireRef, network: i32): i32 {
+/**
+ * The reference id of `ref` (added when new); -1 when absent. A compact record's reference
+ * (`index` in the message's table) is resolved once per network and message.
+ */
+function refId(r: WireReader, m: Mesh, ref: WireRef, index: i32, network: i32): i32 {
   if (!ref.present) return -1;
+  const t = r.tables;
+  if (index >= 0 && index < t.refCount && t.ref(index, R_NETWORK) == network) return t.ref(index, R_ID);
+  const id = resolveRef(m, ref, network);
+  if (index >= 0 && index < t.refCount) {
+    t.setRef(index, R_ID, id);
+    t.setRef(index, R_NETWORK, network);
+  }
+  return id;
+}
+
+function resolveRef(m: Mesh, ref: WireRef, network: i32): i32 {
   const hostname = ref.kind == 2 ? String.UTF8.decodeUnsafe(ref.hostPtr, <usize>ref.hostLen) : "";
   return refsOf(m).findOrAdd(hostname, ref.address, ref.port, network);
 }
@@ -173,7 +239,7 @@ export function storeService(r: WireReader, m: Mesh, s: WireService): bool {
   const hostname = String.UTF8.decodeUnsafe(s.hostPtr, <usize>s.hostLen);
   const owner = m.serviceByHostname(hostname);
   if (owner >= 0 && owner != id) return r.fail("hostname", "duplicate hostname " + quoted(s.hostPtr, s.hostLen) + " (service " + owner.toString() + ")");
-  setService(m, id, flags, refId(m, s.waypoint, 0), s.lbPrefs);
+  setService(m, id, flags, refId(r, m, s.waypoint, -1, 0), s.lbPrefs);
   setHostname(m, id, hostname);
   // Ports, with a cluster name each.
   words.length = 0;
@@ -232,11 +298,11 @@ export function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, fullLoad:
   let net = 0;
   let identity = 0;
   let loc = 0;
-  if (fullLoad && id >= 0 && id < m.wIdentityFlags.length) {
+  if (fullLoad && id >= 0 && id < m.workloadCapacity()) {
     // Interned by the check pass (checkWorkloadTexts), which left the ids in the columns.
-    identity = <i32>(unchecked(m.wIdentityFlags[id]) & IDENTITY_MASK);
-    net = <i32>unchecked(m.wNetwork[id]);
-    loc = <i32>unchecked(m.wLocality[id]);
+    identity = <i32>(m.wInfo(id) & IDENTITY_MASK);
+    net = <i32>m.wNet(id);
+    loc = <i32>m.wLoc(id);
   } else {
     net = m.networks.internUtf8(w.netPtr, w.netLen);
     if (net >= MAX_NETWORKS) return r.fail("network", "more than " + MAX_NETWORKS.toString() + " distinct networks");
@@ -253,6 +319,24 @@ export function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, fullLoad:
   if ((w.flags & WF_HEALTHY) != 0) info |= W_HEALTHY;
   setWorkload(m, id, info, net, loc);
   // Addresses: each must be free on this network.
+  const a = scratchAddress;
+  if (w.addressCount == 1 && w.v4Count == 1) {
+    // The common case, without lists: one IPv4 address.
+    m.v4Table.ensureRoom(1);
+    const clash = m.v4Table.insert(w.firstV4, id, net);
+    if (clash >= 0 && clash != id) {
+      a.setV4(w.firstV4);
+      return r.fail(indexed("addresses", 0), "address " + formatIp(a) + " on network " + quoted(w.netPtr, w.netLen) + " is already used by workload " + clash.toString());
+    }
+    setSingleV4(m, id, w.firstV4);
+  } else if (!storeAddresses(r, m, w, net)) return false;
+  setWorkloadRefs(m, id, refId(r, m, w.waypoint, w.waypointIndex, net), refId(r, m, w.gateway, w.gatewayIndex, net));
+  return storeMemberships(r, m, w, fullLoad);
+}
+
+/** A workload's addresses, any number and family: each must be free on its network. */
+function storeAddresses(r: WireReader, m: Mesh, w: WireWorkload, net: i32): bool {
+  const id = w.id;
   v4s.length = 0;
   v6s.length = 0;
   r.pos = w.addressAt;
@@ -272,16 +356,20 @@ export function storeWorkload(r: WireReader, m: Mesh, w: WireWorkload, fullLoad:
     }
   }
   setAddresses(m, id, v4s, v6s);
-  setWorkloadRefs(m, id, refId(m, w.waypoint, net), refId(m, w.gateway, net));
-  // Memberships.
+  return true;
+}
+
+/** A workload's memberships (a delta's must name a live service: checked before, checked again). */
+function storeMemberships(r: WireReader, m: Mesh, w: WireWorkload, fullLoad: bool): bool {
+  const id = w.id;
   let at = w.memberAt;
   for (let i = 0; i < w.memberCount; i++) {
     const s = <i32>r.u32At(at);
     const n = <i32>r.u8At(at + 4);
     if (!fullLoad && !m.serviceLive(s)) return r.fail(indexed("memberships", i) + ".service", "service " + s.toString() + " is not live after this message");
-    overrides.length = 0;
-    for (let k = 0; k < n; k++) {
-      overrides.push((r.u16At(at + 5 + k * 4) << 16) | r.u16At(at + 7 + k * 4));
+    if (n > 0) {
+      overrides.length = 0;
+      for (let k = 0; k < n; k++) overrides.push((r.u16At(at + 5 + k * 4) << 16) | r.u16At(at + 7 + k * 4));
     }
     addMembership(m, id, s, n > 0 ? overrides : null);
     at += 5 + n * 4;

@@ -1,9 +1,9 @@
-// The fixed 56-byte header of a mesh feed message (format v1, little-endian; the records after
+// The fixed 56-byte header of a mesh feed message (format v2, little-endian; the records after
 // it are the mesh model's business: assembly/mesh decodes and applies them). The feed client
 // reads the header before anything is applied, to decide what the message is to this VM: a full
 // model, a delta from the version it has, or "no change".
 export const MESSAGE_MAGIC: u32 = 0x3148534d; // "MSH1"
-export const MESSAGE_FORMAT: u16 = 1;
+export const MESSAGE_FORMAT: u16 = 2;
 export const HEADER_BYTES: i32 = 56;
 export const KIND_FULL: u16 = 1;
 export const KIND_DELTA: u16 = 2;
@@ -35,7 +35,7 @@ export function readFeedHeader(message: ArrayBuffer, into: FeedHeader): FeedHead
   }
   const format = load<u16>(at + 4);
   if (format != MESSAGE_FORMAT) {
-    into.error = "header.formatVersion: " + format.toString() + " is not supported (this build reads 1)";
+    into.error = "header.formatVersion: " + format.toString() + " is not supported (this build reads " + MESSAGE_FORMAT.toString() + ")";
     return into;
   }
   const kind = load<u16>(at + 6);

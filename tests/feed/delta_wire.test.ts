@@ -1,4 +1,4 @@
-// The format-v1 encoder (feed/src/delta/wire.ts) against the test's own decoder, field by
+// The format-v2 encoder (feed/src/delta/wire.ts) against the test's own decoder, field by
 // field; the ids; the decoder-rule check (check.ts) refusing what the filters would refuse.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -19,6 +19,8 @@ import {
   type WireService,
   type WireWorkload,
 } from "../../feed/src/delta/wire.js";
+import { assembleFull, MAX_TABLE_REFS, MAX_TABLE_TEXTS, RECORD_WORKLOAD_COMPACT } from "../../feed/src/delta/wire_full.js";
+import { readFileSync } from "node:fs";
 import { decodeMessage } from "./delta_wire_decode.js";
 
 function rec(write: (w: WireWriter) => void): Buffer {
@@ -62,7 +64,7 @@ const serviceS: WireService = {
   sans: ["spiffe://cluster.local/ns/default/sa/app", "spiffe://other/ns/x/sa/y"],
 };
 
-describe("feed delta: format v1 encoder", () => {
+describe("feed delta: format v2 encoder", () => {
   it("writes the header and every field of every record type, as the layout says", () => {
     const records = [
       rec((w) => writeRemove(w, RECORD_WORKLOAD_REMOVE, 5)),
@@ -84,6 +86,54 @@ describe("feed delta: format v1 encoder", () => {
     assert.deepEqual(d.records[2], { type: "service", ...serviceS });
     assert.deepEqual(d.records[3], { type: "workload", ...workloadA });
     assert.deepEqual(d.records[4], { type: "workload", ...workloadRemote });
+  });
+
+  it("writes a full message as tables + compact workload records that say what the v1 records say, each text once", () => {
+    const epoch = 1764626400123;
+    // 300 pods sharing two identities, one locality, two networks and one waypoint.
+    const pods: WireWorkload[] = Array.from({ length: 300 }, (_, i) => ({
+      ...workloadA,
+      id: i,
+      identity: `spiffe://cluster.local/ns/default/sa/app${i % 2}`,
+      network: i % 3 === 0 ? "net2" : "net1",
+      addresses: [`10.1.${i >> 8}.${i & 255}`],
+    }));
+    const service0 = { ...serviceS, id: 0, hostname: "zero.default.svc.cluster.local", vips: [] };
+    const services = [rec((w) => writeServiceUpsert(w, service0)), rec((w) => writeServiceUpsert(w, serviceS))];
+    const v1 = pods.map((p) => rec((w) => writeWorkloadUpsert(w, p)));
+    const msg = assembleFull({ epoch, base: 0, version: 9, workloadIdLimit: 70001, serviceIdLimit: 4 }, [services, [...v1, rec((w) => writeWorkloadUpsert(w, workloadRemote))]]);
+    assert.equal(msg.readUInt16LE(4), 2, "format 2");
+    assert.equal(msg.readUInt16LE(6), KIND_FULL);
+    assert.equal(msg.readUInt32LE(40), 303, "record count: services + workloads, tables not counted");
+    // Tables right after the header: 2 networks + 2 identities + 1 locality + "" (the remote's texts), then 2 references.
+    assert.equal(msg.readUInt32LE(HEADER_BYTES), 6);
+    const d = decodeMessage(msg);
+    assert.equal(d.records.length, 303);
+    assert.deepEqual(d.records[1], { type: "service", ...serviceS });
+    pods.forEach((p, i) => assert.deepEqual(d.records[2 + i], { type: "workload", ...p }, `pod ${i}`));
+    assert.deepEqual(d.records[302], { type: "workload", ...workloadRemote });
+    // Every workload record is compact, and the whole message is far smaller than the v1 records.
+    const at = msg.indexOf(Buffer.from([RECORD_WORKLOAD_COMPACT, 0, 0, 0, 0]));
+    assert.ok(at > HEADER_BYTES);
+    const v1Bytes = v1.reduce((n, r) => n + r.length, 0);
+    const compactBytes = msg.length - at;
+    assert.ok(compactBytes * 3 < v1Bytes, `compact workloads ${compactBytes} B vs v1 ${v1Bytes} B`);
+    const shadow = new WireShadow();
+    assert.deepEqual(shadow.check(msg).error ?? "", "", "check.ts takes the compact full");
+  });
+
+  it("writes workloads inline once the tables are at the filters' limits, and the limits are the filters'", () => {
+    const pods: WireWorkload[] = Array.from({ length: 20 }, (_, i) => ({ ...workloadA, id: i, memberships: [], identity: `spiffe://cluster.local/ns/default/sa/app${i}`, addresses: [`10.1.0.${i}`] }));
+    const msg = assembleFull({ epoch: 5, base: 0, version: 1, workloadIdLimit: 20, serviceIdLimit: 1 }, [pods.map((p) => rec((w) => writeWorkloadUpsert(w, p)))], { texts: 10, refs: 3 });
+    const types: number[] = [];
+    const d = decodeMessage(msg, types);
+    assert.ok(types.includes(RECORD_WORKLOAD_COMPACT) && types.includes(1), `both kinds: ${types.join(",")}`);
+    assert.ok(msg.readUInt32LE(HEADER_BYTES) <= 10, "the text table within the limit");
+    pods.forEach((p, i) => assert.deepEqual(d.records[i], { type: "workload", ...p }));
+    // The filters' decoder refuses tables past these limits (assembly/mesh/wire_layout.ts).
+    const source = readFileSync("assembly/mesh/wire_layout.ts", "utf8");
+    assert.equal(Number(eval(source.match(/MAX_TABLE_TEXTS: i32 = ([^;]+);/)![1])), MAX_TABLE_TEXTS);
+    assert.equal(Number(eval(source.match(/MAX_TABLE_REFS: i32 = ([^;]+);/)![1])), MAX_TABLE_REFS);
   });
 
   it("converts the JSON model's objects: flags, default ports, lb prefs, sorted ports and overrides", () => {
@@ -138,7 +188,7 @@ describe("feed delta: the decoder's rules before publishing (check.ts)", () => {
   const epoch = 17;
   const svc = (over: Partial<WireService> = {}) => rec((w) => writeServiceUpsert(w, { ...serviceS, id: 0, flags: 0, cluster: undefined, waypoint: undefined, ...over }));
   const wl = (over: Partial<WireWorkload> = {}) => rec((w) => writeWorkloadUpsert(w, { ...workloadA, id: 0, flags: 1 | 2, waypoint: undefined, memberships: [{ service: 0, overrides: [] }], ...over }));
-  const full = (records: Buffer[], w = 4, s = 4) => assemble({ kind: KIND_FULL, epoch, base: 0, version: 1, workloadIdLimit: w, serviceIdLimit: s }, records);
+  const full = (records: Buffer[], w = 4, s = 4) => assembleFull({ epoch, base: 0, version: 1, workloadIdLimit: w, serviceIdLimit: s }, [records]);
   const delta = (base: number, records: Buffer[], w = 4, s = 4) => assemble({ kind: KIND_DELTA, epoch, base, version: base + 1, workloadIdLimit: w, serviceIdLimit: s }, records);
   const errorOf = (shadow: WireShadow, m: Buffer) => {
     const v = shadow.check(m);

@@ -1,4 +1,4 @@
-// A small decoder of format v1 written for the tests from the layout in issue 15's design (not
+// A small decoder of format v2 written for the tests from the layout in issue 15's design (not
 // from the encoder): every field of every record back into plain objects, so the tests can
 // compare what the feed sent with what it meant to send.
 import { isIP } from "node:net";
@@ -54,7 +54,8 @@ function v6(bytes: Buffer): string {
   return new URL(`http://[${groups.join(":")}]/`).hostname.slice(1, -1);
 }
 
-export function decodeMessage(buf: Buffer): DecodedMessage {
+/** `types`, when given, gets each record's type byte (1..5) in order. */
+export function decodeMessage(buf: Buffer, types?: number[]): DecodedMessage {
   let p = 0;
   const u8 = () => buf.readUInt8(p++);
   const u16 = () => ((p += 2), buf.readUInt16LE(p - 2));
@@ -86,7 +87,7 @@ export function decodeMessage(buf: Buffer): DecodedMessage {
     return r;
   };
   if (u32() !== 0x3148534d) throw new Error("magic");
-  if (u16() !== 1) throw new Error("format");
+  if (u16() !== 2) throw new Error("format");
   const kind = u16();
   const epoch = u64();
   const base = u64();
@@ -97,17 +98,45 @@ export function decodeMessage(buf: Buffer): DecodedMessage {
   const bodyLength = u32();
   if (bodyLength !== buf.length - 56) throw new Error(`body length ${bodyLength} vs ${buf.length - 56}`);
   if (u64() !== 0) throw new Error("reserved");
+  const varint = () => {
+    let v = 0;
+    for (let shift = 0; ; shift += 7) {
+      const b = u8();
+      v += (b & 0x7f) * 2 ** shift;
+      if (!(b & 0x80)) return v;
+      if (shift > 28) throw new Error("varint too long");
+    }
+  };
+  // A full message's tables: texts, then references, named by index in compact records.
+  const texts: string[] = [];
+  const refs: DecodedRef[] = [];
+  if (kind === 1) {
+    for (let n = u32(); n > 0; n--) texts.push(str());
+    for (let n = u32(); n > 0; n--) refs.push(ref());
+  }
+  const text = () => {
+    const i = varint();
+    if (i >= texts.length) throw new Error(`text ${i} of ${texts.length}`);
+    return texts[i];
+  };
+  const tableRef = () => {
+    const i = varint();
+    if (i >= refs.length) throw new Error(`reference ${i} of ${refs.length}`);
+    return { ...refs[i] };
+  };
   const records: DecodedRecord[] = [];
   for (let i = 0; i < count; i++) {
     const type = u8();
+    types?.push(type);
     const id = u32();
-    if (type === 1) {
+    if (type === 1 || (type === 5 && kind === 1)) {
+      const compact = type === 5;
       const flags = u8();
-      const network = str();
-      const identity = str();
-      const locality = str();
-      const waypoint = flags & 4 ? ref() : undefined;
-      const gateway = flags & 8 ? ref() : undefined;
+      const network = compact ? text() : str();
+      const identity = compact ? text() : str();
+      const locality = compact ? text() : str();
+      const waypoint = flags & 4 ? (compact ? tableRef() : ref()) : undefined;
+      const gateway = flags & 8 ? (compact ? tableRef() : ref()) : undefined;
       const addresses: string[] = [];
       for (let n = u8(); n > 0; n--) addresses.push(address());
       const memberships: Array<{ service: number; overrides: Array<[number, number]> }> = [];

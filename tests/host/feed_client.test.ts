@@ -232,8 +232,8 @@ describe("feed client in the mesh filters: a message the model cannot decode is 
     ["tunnel_port", { role: "client" }],
     ["waypoint_route", { localWorkload: "10.0.0.1" }],
   ] as const) {
-    // The fake feed's opaque records ("records": 7 bytes, 0 records in the header) are no v1
-    // records: the model's decoder refuses the message whole. Real messages: mesh_feed_filters.test.ts.
+    // The fake feed's opaque body ("records": 7 bytes, 0 records in the header) is no full
+    // message's tables: the model's decoder refuses the message whole. Real messages: mesh_feed_filters.test.ts.
     it(`${filter}: polls the feed from its root, fails static on what it cannot apply, decides with its snapshot`, async () => {
       const host = await ProxyWasmHost.fromFile(ensureBuilt(filter), {
         rootId: filter,
@@ -249,7 +249,7 @@ describe("feed client in the mesh filters: a message the model cannot decode is 
         assert.equal(feed.requests.at(-1)!.target, filter.replace("_", "-"));
         const warnings = host.logLines("warn");
         assert.equal(warnings.length, 1);
-        assert.match(warnings[0], new RegExp(`^mesh feed ${filter.replace("_", "-")} refused a message: header\\.recordCount: 7 bytes follow the last of 0 records; keeping the model in force \\(the configuration's snapshot\\)`));
+        assert.match(warnings[0], new RegExp(`^mesh feed ${filter.replace("_", "-")} refused a message: tables\\.textCount: \\d+ texts exceed the limit of 1048576; keeping the model in force \\(the configuration's snapshot\\)`));
         assert.equal(host.metrics().get(`${filter}.feed.applied_full`) ?? 0, 0);
         // Connections are decided as before, with the snapshot.
         const conn = host.connect({ destination: "10.0.0.1:8080" });

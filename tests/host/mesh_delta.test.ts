@@ -5,7 +5,7 @@
 import { strict as assert } from "node:assert";
 import { before, describe, it } from "node:test";
 import { MeshVm } from "../../bench/scale/mesh_vm.ts";
-import { encodeMessage, KIND, SCOPE, WireRecord, WireService, WireWorkload } from "../support/mesh_wire.ts";
+import { encodeMessage, HEADER_BYTES, KIND, RECORD_WORKLOAD_COMPACT, SCOPE, WireRecord, WireService, WireWorkload } from "../support/mesh_wire.ts";
 
 const EPOCH = 7n;
 
@@ -113,6 +113,140 @@ describe("full load", () => {
     assert.match(digest, /in2:5432=6432h2\/5432:9000=9001h2\/9000/);
     assert.match(digest, /s0 web\.default\.svc\.cluster\.local by=0 .*wp=waypoint\.default\.svc\.cluster\.local:15008->3\/1/);
     assert.equal(vm.version(), 1);
+  });
+});
+
+describe("full load, format 2: tables and compact workload records", () => {
+  function fullInline(workloads: WireWorkload[], services: WireService[], version: bigint): Uint8Array {
+    const records: WireRecord[] = [...workloads.map((workload) => ({ workload })), ...services.map((service) => ({ service }))];
+    return encodeMessage({ kind: KIND.full, epoch: EPOCH, version, workloadIdLimit: 16, serviceIdLimit: 8, records, fullWorkloads: "inline" });
+  }
+  /** The compact full message with its first byte `at` of the tables / records found by content. */
+  const compact = () => fullMessage(sampleWorkloads(), sampleServices(), 2n);
+
+  it("a compact message and the same records inline read back the same model", () => {
+    const c = compact();
+    const inline = fullInline(sampleWorkloads(), sampleServices(), 2n);
+    assert.ok(Buffer.from(c).includes(Buffer.from([RECORD_WORKLOAD_COMPACT, 0, 0, 0, 0])), "workload 0 is a compact record");
+    assert.equal(vm.apply(c), "");
+    assert.equal(oracle.apply(inline), "");
+    assert.equal(vm.digest(), oracle.digest());
+  });
+
+  // Tables: u32 text count at 56, then texts (u16 length + bytes), u32 reference count, references.
+  function tables(msg: Uint8Array): { texts: Array<{ at: number; text: string }>; refCountAt: number; recordsAt: number } {
+    const b = Buffer.from(msg.buffer, msg.byteOffset, msg.length);
+    let p = HEADER_BYTES;
+    const n = b.readUInt32LE(p);
+    p += 4;
+    const texts: Array<{ at: number; text: string }> = [];
+    for (let i = 0; i < n; i++) {
+      const len = b.readUInt16LE(p);
+      texts.push({ at: p, text: b.toString("utf8", p + 2, p + 2 + len) });
+      p += 2 + len;
+    }
+    const refCountAt = p;
+    const refs = b.readUInt32LE(p);
+    p += 4;
+    for (let i = 0; i < refs; i++) {
+      p += b[p] === 1 ? 2 + (b[p + 1] === 4 ? 4 : 16) : 3 + b.readUInt16LE(p + 1);
+      p += 2;
+    }
+    return { texts, refCountAt, recordsAt: p };
+  }
+
+  const refusals: Array<[string, (m: Uint8Array) => Uint8Array, RegExp]> = [
+    [
+      "a text that is not UTF-8",
+      (m) => {
+        const t = tables(m).texts.find((x) => x.text.startsWith("spiffe://"))!;
+        m[t.at + 2] = 0xff;
+        return m;
+      },
+      /^tables\.texts\[\d+\]: not valid UTF-8$/,
+    ],
+    [
+      "a text index past the table",
+      (m) => {
+        // Record 0 is workload 0: type, id, flags, then the network's index.
+        const { texts, recordsAt: p } = tables(m);
+        assert.equal(m[p], RECORD_WORKLOAD_COMPACT);
+        m[p + 6] = texts.length; // one past the last (the table has < 128 texts: one byte)
+        return m;
+      },
+      /^record 0 \(workload upsert id 0\)\.network: text \d+ is not in the table of \d+$/,
+    ],
+    [
+      "an overlong varint",
+      (m) => {
+        const { recordsAt: p } = tables(m);
+        // 0x80 0x00 is 0 written in two bytes: the message grows by one byte.
+        const b = Buffer.from(m);
+        const out = Buffer.concat([b.subarray(0, p + 6), Buffer.from([b[p + 6] | 0x80, 0x00]), b.subarray(p + 7)]);
+        out.writeUInt32LE(out.length - HEADER_BYTES, 44);
+        return new Uint8Array(out);
+      },
+      /^record 0 \(workload upsert id 0\)\.network: overlong varint$/,
+    ],
+    [
+      "an identity text that is not an identity, named at the first record using it",
+      (m) => {
+        const t = tables(m).texts.find((x) => x.text === "spiffe://cluster.local/ns/default/sa/db")!;
+        m[t.at + 2] = "x".charCodeAt(0);
+        return m;
+      },
+      /^record \d+ \(workload upsert id 2\)\.identity: not a SPIFFE identity .*"xpiffe:\/\/cluster\.local\/ns\/default\/sa\/db"$/,
+    ],
+    [
+      "a reference count past the end",
+      (m) => {
+        Buffer.from(m.buffer, m.byteOffset, m.length).writeUInt32LE(60_000, tables(m).refCountAt);
+        return m;
+      },
+      /^tables\.refCount: 60000 references cannot fit in the message$/,
+    ],
+    [
+      "a text count over the limit",
+      (m) => {
+        Buffer.from(m.buffer, m.byteOffset, m.length).writeUInt32LE(0xffffffff, HEADER_BYTES);
+        return m;
+      },
+      /^tables\.textCount: 4294967295 texts exceed the limit of 1048576$/,
+    ],
+  ];
+  for (const [name, damage, expected] of refusals) {
+    it(`refuses ${name}, naming it, and keeps the model`, () => {
+      vm.reset();
+      assert.equal(vm.apply(fullMessage(sampleWorkloads(), sampleServices(), 1n)), "");
+      const before = vm.digest();
+      assert.match(vm.apply(damage(compact())), expected);
+      assert.equal(vm.digest(), before);
+    });
+  }
+
+  it("refuses a compact record in a delta (a delta has no tables)", () => {
+    vm.reset();
+    assert.equal(vm.apply(fullMessage(sampleWorkloads(), sampleServices(), 1n)), "");
+    const before = vm.digest();
+    const d = Buffer.from(delta(1n, 2n, [{ workload: { id: 9, addresses: ["10.9.0.1"] } }]));
+    d[HEADER_BYTES] = RECORD_WORKLOAD_COMPACT;
+    assert.match(vm.apply(d), /^record 0 \(workload upsert id 9\)\.type: 5 \(compact workload upsert\) is only valid in a full message$/);
+    assert.equal(vm.digest(), before);
+  });
+
+  it("every truncation of a compact full message is refused with a named field, never traps", () => {
+    vm.reset();
+    assert.equal(vm.apply(fullMessage(sampleWorkloads(), sampleServices(), 1n)), "");
+    const before = vm.digest();
+    const c = compact();
+    for (let n = 0; n < c.length; n++) {
+      const bytes = c.slice(0, n);
+      // A consistent header for the shorter body, so the refusal comes from the tables or records.
+      if (n >= HEADER_BYTES) Buffer.from(bytes.buffer).writeUInt32LE(n - HEADER_BYTES, 44);
+      const error = vm.apply(bytes);
+      assert.match(error, /^(header|tables|record \d+ \([a-z0-9 ]+( id \d+)?\))(\.[A-Za-z\[\]0-9.]+)?: ./, `truncated at ${n}: ${error}`);
+      assert.equal(vm.digest(), before);
+    }
   });
 });
 

@@ -14,12 +14,12 @@ export const KIND_FULL = 1;
 export const KIND_DELTA = 2;
 export const KIND_NO_CHANGE = 3;
 
-/** A feed message: the 56-byte v1 header, then `records` (opaque here). */
+/** A feed message: the 56-byte v2 header, then `records` (opaque here). */
 export function feedMessage(kind: number, epoch: bigint, base: bigint, version: bigint, records: Uint8Array | string = "", count = 0): Buffer {
   const body = typeof records === "string" ? Buffer.from(records) : Buffer.from(records);
   const header = Buffer.alloc(56);
   header.writeUInt32LE(0x3148534d, 0);
-  header.writeUInt16LE(1, 4);
+  header.writeUInt16LE(2, 4);
   header.writeUInt16LE(kind, 6);
   header.writeBigUInt64LE(epoch, 8);
   header.writeBigUInt64LE(base, 16);

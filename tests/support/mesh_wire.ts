@@ -1,4 +1,4 @@
-// Test-friendly front of the mesh feed's message format v1. The one encoder is the feed's
+// Test-friendly front of the mesh feed's message format v2. The one encoder is the feed's
 // (feed/src/delta/wire.ts, what the feed publishes); this file only gives tests and benchmarks
 // shorter record shapes (optional fields with the model's defaults, flags derived from which
 // fields are set) and re-exports the layout constants, so a test cannot drift from the format
@@ -31,7 +31,9 @@ import {
   writeWorkloadUpsert,
   type WireRef,
 } from "../../feed/src/delta/wire.ts";
+import { assembleFull, RECORD_WORKLOAD_COMPACT } from "../../feed/src/delta/wire_full.ts";
 
+export { RECORD_WORKLOAD_COMPACT };
 export { DEFAULT_LB_PREFS, FORMAT_VERSION, HEADER_BYTES, MAGIC, SCOPE, type WireRef };
 export { HEADER } from "../../feed/src/delta/wire.ts";
 export const KIND = { full: KIND_FULL, delta: KIND_DELTA, noChange: KIND_NO_CHANGE } as const;
@@ -80,6 +82,12 @@ export interface WireMessage {
   workloadIdLimit: number;
   serviceIdLimit: number;
   records?: WireRecord[];
+  /**
+   * Full messages only: "compact" (default, what the feed sends) transcodes each workload
+   * upsert into a compact record naming the message's tables; "inline" keeps v1 workload
+   * records after empty tables (the decoder takes both in a full message).
+   */
+  fullWorkloads?: "compact" | "inline";
 }
 
 /** The feed's writer, with `done()` for callers that build a body record by record. */
@@ -141,12 +149,26 @@ export function encodeRecords(records: WireRecord[]): Uint8Array {
   return out.done();
 }
 
-/** A whole message: header + records, through the feed's header writer. */
+/** A whole message: header (+ tables for a full one) + records, through the feed's writers. */
 export function encodeMessage(m: WireMessage): Uint8Array {
   const records = m.records ?? [];
+  const header = { epoch: Number(m.epoch), base: Number(m.baseVersion ?? 0), version: Number(m.version), workloadIdLimit: m.workloadIdLimit, serviceIdLimit: m.serviceIdLimit };
+  if (m.kind === KIND_FULL && (m.fullWorkloads ?? "compact") === "compact") {
+    const each = records.map((r) => {
+      const w = new Writer(64);
+      writeRecord(w, r);
+      return w.copyFrom(0);
+    });
+    const bytes = assembleFull(header, [each]);
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+  }
   const out = new Writer();
   out.pos = HEADER_BYTES;
-  out.ensure(0);
+  out.ensure(8);
+  if (m.kind === KIND_FULL) {
+    out.u32(0); // no texts
+    out.u32(0); // no references
+  }
   for (const r of records) writeRecord(out, r);
   const bytes = out.copyFrom(0);
   writeHeader(

@@ -18,6 +18,7 @@ import { IdAllocator } from "./ids.js";
 import { Journal } from "./journal.js";
 import type { NetworkView } from "./network_view.js";
 import { membershipOf, wireService, wireWorkload } from "./records.js";
+import { assembleFull } from "./wire_full.js";
 import {
   assemble,
   HEADER_BYTES,
@@ -230,10 +231,10 @@ export class DeltaChannel {
   /** The full message of the current version (services first, so memberships name live ones). */
   full(): Buffer {
     if (this.fullCache?.version === this.current) return this.fullCache.body;
-    const records: Buffer[] = [];
-    for (const r of this.serviceRecords.values()) records.push(r);
-    for (const r of this.workloadRecords.values()) records.push(r);
-    const body = assemble({ kind: KIND_FULL, epoch: this.epoch, base: 0, version: this.current, workloadIdLimit: this.workloadIds.limit, serviceIdLimit: this.serviceIds.limit }, records);
+    const body = assembleFull(
+      { epoch: this.epoch, base: 0, version: this.current, workloadIdLimit: this.workloadIds.limit, serviceIdLimit: this.serviceIds.limit },
+      [this.serviceRecords.values(), this.workloadRecords.values()],
+    );
     this.fullCache = { version: this.current, body };
     return body;
   }

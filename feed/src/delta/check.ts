@@ -1,6 +1,6 @@
 // Never publish what a filter would refuse (issue 14), for deltas too: every version is
 // decoded and checked here, against the state the filters would hold after applying it,
-// before it enters the journal. The rules mirror the filters' decoder (issue 15's format v1,
+// before it enters the journal. The rules mirror the filters' decoder (issue 15's format v2,
 // assembly/mesh's applyMeshMessage): every read bounds-checked, valid UTF-8, the JSON model's
 // content rules (SPIFFE identity required when istio, hostname and locality shapes, SAN
 // without ',', ports 1..65535, address families), ids below the header's limits, memberships
@@ -33,6 +33,7 @@ import {
   WF_ISTIO,
   WF_WAYPOINT,
 } from "./wire.js";
+import { RECORD_WORKLOAD_COMPACT } from "./wire_full.js";
 
 import { isHostname, isLocality, isSpiffeIdentity, MAX_NETWORK_BYTES, SPIFFE_SHAPE } from "./text_rules.js";
 
@@ -117,6 +118,21 @@ class Reader {
     return key;
   }
 
+  /** An unsigned LEB128 integer of at most 31 bits, no overlong form (as the filters read it). */
+  varint(field: string): number {
+    let v = 0;
+    for (let i = 0; i < 5; i++) {
+      const b = this.u8(field);
+      v += (b & 0x7f) * 2 ** (7 * i);
+      if (!(b & 0x80)) {
+        if (i > 0 && b === 0) this.fail(field, "overlong varint");
+        if (v > 0x7fffffff) break;
+        return v;
+      }
+    }
+    return this.fail(field, "varint out of range (at most 2^31 - 1)");
+  }
+
   port(field: string): number {
     const p = this.u16(field);
     if (p === 0) this.fail(field, "port 0 (expected 1..65535)");
@@ -185,7 +201,13 @@ function claimant(inMessage: Map<string, number>, before: Map<string, number> | 
   return undefined;
 }
 
-const TYPE_NAMES: Record<number, string> = { 1: "workload upsert", 2: "workload remove", 3: "service upsert", 4: "service remove" };
+const TYPE_NAMES: Record<number, string> = { 1: "workload upsert", 2: "workload remove", 3: "service upsert", 4: "service remove", 5: "workload upsert" };
+
+/** A full message's tables (wire_full.ts): texts by index, and how many references. */
+interface Tables {
+  texts: string[];
+  refs: number;
+}
 
 /**
  * The state a filter holds after applying the messages checked so far (ids, addresses,
@@ -248,6 +270,13 @@ export class WireShadow {
     let index = 0;
     let where = "";
     const r = new Reader(buf, HEADER_BYTES, () => where);
+    const tables: Tables = { texts: [], refs: 0 };
+    if (kind === KIND_FULL) {
+      where = "tables";
+      for (let n = r.u32("textCount"), i = 0; i < n; i++) tables.texts.push(r.str(`texts[${i}]`));
+      tables.refs = r.u32("refCount");
+      for (let i = 0; i < tables.refs; i++) r.ref(`refs[${i}]`);
+    }
     const workloads: DecodedWorkload[] = [];
     const services: DecodedService[] = [];
     for (index = 0; index < count; index++) {
@@ -255,14 +284,15 @@ export class WireShadow {
       const type = r.u8("type");
       const id = r.u32("id");
       const name = TYPE_NAMES[type];
-      if (!name) r.fail("type", `${type} (expected 1..4)`);
+      if (!name) r.fail("type", `${type} (expected 1..5)`);
       where = `record ${index} (${name} id ${id})`;
-      const isWorkload = type === RECORD_WORKLOAD_UPSERT || type === RECORD_WORKLOAD_REMOVE;
+      if (type === RECORD_WORKLOAD_COMPACT && kind !== KIND_FULL) r.fail("type", "5 (compact workload upsert) is only valid in a full message");
+      const isWorkload = type === RECORD_WORKLOAD_UPSERT || type === RECORD_WORKLOAD_REMOVE || type === RECORD_WORKLOAD_COMPACT;
       if (id >= (isWorkload ? wLimit : sLimit)) r.fail("id", `${id} is not below the ${isWorkload ? "workload" : "service"} id limit ${isWorkload ? wLimit : sLimit}`);
       if (kind === KIND_FULL && (type === RECORD_WORKLOAD_REMOVE || type === RECORD_SERVICE_REMOVE)) r.fail("type", "a full message has no removals");
       if (type === RECORD_WORKLOAD_REMOVE) workloads.push({ record: index, id, removed: true, keys: [], memberships: [] });
       else if (type === RECORD_SERVICE_REMOVE) services.push({ record: index, id, removed: true, hostname: "", vipKeys: [] });
-      else if (type === RECORD_WORKLOAD_UPSERT) workloads.push(this.workload(r, index, id));
+      else if (type === RECORD_WORKLOAD_UPSERT || type === RECORD_WORKLOAD_COMPACT) workloads.push(this.workload(r, index, id, type === RECORD_WORKLOAD_COMPACT ? tables : undefined));
       else services.push(this.service(r, index, id));
     }
     where = "body";
@@ -272,18 +302,30 @@ export class WireShadow {
     return m;
   }
 
-  private workload(r: Reader, record: number, id: number): DecodedWorkload {
+  private workload(r: Reader, record: number, id: number, tables?: Tables): DecodedWorkload {
     const flags = r.u8("flags");
     if (flags & ~0x0f) r.fail("flags", `unknown bits 0x${(flags & ~0x0f).toString(16)}`);
-    const network = r.str("network");
+    // A compact record names its texts and references by table index.
+    const text = (field: string): string => {
+      if (!tables) return r.str(field);
+      const i = r.varint(field);
+      if (i >= tables.texts.length) r.fail(field, `text ${i} is not in the table of ${tables.texts.length}`);
+      return tables.texts[i];
+    };
+    const ref = (field: string): void => {
+      if (!tables) return r.ref(field);
+      const i = r.varint(field);
+      if (i >= tables.refs) r.fail(field, `reference ${i} is not in the table of ${tables.refs}`);
+    };
+    const network = text("network");
     if (network.length > MAX_NETWORK_BYTES / 3 && Buffer.byteLength(network) > MAX_NETWORK_BYTES) r.fail("network", `longer than ${MAX_NETWORK_BYTES} bytes`);
-    const identity = r.str("identity");
+    const identity = text("identity");
     if (identity === "" && flags & WF_ISTIO) r.fail("identity", 'required when tlsMode is "istio"');
     if (identity !== "" && !this.checkedText(identity, isSpiffeIdentity)) r.fail("identity", `not a SPIFFE identity (expected ${SPIFFE_SHAPE}): ${JSON.stringify(identity)}`);
-    const locality = r.str("locality");
+    const locality = text("locality");
     if (!this.checkedText(locality, isLocality)) r.fail("locality", `not a locality (expected region[/zone[/subzone]]): ${JSON.stringify(locality)}`);
-    if (flags & WF_WAYPOINT) r.ref("waypoint");
-    if (flags & WF_GATEWAY) r.ref("networkGateway");
+    if (flags & WF_WAYPOINT) ref("waypoint");
+    if (flags & WF_GATEWAY) ref("networkGateway");
     const n = r.u8("addresses");
     if (n === 0 && !(flags & WF_GATEWAY)) r.fail("addresses", "none, and no network gateway");
     const keys: string[] = [];

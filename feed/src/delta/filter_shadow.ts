@@ -13,7 +13,7 @@
 import { ProxyWasmHost } from "../../../host/index.js";
 import { httpResponse } from "../../../host/http_call.js";
 import { renderPluginConfig, type FilterName } from "../render.js";
-import { HEADER, KIND_DELTA, KIND_FULL } from "./wire.js";
+import { HEADER, HEADER_BYTES, KIND_DELTA, KIND_FULL } from "./wire.js";
 
 const SHADOW_CLUSTER = "feed_shadow";
 const CONTENT_TYPE = "application/x-mesh-delta";
@@ -162,9 +162,14 @@ export class FilterShadow {
     let body: Uint8Array = message;
     let counter = kind === KIND_FULL ? "applied_full" : "applied_delta";
     if (this.pendingFullFromEmpty && kind === KIND_DELTA) {
-      const copy = Buffer.from(message);
+      // A full message has tables after the header: empty ones here (its workload records
+      // are the delta's own v1 records, which a full message may carry too).
+      const copy = Buffer.alloc(message.length + 8);
+      message.copy(copy, 0, 0, HEADER_BYTES);
+      message.copy(copy, HEADER_BYTES + 8, HEADER_BYTES);
       copy.writeUInt16LE(KIND_FULL, HEADER.kind);
       copy.fill(0, HEADER.base, HEADER.base + 8);
+      copy.writeUInt32LE(copy.length - HEADER_BYTES, HEADER.bodyLength);
       body = copy;
       counter = "applied_full";
     }

@@ -1,6 +1,7 @@
-// The mesh delta message, format v1 (the contract in issue 15's design: the filters' decoder,
-// assembly/mesh, reads exactly this). Little-endian; a 56-byte header, then records. This file
-// is the encoder: one growable Buffer per message, written field by field in place (no
+// The mesh delta message, format v2 (the contract in issue 15's design: the filters' decoder,
+// assembly/mesh, reads exactly this). Little-endian; a 56-byte header, then records (a full
+// message also has tables and compact workload records: wire_full.ts). This file is the
+// record encoder: one growable Buffer per message, written field by field in place (no
 // per-field allocation: strings are written straight into the buffer, addresses parsed from
 // their text into it), so a full message of 1M pods encodes in a fraction of a second
 // (bench/feed `feed_wire_encode`).
@@ -22,7 +23,8 @@
 //   4 service remove: u32 id
 
 export const MAGIC = 0x3148534d;
-export const FORMAT_VERSION = 1;
+/** 2: full messages carry text and reference tables (wire_full.ts); deltas are as in 1. */
+export const FORMAT_VERSION = 2;
 export const HEADER_BYTES = 56;
 
 export const HEADER = {
@@ -443,6 +445,8 @@ export function writeHeader(buf: Buffer, h: MessageHeader, totalLength: number):
 
 /** A whole message from already-encoded records (each one record's bytes). */
 export function assemble(h: Omit<MessageHeader, "recordCount">, records: Iterable<Buffer>, count?: number): Buffer {
+  // A full message has tables and compact workload records: wire_full.ts builds it.
+  if (h.kind === KIND_FULL) throw new Error("assemble: a full message is built by assembleFull (wire_full.ts)");
   const list = Array.isArray(records) ? (records as Buffer[]) : [...records];
   let total = HEADER_BYTES;
   for (const r of list) total += r.length;
