@@ -46,5 +46,5 @@ export {
   readNodeNetwork,
   resolveLocalNetwork,
 } from "./local_network";
-export { applyMeshMessage, MeshApplyResult } from "./wire_apply";
+export { applyMeshMessage, collectAfterMessage, COLLECT_AFTER_MESSAGE_BYTES, MeshApplyResult } from "./wire_apply";
 export { KIND_DELTA, KIND_FULL, KIND_NO_CHANGE } from "./wire";

@@ -139,3 +139,23 @@ function readHeader(r: WireReader, h: Header): bool {
   return true;
 }
 
+/** Bytes of messages applied or refused since the last full collection (collectAfterMessage). */
+let messageBytesSinceCollect: i64 = 0;
+/** A full collection after this many bytes of messages (a delta of 100 pod changes is ~10 KB). */
+export const COLLECT_AFTER_MESSAGE_BYTES: i64 = 1 << 20;
+
+/**
+ * Runs the full collection after a full message (the old model, or a refused new one, and the
+ * message are garbage) and after every COLLECT_AFTER_MESSAGE_BYTES of messages. With the
+ * incremental collector alone, a churning VM's garbage (messages, per-message scratch) piled up
+ * until linear memory doubled (10.7 to 21.5 MB at 100k pods, within 40k changes); collected this
+ * way it stays flat. A full collection costs ~0.07 ms at 100k pods and ~0.26 ms at 1M. Call it
+ * once the caller holds only the model in force.
+ */
+export function collectAfterMessage(kind: i32, bytes: i32): void {
+  messageBytesSinceCollect += bytes;
+  if (kind == KIND_FULL || messageBytesSinceCollect >= COLLECT_AFTER_MESSAGE_BYTES) {
+    messageBytesSinceCollect = 0;
+    __collect();
+  }
+}

@@ -7,7 +7,7 @@
 import { Mesh } from "../../assembly/mesh";
 import { FeedHeader } from "../../assembly/runtime/feed_message";
 import { MeshSink } from "../../assembly/runtime/feed_client";
-import { applyMeshMessage } from "../../assembly/mesh";
+import { applyMeshMessage, collectAfterMessage } from "../../assembly/mesh";
 
 /** What a filter's root gives the sink: its model and how to adopt a new one. */
 export class MeshHolder {
@@ -31,9 +31,10 @@ export class MeshFeedSink extends MeshSink {
 
   apply(message: ArrayBuffer, header: FeedHeader): string {
     const result = applyMeshMessage(this.holder.currentMesh(), message);
-    if (result.error.length > 0) return result.error;
+    let error = result.error;
     const mesh = result.mesh;
-    if (mesh === null) return "the model update produced no model";
-    return this.holder.adopt(mesh);
+    if (error.length == 0) error = mesh === null ? "the model update produced no model" : this.holder.adopt(mesh);
+    collectAfterMessage(result.kind, message.byteLength);
+    return error;
   }
 }

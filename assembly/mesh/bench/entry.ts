@@ -1,7 +1,7 @@
 // Benchmark module for run.mjs: the mesh model alone, built with release flags, so memory
 // and lookup cost can be measured in node at 1k .. 1M pods. Not part of any filter.
 import { JsonValue, parseJson } from "../../json";
-import { Address, applyMeshMessage, formatIp, Mesh, MeshLimits, parseMeshConfig, parseMeshSource, parseSocketAddress } from "../index";
+import { Address, applyMeshMessage, collectAfterMessage, formatIp, Mesh, MeshLimits, parseMeshConfig, parseMeshSource, parseSocketAddress } from "../index";
 import { HostBufferSource } from "../../runtime/config_source";
 import { lastReservation } from "../parse";
 import { BufferType } from "../../runtime/types";
@@ -152,9 +152,11 @@ export function applyMessage(bytes: ArrayBuffer): i32 {
   lastError = result.error;
   lastApplyKind = result.kind;
   const m = result.mesh;
-  if (!result.ok() || m === null) return 0;
-  mesh = m;
-  return 1;
+  const ok = result.ok() && m !== null;
+  if (ok) mesh = changetype<Mesh>(m);
+  // What the filters' feed sink does after each message (filters/mesh_feed/sink.ts).
+  collectAfterMessage(result.kind, bytes.byteLength);
+  return ok ? 1 : 0;
 }
 
 /** Drops the kept model (the next message must be a full one). */
