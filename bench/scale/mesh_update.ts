@@ -30,7 +30,7 @@ function pod(id: number, ipIndex: number, service: number): WireWorkload {
 }
 
 /** The full message's records for `pods` pods, each written into one reused buffer (no record objects). */
-function* fullRecords(pods: number, services: number): Generator<Buffer> {
+export function* fullRecords(pods: number, services: number): Generator<Buffer> {
   const w = new Writer(256);
   for (let s = 0; s < services; s++) {
     w.reset();

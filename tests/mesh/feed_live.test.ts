@@ -14,9 +14,8 @@ import { bootstrap, listener, staticCluster, tcpProxy, wasmNetworkFilter } from 
 import { FakeFeed } from "../support/fake_feed.js";
 import { startBackend, exchange, type Backend } from "../support/tcp.js";
 import { ensureBuilt } from "../host/helpers.js";
-import { parse, stringify } from "yaml";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../support/capture.js";
-import { shippedConfig } from "../support/envoy_yaml.js";
+import { meshFeedSidecarConfig } from "../feed/delta_envoy_config.js";
 import { startTlsPod, type TlsPod } from "../support/pods.js";
 import type { WireRecord } from "../support/mesh_wire.js";
 import { CERT_DIR, DEMO_IDENTITIES, writeDemoCerts } from "../../scripts/demo-certs.js";
@@ -191,26 +190,6 @@ const SIDECAR = `URI:${DEMO_IDENTITIES.sidecar}`;
 /** Connections per round: enough that every worker takes some (checked with its own stats). */
 const ROUND = 48;
 
-/** The shipped passthrough_mtls sidecar configuration with an empty snapshot, the feed and its cluster. */
-function feedSidecarConfig(): string {
-  const config = parse(shippedConfig("passthrough_mtls.yaml"));
-  const visit = (node: any): void => {
-    if (!node || typeof node !== "object") return;
-    if (node.name === "passthrough_mtls" && node.configuration?.value !== undefined) {
-      node.configuration.value = JSON.stringify({ workloads: [], services: [], meshFeed: { cluster: "mesh_feed", target: "sidecar-b", waitSeconds: 2 } });
-    }
-    for (const value of Object.values(node)) visit(value);
-  };
-  visit(config);
-  config.static_resources.clusters.push({
-    name: "mesh_feed",
-    type: "STATIC",
-    connect_timeout: "1s",
-    load_assignment: { cluster_name: "mesh_feed", endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: "127.0.0.1", port_value: WIRE_FEED_PORT } } } }] }] },
-  });
-  return stringify(config);
-}
-
 describe(`passthrough_mtls with the mesh feed: every worker VM (--concurrency ${WORKERS}) decides with the last message`, () => {
   let feed: FakeFeed;
   let envoy: EnvoyProcess;
@@ -254,7 +233,7 @@ describe(`passthrough_mtls with the mesh feed: every worker VM (--concurrency ${
     feed = new FakeFeed(WIRE_FEED_PORT);
     await feed.start();
     feed.publishRecords([other(0, "127.0.0.12")]);
-    envoy = await EnvoyProcess.start({ name: "feed-live-passthrough", adminPort: SHIPPED_ADMIN, concurrency: WORKERS, config: feedSidecarConfig() });
+    envoy = await EnvoyProcess.start({ name: "feed-live-passthrough", adminPort: SHIPPED_ADMIN, concurrency: WORKERS, config: meshFeedSidecarConfig(WIRE_FEED_PORT, "sidecar-b", 2) });
     captureOutbound(CAPTURE_PORT);
   });
 

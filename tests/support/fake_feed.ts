@@ -96,7 +96,14 @@ export class FakeFeed {
     return [...services.values(), ...workloads.values()];
   }
 
+  /**
+   * Wire mode: a prebuilt full message for (epoch, version) instead of one encoded from the
+   * records (a mesh too large to hold as record objects: tests/mesh/feed_full_1m.test.ts).
+   */
+  fullBody: ((epoch: bigint, version: bigint) => Buffer) | undefined;
+
   private wire(kind: number, base: bigint, version: bigint): Buffer {
+    if (kind === KIND_FULL && this.fullBody) return this.fullBody(this.epoch, version);
     const records = kind === KIND_FULL ? this.stateRecords() : kind === KIND_DELTA ? this.records.slice(Number(base)).flat() : [];
     return Buffer.from(encodeMessage({ kind, epoch: this.epoch, baseVersion: base, version, workloadIdLimit: this.workloadIdLimit, serviceIdLimit: this.serviceIdLimit, records }));
   }
