@@ -19,7 +19,8 @@ import {
   type WireService,
   type WireWorkload,
 } from "../../feed/src/delta/wire.js";
-import { assembleFull, MAX_TABLE_REFS, MAX_TABLE_TEXTS, RECORD_WORKLOAD_COMPACT } from "../../feed/src/delta/wire_full.js";
+import { assembleFull, FullAssembler, MAX_TABLE_REFS, MAX_TABLE_TEXTS, RECORD_WORKLOAD_COMPACT } from "../../feed/src/delta/wire_full.js";
+import { MeshVm } from "../../bench/scale/mesh_vm.js";
 import { readFileSync } from "node:fs";
 import { decodeMessage } from "./delta_wire_decode.js";
 
@@ -134,6 +135,27 @@ describe("feed delta: format v2 encoder", () => {
     const source = readFileSync("assembly/mesh/wire_layout.ts", "utf8");
     assert.equal(Number(eval(source.match(/MAX_TABLE_TEXTS: i32 = ([^;]+);/)![1])), MAX_TABLE_TEXTS);
     assert.equal(Number(eval(source.match(/MAX_TABLE_REFS: i32 = ([^;]+);/)![1])), MAX_TABLE_REFS);
+  });
+
+  it("keeps each workload's compact record across full messages of one channel; a changed workload is transcoded again, old texts stay in the table", async () => {
+    const assembler = new FullAssembler();
+    const a = { ...workloadA, id: 0, memberships: [], addresses: ["10.1.0.1"] };
+    const b = { ...workloadA, id: 1, memberships: [], addresses: ["10.1.0.2"] };
+    const recA = rec((w) => writeWorkloadUpsert(w, a));
+    const recB = rec((w) => writeWorkloadUpsert(w, b));
+    const h = { epoch: 5, base: 0, workloadIdLimit: 2, serviceIdLimit: 1 };
+    const first = assembler.build({ ...h, version: 1 }, [[recA, recB]]);
+    const changed = { ...b, identity: "spiffe://cluster.local/ns/default/sa/renamed" };
+    const second = assembler.build({ ...h, version: 2 }, [[recA, rec((w) => writeWorkloadUpsert(w, changed))]]);
+    assert.deepEqual(decodeMessage(second).records, [{ type: "workload", ...a }, { type: "workload", ...changed }]);
+    // The table grew by the new identity; the old one is still in it, unused.
+    assert.equal(second.readUInt32LE(HEADER_BYTES), first.readUInt32LE(HEADER_BYTES) + 1);
+    // The filters' decoder takes a table with unused texts, and reads the same model.
+    const vm = await MeshVm.create();
+    assert.equal(vm.apply(new Uint8Array(second)), "");
+    const fresh = await MeshVm.create();
+    assert.equal(fresh.apply(new Uint8Array(assembleFull({ ...h, version: 2 }, [[recA, rec((w) => writeWorkloadUpsert(w, changed))]]))), "");
+    assert.equal(vm.digest(), fresh.digest());
   });
 
   it("converts the JSON model's objects: flags, default ports, lb prefs, sorted ports and overrides", () => {

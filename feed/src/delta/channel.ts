@@ -18,7 +18,7 @@ import { IdAllocator } from "./ids.js";
 import { Journal } from "./journal.js";
 import type { NetworkView } from "./network_view.js";
 import { membershipOf, wireService, wireWorkload } from "./records.js";
-import { assembleFull } from "./wire_full.js";
+import { FullAssembler } from "./wire_full.js";
 import {
   assemble,
   HEADER_BYTES,
@@ -60,6 +60,8 @@ export class DeltaChannel {
   private readonly pendingWorkloads = new Set<string>();
   private readonly pendingServices = new Set<string>();
   private fullCache: { version: number; body: Buffer } | undefined;
+  /** Full messages of this epoch: its tables and compact records carry over between versions. */
+  private readonly assembler = new FullAssembler();
   /**
    * Answers built for the current version, by base: every filter VM polls, and after a change
    * they all ask for the same delta (thousands of VMs at one version get one assembled body).
@@ -231,7 +233,7 @@ export class DeltaChannel {
   /** The full message of the current version (services first, so memberships name live ones). */
   full(): Buffer {
     if (this.fullCache?.version === this.current) return this.fullCache.body;
-    const body = assembleFull(
+    const body = this.assembler.build(
       { epoch: this.epoch, base: 0, version: this.current, workloadIdLimit: this.workloadIds.limit, serviceIdLimit: this.serviceIds.limit },
       [this.serviceRecords.values(), this.workloadRecords.values()],
     );
