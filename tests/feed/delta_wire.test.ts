@@ -137,6 +137,25 @@ describe("feed delta: format v2 encoder", () => {
     assert.equal(Number(eval(source.match(/MAX_TABLE_REFS: i32 = ([^;]+);/)![1])), MAX_TABLE_REFS);
   });
 
+  it("takes records written one after another into one reused buffer (each copied as it comes)", () => {
+    const pods = Array.from({ length: 3 }, (_, i) => ({ ...workloadA, id: i, memberships: [], addresses: [`10.2.0.${i}`] }));
+    const { waypoint: _w, cluster: _c, ...plain } = serviceS;
+    const service = { ...plain, id: 0, flags: 0 };
+    function* reused(): Generator<Buffer> {
+      const w = new WireWriter(16);
+      w.reset();
+      writeServiceUpsert(w, service);
+      yield w.view();
+      for (const p of pods) {
+        w.reset();
+        writeWorkloadUpsert(w, p);
+        yield w.view();
+      }
+    }
+    const d = decodeMessage(assembleFull({ epoch: 5, base: 0, version: 1, workloadIdLimit: 3, serviceIdLimit: 1 }, [reused()]));
+    assert.deepEqual(d.records, [{ type: "service", ...service }, ...pods.map((p) => ({ type: "workload", ...p }))]);
+  });
+
   it("keeps each workload's compact record across full messages of one channel; a changed workload is transcoded again, old texts stay in the table", async () => {
     const assembler = new FullAssembler();
     const a = { ...workloadA, id: 0, memberships: [], addresses: ["10.1.0.1"] };

@@ -111,8 +111,8 @@ export class FullAssembler {
       this.refs = new ByteTable();
       this.compact = new WeakMap();
     }
-    const parts: Buffer[] = [];
-    let bytes = 0;
+    // Each record is copied as it comes: callers may pass records written into a reused buffer.
+    const body = new WireWriter(1 << 16);
     let count = 0;
     for (const list of recordLists) for (const b of list) {
       count++;
@@ -125,12 +125,12 @@ export class FullAssembler {
         }
         if (c !== null) part = c;
       }
-      parts.push(part);
-      bytes += part.length;
+      body.ensure(part.length);
+      body.pos += part.copy(body.buf, body.pos);
     }
     const texts = this.texts;
     const refs = this.refs;
-    const total = HEADER_BYTES + 4 + texts.bytes + 4 + refs.bytes + bytes;
+    const total = HEADER_BYTES + 4 + texts.bytes + 4 + refs.bytes + body.pos;
     const out = Buffer.allocUnsafe(total);
     let pos = HEADER_BYTES;
     out.writeUInt32LE(texts.entries.length, pos);
@@ -139,7 +139,7 @@ export class FullAssembler {
     out.writeUInt32LE(refs.entries.length, pos);
     pos += 4;
     for (const r of refs.entries) pos += r.copy(out, pos);
-    for (const part of parts) pos += part.copy(out, pos);
+    body.buf.copy(out, pos, 0, body.pos);
     writeHeader(out, { ...h, kind: KIND_FULL, recordCount: count }, total);
     return out;
   }
