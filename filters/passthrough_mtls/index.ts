@@ -28,7 +28,7 @@ import {
   WasmResult,
 } from "../../assembly/runtime";
 import { adoptMesh, parsePassthroughConfigFrom, PassthroughConfig } from "./config";
-import { FeedClient } from "../../assembly/runtime/feed_client";
+import { FeedRootContext } from "../../assembly/runtime/feed_root";
 import { Mesh } from "../../assembly/mesh";
 import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { Decision, decide, Route } from "./decision";
@@ -68,10 +68,8 @@ class PassthroughMeshHolder extends MeshHolder {
   }
 }
 
-class PassthroughRoot extends RootContext {
+class PassthroughRoot extends FeedRootContext {
   config: PassthroughConfig | null = null;
-  /** Live changes from the mesh feed (meshFeed in the configuration); null without one. */
-  feed: FeedClient | null = null;
   /** Reused for every connection of this root: decisions allocate nothing. */
   readonly destination: Address = new Address();
   readonly decision: Decision = new Decision();
@@ -104,23 +102,8 @@ class PassthroughRoot extends RootContext {
       ", local network " + config.network.describe(),
     );
     this.config = config;
-    const feed = config.feed;
-    if (feed !== null) {
-      const client = new FeedClient(feed, new MeshFeedSink(new PassthroughMeshHolder(this)), "passthrough_mtls");
-      this.feed = client;
-      client.start();
-    }
+    this.startFeed(config.feed, new MeshFeedSink(new PassthroughMeshHolder(this)), "passthrough_mtls");
     return true;
-  }
-
-  onTick(): void {
-    const feed = this.feed;
-    if (feed !== null) feed.onTick();
-  }
-
-  onHttpCallResponse(token: u32, headers: u32, bodySize: u32, trailers: u32): void {
-    const feed = this.feed;
-    if (feed !== null) feed.onResponse(token, headers, bodySize);
   }
 
   newConnection(id: u32): ConnectionContext {

@@ -37,7 +37,7 @@ import {
 } from "../../assembly/runtime";
 import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
 import { adoptMesh, parseTunnelConfigFrom, TunnelConfig } from "./config";
-import { FeedClient } from "../../assembly/runtime/feed_client";
+import { FeedRootContext } from "../../assembly/runtime/feed_root";
 import { Mesh } from "../../assembly/mesh";
 import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { AuthorityText, checkServer, parseCanonicalPort, PORT_ABSENT, sameBytes, ServerVerdict } from "./server";
@@ -82,10 +82,8 @@ class TunnelMeshHolder extends MeshHolder {
   }
 }
 
-class TunnelRoot extends RootContext {
+class TunnelRoot extends FeedRootContext {
   config: TunnelConfig | null = null;
-  /** Live changes from the mesh feed (meshFeed in the configuration); null without one. */
-  feed: FeedClient | null = null;
   cursors: Cursors = new Cursors(0);
   readonly destination: Address = new Address();
   readonly endpoint: Address = new Address();
@@ -124,23 +122,8 @@ class TunnelRoot extends RootContext {
     if (config.network.source == NetworkSource.NodeMetadata) logInfo("local network " + config.network.describe());
     this.config = config;
     this.cursors = new Cursors(config.mesh.serviceCount());
-    const feed = config.feed;
-    if (feed !== null) {
-      const client = new FeedClient(feed, new MeshFeedSink(new TunnelMeshHolder(this)), "tunnel_port");
-      this.feed = client;
-      client.start();
-    }
+    this.startFeed(config.feed, new MeshFeedSink(new TunnelMeshHolder(this)), "tunnel_port");
     return true;
-  }
-
-  onTick(): void {
-    const feed = this.feed;
-    if (feed !== null) feed.onTick();
-  }
-
-  onHttpCallResponse(token: u32, headers: u32, bodySize: u32, trailers: u32): void {
-    const feed = this.feed;
-    if (feed !== null) feed.onResponse(token, headers, bodySize);
   }
 
   newConnection(id: u32): ConnectionContext {

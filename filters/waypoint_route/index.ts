@@ -30,7 +30,7 @@ import {
   WasmResult,
 } from "../../assembly/runtime";
 import { adoptWaypointMesh, parseWaypointConfigFrom, WaypointConfig } from "./config";
-import { FeedClient } from "../../assembly/runtime/feed_client";
+import { FeedRootContext } from "../../assembly/runtime/feed_root";
 import { FeedConfig } from "../../assembly/runtime/feed_config";
 import { Mesh } from "../../assembly/mesh";
 import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
@@ -67,10 +67,8 @@ class WaypointMeshHolder extends MeshHolder {
   }
 }
 
-class WaypointRoot extends RootContext {
+class WaypointRoot extends FeedRootContext {
   config: WaypointConfig | null = null;
-  /** Live changes from the mesh feed (meshFeed in the configuration); null without one. */
-  feed: FeedClient | null = null;
   readonly destination: Address = new Address();
   readonly decision: Decision = new Decision();
   readonly scratch: Scratch = new Scratch();
@@ -104,11 +102,7 @@ class WaypointRoot extends RootContext {
     const settings = config.settings;
     let feed: FeedConfig | null = null;
     if (settings !== null) feed = settings.feed;
-    if (feed !== null) {
-      const client = new FeedClient(feed, new MeshFeedSink(new WaypointMeshHolder(this)), "waypoint_route");
-      this.feed = client;
-      client.start();
-    }
+    this.startFeed(feed, new MeshFeedSink(new WaypointMeshHolder(this)), "waypoint_route");
     return true;
   }
 
@@ -121,16 +115,6 @@ class WaypointRoot extends RootContext {
     let most = 1;
     for (let s = 0, n = config.mesh.serviceCount(); s < n; s++) most = max(most, config.mesh.endpointCount(s));
     this.scratch.ensure(most);
-  }
-
-  onTick(): void {
-    const feed = this.feed;
-    if (feed !== null) feed.onTick();
-  }
-
-  onHttpCallResponse(token: u32, headers: u32, bodySize: u32, trailers: u32): void {
-    const feed = this.feed;
-    if (feed !== null) feed.onResponse(token, headers, bodySize);
   }
 
   newConnection(id: u32): ConnectionContext {
