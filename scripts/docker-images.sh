@@ -45,7 +45,8 @@ deb_path() { local name="${1%%=*}" version="${1#*=}"; ls "$cache/debs/${name}_${
 # The mirror the machine's apt uses for bookworm (deb822 or one-line sources alike).
 mirror() {
   [[ -n "${MDF_DEBIAN_MIRROR:-}" ]] && { echo "$MDF_DEBIAN_MIRROR"; return; }
-  apt-cache policy | awk '$3 == "bookworm/main" { print $2; exit }'
+  # awk reads to the end (no `exit`): an early exit would kill apt-cache with SIGPIPE under pipefail.
+  apt-cache policy | awk '$3 == "bookworm/main" && !found { print $2; found = 1 }'
 }
 
 # Skips a build whose image already carries this input hash.

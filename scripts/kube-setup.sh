@@ -32,10 +32,13 @@ wrapper_dir="$kube_dir/src/kubernetes"
 stamp="$bin_dir/versions"
 want="kubernetes=${KUBERNETES_VERSION} etcd=${ETCD_DEBIAN_VERSION} gateway-api=${GATEWAY_API_VERSION} istio-api=${ISTIO_API_VERSION} commands=${COMMANDS[*]}"
 log() { echo "kube-setup: $*" >&2; }
+# shellcheck source=lib/reports.sh
+source scripts/lib/reports.sh
 die() { log "ERROR: $*"; exit 1; }
 
 complete() {
-  [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$bin_dir/etcd" && -f "$crd_dir/istio.yaml" && -f "$crd_dir/gateway-api.yaml" ]] || return 1
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -f "$crd_dir/istio.yaml" && -f "$crd_dir/gateway-api.yaml" ]] || return 1
+  etcd_ready "${ETCD_DEBIAN_VERSION%%-*}" || return 1
   local command
   for command in "${COMMANDS[@]}"; do [[ -x "$bin_dir/$command" ]] || return 1; done
 }
@@ -100,9 +103,12 @@ build_commands() {
   rm -rf "$out"
 }
 
+# etcd_ready <version>: the unpacked etcd is there and says it is that version.
+etcd_ready() { [[ -x "$bin_dir/etcd" ]] && reports_line "etcd Version: $1" "$bin_dir/etcd" --version; }
+
 install_etcd() {
   local upstream="${ETCD_DEBIAN_VERSION%%-*}"
-  if [[ -x "$bin_dir/etcd" ]] && "$bin_dir/etcd" --version 2>/dev/null | grep -q "etcd Version: ${upstream}$"; then return; fi
+  if etcd_ready "$upstream"; then return; fi
   command -v apt-get >/dev/null || die "apt-get is missing: etcd comes from Debian's etcd-server package"
   local work="$kube_dir/etcd-deb"
   rm -rf "$work" && mkdir -p "$work"
@@ -117,7 +123,7 @@ install_etcd() {
   dpkg-deb -x "$work"/etcd-server_*.deb "$work/root" || die "dpkg-deb could not unpack etcd-server"
   [[ -x "$work/root/usr/bin/etcd" ]] || die "etcd-server package has no usr/bin/etcd"
   cp "$work/root/usr/bin/etcd" "$bin_dir/etcd"
-  "$bin_dir/etcd" --version 2>/dev/null | grep -q "etcd Version: ${upstream}$" || die "unpacked etcd is not version ${upstream}"
+  etcd_ready "$upstream" || die "unpacked etcd is not version ${upstream}"
   rm -rf "$work"
 }
 

@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 version="$(node -p 'require("./package.json").config.envoyVersion')"
 link=".venv/envoy"
 
-# Read the version into a variable first: `envoy --version | grep -q` under pipefail fails when
-# grep exits early and Envoy gets SIGPIPE.
-installed() { [[ -x "$link" ]] && [[ "$("$link" --version 2>/dev/null)" == *"/${version}/"* ]]; }
+# shellcheck source=lib/reports.sh
+source scripts/lib/reports.sh
+# Envoy's --version line reads "envoy  version: <sha>/<version>/Clean/RELEASE/BoringSSL".
+installed() { [[ -x "$link" ]] && reports_text "/${version}/" "$link" --version; }
 
 if ! installed; then
   python3 -m venv .venv
