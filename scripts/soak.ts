@@ -1,4 +1,4 @@
-// `npm run soak`: the long reliability runs of issue 6, outside `npm test`. One JSON line per
+// `npm run soak`: the long reliability runs, outside `npm test`. One JSON line per
 // figure; exits non-zero when any soak failed.
 //   host:  1,000,000 connections through each filter in the proxy-wasm host emulator; the VM's
 //          linear memory must not grow after warm-up (scripts/soak/host.ts).

@@ -1,4 +1,4 @@
-// Delta propagation (issue 15) against the same real API server as the baseline in run.ts: the
+// Delta propagation against the same real API server as the baseline in run.ts: the
 // feed runs as its own process with a target consumed only through GET /delta (no file or
 // WasmPlugin delivery, so no JSON render per change), and a client holds a long poll at the
 // current version, as a filter's root context does. Per sample: one API write (the probe pod's

@@ -1,4 +1,4 @@
-// The feed's baseline figures (issue 14; the baseline issue 15's incremental updates must beat):
+// The feed's baseline figures (the baseline the incremental updates must beat):
 // for each mesh size, a real kube-apiserver holds N pods (with IPs, in services of 100
 // endpoints), the feed runs as its own process watching it and delivering passthrough_mtls's
 // snapshot by ECDS file to a real Envoy, and the benchmark measures
@@ -170,7 +170,7 @@ export async function feedBenchSize(n: number, samples: number): Promise<{ pods:
     emit({ figure: "feed_render_ms", pods: n, p50: median(renders), max: +Math.max(...renders).toFixed(1) });
     emit({ figure: "feed_change_cost", pods: n, bytesPushed: median(bytes), controllerCpuMs: median(feedCpu), envoyApplyCpuMs: median(envoyCpu) });
     emit({ figure: "feed_controller_memory", pods: n, rssMb: +rssMb(pid).toFixed(1) });
-    // The delta path (issue 15) on the same API server, with the snapshot feed and Envoy stopped.
+    // The delta path on the same API server, with the snapshot feed and Envoy stopped.
     feed.kill("SIGTERM");
     feed = undefined;
     releaseCapture();

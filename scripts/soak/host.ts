@@ -1,4 +1,4 @@
-// Host soak (issue 6, item 5): a million connections through each filter in the proxy-wasm host
+// Host soak: a million connections through each filter in the proxy-wasm host
 // emulator, against a realistic snapshot (10,000 pods), with mixed outcomes (known pods and
 // VIPs, unknown and malformed destinations, missing ones; for tunnel_port's server also good and
 // bad peers and service ports). 64 connections stay open at a time; one in 16 carries data both

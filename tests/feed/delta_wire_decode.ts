@@ -1,4 +1,4 @@
-// A small decoder of format v2 written for the tests from the layout in issue 15's design (not
+// A small decoder of format v2 written for the tests from the format's written layout (not
 // from the encoder): every field of every record back into plain objects, so the tests can
 // compare what the feed sent with what it meant to send.
 import { isIP } from "node:net";

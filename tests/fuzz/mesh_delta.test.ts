@@ -1,4 +1,4 @@
-// The fuzzer extended to the mesh feed's binary messages (issue 15): structure-aware deltas
+// The fuzzer extended to the mesh feed's binary messages: structure-aware deltas
 // (valid ones built from a reference state, then byte-level damage: flips, inserts, deletes,
 // truncations, duplicated runs) and full messages, applied to the model-only VM
 // (bench/scale/mesh_vm.ts). Oracles, per case:

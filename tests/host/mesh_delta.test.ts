@@ -1,4 +1,4 @@
-// The mesh model's update path (issue 15): binary full and delta messages applied in place.
+// The mesh model's update path: binary full and delta messages applied in place.
 // The oracle for a delta is a full load of the state it should produce (a second VM), and the
 // oracle for a full load is the JSON build of the same snapshot: all three must read back the
 // same model (digestUtf8 in assembly/mesh/bench/entry.ts lists everything the API answers).

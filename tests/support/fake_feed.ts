@@ -1,4 +1,4 @@
-// A small stand-in for the mesh feed's long-poll endpoint (the real one is feed/, issue 15's
+// A small stand-in for the mesh feed's long-poll endpoint (the real one is feed/,
 // `/delta/<target>`), for the channel's tests: the protocol and the message header are the
 // real ones, the records are opaque text the feed_probe fixture's test sink understands.
 // The "model" is the texts published so far joined with "+"; a full message carries all of
