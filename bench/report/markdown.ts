@@ -150,7 +150,7 @@ function scaleSection(results: Results): string {
     "Each route alone, on the smallest configuration (the mixed figure above weights them; routes that pick an endpoint of a service rank its endpoints):",
     routes,
     "### VM linear memory per pod after configure",
-    "Linear memory never shrinks, so this is configure's peak: the mesh model, the build's spare (1/16 and 256 KB) and ~0.5 MB of fixed cost (the runtime, the windows the configuration is read through: it is never whole in linear memory), which dominates at 1k and 10k pods. The filters share one mesh model (tunnel_port's own pod-membership index, 8 B/pod, is gone since the model became mutable: it asks the model's memberships). What the build keeps per pod is in assembly/mesh/README.md.",
+    "Linear memory never shrinks, so this is configure's peak: the mesh model, the build's spare (1/16 and 256 KB) and ~0.5 MB of fixed cost (the runtime, the windows the configuration is read through: it is never whole in linear memory), which dominates at 1k and 10k pods. The filters share one mesh model (tunnel_port's own pod-membership index, 8 B/pod, is gone since the model became mutable: it asks the model's memberships). What the build keeps per pod is in assembly/mesh/README.md; what each per-pod memory figure of the project measures, in docs/memory.md.",
     memory,
     "### Configuration load (one VM; Envoy also runs a canary VM, so about twice this)",
     "Plugin configuration size / load time (instantiate + configure) / throughput (10^6 bytes per second).",
