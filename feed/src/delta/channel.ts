@@ -10,7 +10,7 @@
 // A version is published only after its message passed the decoder's rules (check.ts) against
 // the state the filters hold; a refused version changes nothing (ids, records, journal), and
 // the objects it touched are diffed again at the next publish.
-import type { ComputedMesh } from "../compute.js";
+import type { ComputedMesh } from "../mesh_model.js";
 import type { DeltaConfig } from "../config.js";
 import { WireShadow } from "./check.js";
 import type { FilterShadow } from "./filter_shadow.js";
