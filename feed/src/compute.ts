@@ -1,7 +1,7 @@
 // Computes the mesh model from every cluster's objects, with istiod's semantics: one pass over
 // the pods (workloads), one over the services and their EndpointSlices (services, endpoints,
 // per-endpoint target ports), Gateways for waypoints and network gateways. The result is keyed
-// by workload uid and service hostname (what a delta would be keyed by, issue 15); view.ts
+// by workload uid and service hostname (what each delta record is keyed by); view.ts
 // turns it into one network's split-horizon snapshot.
 import { isIP } from "node:net";
 import type { ClusterObjects } from "./cluster_objects.js";
@@ -25,6 +25,7 @@ import {
   tlsModeOf,
 } from "./istio_rules.js";
 import type { NetworkResolver } from "./mesh_networks.js";
+import type { ComputedMesh, MeshChanges, WorkloadInfo } from "./mesh_model.js";
 import type { Service, Workload } from "./schema.js";
 import { ClusterWaypoints, gatewayRef, networkGatewaysOf, type NetworkGateway } from "./waypoints.js";
 import { addSlice, finishService, newBuild, portSpecs, type ServiceBuild, type ServiceContext } from "./compute_service.js";
@@ -36,40 +37,6 @@ export interface MeshOptions {
   /** The namespace whose topology.istio.io/network label names a cluster's network (istio-system). */
   systemNamespace: string;
   networks: NetworkResolver;
-}
-
-export interface WorkloadInfo {
-  workload: Workload;
-  clusterId: string;
-  /** Milliseconds since the epoch (0 when unknown): a reused IP goes to the newer pod. */
-  created: number;
-  deleting: boolean;
-  /** An east-west gateway's own pod, or a gateway workload: reachable from every network. */
-  reachableEverywhere: boolean;
-}
-
-/** A workload's entry in a service's endpoints: the per-port target overrides (or none). */
-export type Membership = Record<string, number> | undefined;
-
-export interface ComputedMesh {
-  workloads: Map<string, WorkloadInfo>;
-  services: Map<string, Service>;
-  /** The gateway of each network (the first valid one, as getNetworkGatewayAddress takes). */
-  gateways: Map<string, NetworkGateway>;
-  /** What the model cannot say, by reason, with how many objects it touched (README). */
-  gaps: Map<string, number>;
-  /** uid → hostname → its endpoint entry's port overrides: the services a workload is in. */
-  memberships: Map<string, Map<string, Membership>>;
-}
-
-/** What an update changed (added, changed or removed): the keys a view must look at again. */
-export interface MeshChanges {
-  /** Everything was recomputed (a wholesale change: gateways, namespaces, a relist). */
-  full: boolean;
-  /** Workload uids whose workload or memberships may have changed. */
-  workloads: Set<string>;
-  /** Service hostnames whose service may have changed. */
-  services: Set<string>;
 }
 
 const EMPTY_GAPS: ReadonlyMap<string, number> = new Map();

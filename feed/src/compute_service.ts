@@ -2,7 +2,7 @@
 // from its EndpointSlices, SANs, waypoint and load balancing, merged across clusters by hostname.
 import { isIP } from "node:net";
 import type { ClusterObjects } from "./cluster_objects.js";
-import type { WorkloadInfo } from "./compute.js";
+import type { WorkloadInfo } from "./mesh_model.js";
 import { canonicalIp } from "./ip.js";
 import type { EndpointSlice, Service as KubeService } from "./kube_objects.js";
 import {

@@ -63,7 +63,7 @@ export interface DeltaConfig {
 /**
  * 5 ms of quiet, 50 ms at most: the watch delivers a burst of events in one read (a list of
  * updates, a pod's status and its slice); waiting a few milliseconds puts them in one version,
- * and 50 ms bounds what that adds to the propagation target (p99 < 1 s, issue 15). The
+ * and 50 ms bounds what that adds to the propagation target (API write → filter, p99 < 1 s). The
  * snapshot (JSON) deliveries keep `debounce` (100 ms / 1 s): each of those re-renders the mesh.
  */
 export const DEFAULT_DELTA: DeltaConfig = {
@@ -79,7 +79,7 @@ export const DEFAULT_DELTA: DeltaConfig = {
  * Debounce defaults: 100 ms of quiet is istiod's PILOT_DEBOUNCE_AFTER (a pod's start is a burst
  * of 3-4 updates within ~100 ms: created, scheduled, IP, Ready, then its EndpointSlice); 1 s at
  * most, where istiod allows 10 s (PILOT_DEBOUNCE_MAX), because this bound is the freshness a
- * connection can count on (issue 15 asks for p99 < 1 s from the API write).
+ * connection can count on (the target is p99 < 1 s from the API write).
  */
 export const DEFAULT_DEBOUNCE = { quietMs: 100, maxMs: 1000 };
 

@@ -2,8 +2,9 @@
 // tests can feed it directly). A change pokes two debouncers:
 //   - the delta path (short debounce): the mesh is updated for what changed (compute.ts
 //     `update`), each network's view for the objects that moved (delta/network_view.ts), and
-//     each network's delta channel publishes one version with the records that differ, checked
-//     against the decoder's rules first (delta/channel.ts); held long polls are answered;
+//     each network's delta channel publishes one version with the records that differ, once
+//     the targets' compiled filters took it (delta/channel.ts, filter_shadow.ts); held long
+//     polls are answered;
 //   - the snapshot path (the `debounce` setting): for targets delivered by ECDS file or
 //     WasmPlugin, the whole view is rendered as JSON, checked in the compiled filter, and only
 //     then delivered. Targets without those deliveries render their JSON only when asked
@@ -125,7 +126,7 @@ export class FeedController implements SnapshotSource {
     m.declare("feed_delta_render_seconds_sum", "counter", "total delta render time");
     m.declare("feed_delta_renders_total", "counter", "delta renders run");
     m.declare("feed_delta_published_records_total", "counter", "records published in new versions, by target");
-    m.declare("feed_delta_refused_total", "counter", "versions refused by the decoder's rules (not published; the previous version stays), by target");
+    m.declare("feed_delta_refused_total", "counter", "versions a target's compiled filter refused, or past the id limits (not published; the previous version stays), by target");
     m.declare("feed_delta_journal_records", "gauge", "records the target's journal keeps");
     m.declare("feed_delta_journal_bytes", "gauge", "bytes the target's journal keeps");
     m.declare("feed_delta_journal_oldest", "gauge", "oldest version a delta can start from");

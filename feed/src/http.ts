@@ -6,7 +6,7 @@
 //   GET /readyz             200 once every cluster has synced and every target has published
 //   GET /metrics            Prometheus text
 //   GET /delta/<target>?epoch=E&version=V&wait=S
-//                           the mesh as a format-v1 message (delta/wire.ts): full, delta from V,
+//                           the mesh as a format-v2 message (delta/wire.ts, wire_full.ts): full, delta from V,
 //                           or no-change after holding the request up to S seconds for a change
 // Versions are "<epoch>-<n>": the epoch is the feed's start time, so a version from before a
 // restart never matches one after it (a client holding it gets the full snapshot again).

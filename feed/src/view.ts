@@ -4,7 +4,7 @@
 // and east-west gateway pods keep their addresses, since other networks dial them. Then the two
 // rules that keep the snapshot acceptable to the filters: an address appears once per network
 // (a reused IP goes to the pod that holds it now), and services only name workloads in the view.
-import type { ComputedMesh, WorkloadInfo } from "./compute.js";
+import type { ComputedMesh, WorkloadInfo } from "./mesh_model.js";
 import type { MeshSnapshot, Service, Workload } from "./schema.js";
 import { gatewayRef } from "./waypoints.js";
 

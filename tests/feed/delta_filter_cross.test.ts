@@ -5,7 +5,8 @@
 // renders for the same mesh at the same moment — at start, and after each change (a pod
 // created, deleted, its IP reused by another service account, a pod leaving the mesh).
 // Also: the feed's shadow of the compiled filter (delta/filter_shadow.ts) refuses what the
-// filter refuses, names the field, and recovers.
+// filter refuses, names the field, and recovers without a full load when the VM kept its
+// version, else from the published full message.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -153,23 +154,43 @@ describe("the feed's shadow of the compiled filter", () => {
   const svc = { id: 0, hostname: "app.default.svc.cluster.local", ports: [[80, 8080]] as Array<[number, number]>, vips: [{ address: "10.96.0.5" }] };
   const first = Buffer.from(encodeMessage({ kind: KIND.delta, epoch, baseVersion: 0, version: 1, workloadIdLimit: 4, serviceIdLimit: 1, records: [{ service: svc }, { workload: { id: 0, istio: true, identity: "spiffe://cluster.local/ns/default/sa/app", addresses: ["10.0.0.1"], memberships: [{ service: 0 }] } }] }));
   const full1 = Buffer.from(encodeMessage({ kind: KIND.full, epoch, version: 1, workloadIdLimit: 4, serviceIdLimit: 1, records: [{ service: svc }, { workload: { id: 0, istio: true, identity: "spiffe://cluster.local/ns/default/sa/app", addresses: ["10.0.0.1"], memberships: [{ service: 0 }] } }] }));
+  const noChange1 = () => Buffer.from(encodeMessage({ kind: KIND.noChange, epoch, version: 1, workloadIdLimit: 4, serviceIdLimit: 1, records: [] }));
+  const empty = { version: 0, full: () => Buffer.alloc(0), noChange: () => Buffer.alloc(0) };
   const delta = (records: Parameters<typeof encodeMessage>[0]["records"]) => Buffer.from(encodeMessage({ kind: KIND.delta, epoch, baseVersion: 1, version: 2, workloadIdLimit: 4, serviceIdLimit: 1, records }));
 
   it("takes the first version (a delta from the empty model) and good deltas", () => {
     const shadow = new FilterShadow(target, () => bytes);
-    assert.equal(shadow.check(first, { version: 0, full: () => Buffer.alloc(0) }), "");
-    assert.equal(shadow.check(delta([{ workload: { id: 1, addresses: ["10.0.0.2"] } }]), { version: 1, full: () => full1 }), "");
+    assert.equal(shadow.check(first, empty), "");
+    assert.equal(shadow.check(delta([{ workload: { id: 1, addresses: ["10.0.0.2"] } }]), { version: 1, full: () => full1, noChange: noChange1 }), "");
     shadow.reset();
   });
 
-  it("refuses what the filter refuses, in the filter's words, then resyncs from the published full message", () => {
+  it("refuses what the filter refuses, in the filter's words, then takes the next version without a full load", () => {
     const shadow = new FilterShadow(target, () => bytes);
-    assert.equal(shadow.check(first, { version: 0, full: () => Buffer.alloc(0) }), "");
+    assert.equal(shadow.check(first, empty), "");
     const bad = delta([{ workload: { id: 1, addresses: ["10.0.0.1"] } }]);
-    assert.match(shadow.check(bad, { version: 1, full: () => full1 }), /^passthrough_mtls refuses it: record 0 \(workload upsert id 1\)\.addresses\[0\]: address 10\.0\.0\.1 on network "" is already used by workload 0$/);
+    assert.match(shadow.check(bad, { version: 1, full: () => full1, noChange: noChange1 }), /^passthrough_mtls refuses it: record 0 \(workload upsert id 1\)\.addresses\[0\]: address 10\.0\.0\.1 on network "" is already used by workload 0$/);
+    // A second refusal in a row is reported in the filter's words too (its warning is logged once per condition).
+    assert.match(shadow.check(bad, { version: 1, full: () => full1, noChange: noChange1 }), /^passthrough_mtls refuses it: record 0 \(workload upsert id 1\)\.addresses\[0\]: address 10\.0\.0\.1/);
     let fullAsked = 0;
-    assert.equal(shadow.check(delta([{ removeWorkload: 0 }]), { version: 1, full: () => (fullAsked++, full1) }), "");
-    assert.deepEqual([shadow.resyncs, shadow.rebuilds, fullAsked], [1, 1, 1], "the same VM, resynced from the channel's full message");
+    let noChangeAsked = 0;
+    const at1 = { version: 1, full: () => (fullAsked++, full1), noChange: () => (noChangeAsked++, noChange1()) };
+    assert.equal(shadow.check(delta([{ removeWorkload: 0 }]), at1), "");
+    assert.deepEqual([shadow.recoveries, shadow.resyncs, shadow.rebuilds, noChangeAsked, fullAsked], [2, 0, 1, 1, 0], "the same VM, back at version 1 by a no-change: no full load");
+    shadow.reset();
+  });
+
+  it("resyncs from the published full message when the VM is not at the channel's version", () => {
+    const shadow = new FilterShadow(target, () => bytes);
+    assert.equal(shadow.check(first, empty), "");
+    assert.match(shadow.check(delta([{ workload: { id: 1, addresses: ["10.0.0.1"] } }]), { version: 1, full: () => full1, noChange: noChange1 }), /refuses it: record 0/);
+    // The channel says version 2 (as if a version were published behind the shadow's back): the
+    // VM's no-change answer does not match, so the shadow loads the published full message.
+    const full2 = Buffer.from(encodeMessage({ kind: KIND.full, epoch, version: 2, workloadIdLimit: 4, serviceIdLimit: 1, records: [] }));
+    const noChange2 = () => Buffer.from(encodeMessage({ kind: KIND.noChange, epoch, version: 2, workloadIdLimit: 4, serviceIdLimit: 1, records: [] }));
+    const from2 = Buffer.from(encodeMessage({ kind: KIND.delta, epoch, baseVersion: 2, version: 3, workloadIdLimit: 4, serviceIdLimit: 1, records: [{ workload: { id: 1, addresses: ["10.0.0.3"] } }] }));
+    assert.equal(shadow.check(from2, { version: 2, full: () => full2, noChange: noChange2 }), "");
+    assert.deepEqual([shadow.recoveries, shadow.resyncs, shadow.rebuilds], [0, 1, 1]);
     shadow.reset();
   });
 });

@@ -5,19 +5,24 @@
 //   - a client applying every published delta holds exactly what a from-scratch compute and
 //     view (compute.ts `compute`, view.ts viewFor: the JSON snapshot's path) give;
 //   - the full message decodes to the same state;
-// and a coalesced delta from any earlier version brings a client to the current state.
+// and a coalesced delta from any earlier version brings a client to the current state. Every
+// version is first taken by the compiled passthrough_mtls in the feed's shadow VM, as the feed
+// publishes them.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ClusterObjects } from "../../feed/src/cluster_objects.js";
 import { MeshComputer, type MeshOptions } from "../../feed/src/compute.js";
 import { DEFAULT_DELTA } from "../../feed/src/config.js";
 import { DeltaChannel } from "../../feed/src/delta/channel.js";
+import { FilterShadow } from "../../feed/src/delta/filter_shadow.js";
 import { NetworkView } from "../../feed/src/delta/network_view.js";
 import { membershipOf, wireService, wireWorkload } from "../../feed/src/delta/records.js";
 import { NetworkResolver } from "../../feed/src/mesh_networks.js";
 import { viewFor } from "../../feed/src/view.js";
 import { DecodedModel, decodeMessage } from "./delta_wire_decode.js";
 import { eastWestGateway, namespace, node, pod, service, slice } from "./fixtures.js";
+import { readFileSync } from "node:fs";
+import { ensureBuilt } from "../host/helpers.js";
 
 const OPTIONS: MeshOptions = { trustDomain: "cluster.local", domainSuffix: "cluster.local", systemNamespace: "istio-system", networks: new NetworkResolver() };
 
@@ -54,6 +59,10 @@ function expected(c: ClusterObjects[], network: string): { workloads: string[]; 
   return { workloads: workloads.sort(), services: services.sort() };
 }
 
+const wasm = new Uint8Array(readFileSync(ensureBuilt("passthrough_mtls")));
+/** The compiled filter a target on `network` runs, held by the channel at its current version. */
+const compiled = (network: string) => [new FilterShadow({ name: `mesh-${network}`, filter: "passthrough_mtls", network, config: {} }, () => wasm)];
+
 function actual(model: DecodedModel): { workloads: string[]; services: string[] } {
   return model.contents();
 }
@@ -76,7 +85,7 @@ describe("feed delta: incremental compute and publish equal a from-scratch rende
       const clusters = [c1, c2];
       const computer = new MeshComputer(OPTIONS);
       const views = new Map([["net1", new NetworkView("net1")], ["net2", new NetworkView("net2")]]);
-      const channels = new Map([...views.keys()].map((n) => [n, new DeltaChannel(1000 + seed, { ...DEFAULT_DELTA, journal: { ...DEFAULT_DELTA.journal, maxRecords: 200 } })]));
+      const channels = new Map([...views.keys()].map((n) => [n, new DeltaChannel(1000 + seed, { ...DEFAULT_DELTA, journal: { ...DEFAULT_DELTA.journal, maxRecords: 200 } }, compiled(n))]));
       const clients = new Map([...views.keys()].map((n) => [n, new DecodedModel()]));
       const versions = new Map<string, number[]>([...views.keys()].map((n) => [n, []]));
       const step = (label: string) => {
@@ -158,6 +167,7 @@ describe("feed delta: incremental compute and publish equal a from-scratch rende
       }
       step("final");
       assert.ok(versions.get("net1")!.length > 20, "the churn published versions");
+      for (const channel of channels.values()) channel.close();
     });
   }
 
@@ -166,12 +176,13 @@ describe("feed delta: incremental compute and publish equal a from-scratch rende
     c1.upsert("services", service("default", "a", [{ port: 80, targetPort: 8080 }], { clusterIP: "10.96.0.1" }));
     const computer = new MeshComputer(OPTIONS);
     const view = new NetworkView("");
-    const channel = new DeltaChannel(7, DEFAULT_DELTA);
+    const channel = new DeltaChannel(7, DEFAULT_DELTA, compiled(""));
     const snapshots: DecodedModel[] = [];
     const follow = new DecodedModel();
     const publish = () => {
       const { mesh, changes } = computer.update([c1]);
-      channel.publish(view, mesh, view.update(mesh, changes));
+      const outcome = channel.publish(view, mesh, view.update(mesh, changes));
+      assert.ok(!("error" in outcome && outcome.error), JSON.stringify(outcome));
       follow.apply(decodeMessage(channel.answer(follow.epoch, follow.version).body));
       const copy = new DecodedModel();
       copy.apply(decodeMessage(channel.full()));
@@ -200,5 +211,6 @@ describe("feed delta: incremental compute and publish equal a from-scratch rende
       assert.equal(at.version, channel.version);
     }
     assert.deepEqual(actual(follow), actual(snapshots[snapshots.length - 1]));
+    channel.close();
   });
 });

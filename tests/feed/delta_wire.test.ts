@@ -1,8 +1,9 @@
 // The format-v2 encoder (feed/src/delta/wire.ts) against the test's own decoder, field by
-// field; the ids; the decoder-rule check (check.ts) refusing what the filters would refuse.
+// field; the ids; the compiled filter in the feed's shadow VM refusing bad versions in its own words.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { WireShadow } from "../../feed/src/delta/check.js";
+import { FilterShadow } from "../../feed/src/delta/filter_shadow.js";
+import { ensureBuilt } from "../host/helpers.js";
 import { IdAllocator } from "../../feed/src/delta/ids.js";
 import { wireService, wireWorkload } from "../../feed/src/delta/records.js";
 import {
@@ -10,6 +11,7 @@ import {
   HEADER_BYTES,
   KIND_DELTA,
   KIND_FULL,
+  KIND_NO_CHANGE,
   RECORD_SERVICE_REMOVE,
   RECORD_WORKLOAD_REMOVE,
   WireWriter,
@@ -89,7 +91,7 @@ describe("feed delta: format v2 encoder", () => {
     assert.deepEqual(d.records[4], { type: "workload", ...workloadRemote });
   });
 
-  it("writes a full message as tables + compact workload records that say what the v1 records say, each text once", () => {
+  it("writes a full message as tables + compact workload records that say what the v1 records say, each text once", async () => {
     const epoch = 1764626400123;
     // 300 pods sharing two identities, one locality, two networks and one waypoint.
     const pods: WireWorkload[] = Array.from({ length: 300 }, (_, i) => ({
@@ -119,8 +121,8 @@ describe("feed delta: format v2 encoder", () => {
     const v1Bytes = v1.reduce((n, r) => n + r.length, 0);
     const compactBytes = msg.length - at;
     assert.ok(compactBytes * 3 < v1Bytes, `compact workloads ${compactBytes} B vs v1 ${v1Bytes} B`);
-    const shadow = new WireShadow();
-    assert.deepEqual(shadow.check(msg).error ?? "", "", "check.ts takes the compact full");
+    const vm = await MeshVm.create();
+    assert.equal(vm.apply(new Uint8Array(msg)), "", "the filters' decoder takes the compact full");
   });
 
   it("writes workloads inline once the tables are at the filters' limits, and the limits are the filters'", () => {
@@ -225,57 +227,68 @@ describe("feed delta: ids", () => {
   });
 });
 
-describe("feed delta: the decoder's rules before publishing (check.ts)", () => {
+describe("feed delta: the filter's decoder refuses before publishing (filter_shadow.ts)", () => {
+  // The inputs the feed's checks must refuse, judged by the compiled passthrough_mtls in the
+  // feed's shadow VM: the refusal is the filter's own line, naming the record and the field.
   const epoch = 17;
   const svc = (over: Partial<WireService> = {}) => rec((w) => writeServiceUpsert(w, { ...serviceS, id: 0, flags: 0, cluster: undefined, waypoint: undefined, ...over }));
   const wl = (over: Partial<WireWorkload> = {}) => rec((w) => writeWorkloadUpsert(w, { ...workloadA, id: 0, flags: 1 | 2, waypoint: undefined, memberships: [{ service: 0, overrides: [] }], ...over }));
   const full = (records: Buffer[], w = 4, s = 4) => assembleFull({ epoch, base: 0, version: 1, workloadIdLimit: w, serviceIdLimit: s }, [records]);
   const delta = (base: number, records: Buffer[], w = 4, s = 4) => assemble({ kind: KIND_DELTA, epoch, base, version: base + 1, workloadIdLimit: w, serviceIdLimit: s }, records);
-  const errorOf = (shadow: WireShadow, m: Buffer) => {
-    const v = shadow.check(m);
-    return "error" in v ? v.error : "";
-  };
+  const wasm = new Uint8Array(readFileSync(ensureBuilt("passthrough_mtls")));
+  /** A channel at version 1 holding `published` (what FilterShadow asks of its DeltaChannel). */
+  const at1 = (published: Buffer) => ({
+    version: 1,
+    full: () => published,
+    noChange: () => assemble({ kind: KIND_NO_CHANGE, epoch, base: 0, version: 1, workloadIdLimit: 4, serviceIdLimit: 4 }, []),
+  });
+  const shadowOf = () => new FilterShadow({ name: "mesh", filter: "passthrough_mtls", network: "net1", config: {} }, () => wasm);
 
-  it("accepts a valid full message, then deltas from its version only", () => {
-    const shadow = new WireShadow();
-    const v = shadow.check(full([svc(), wl()]));
-    assert.ok("ok" in v, JSON.stringify(v));
-    shadow.commit(v.ok);
-    assert.equal(errorOf(shadow, delta(1, [wl({ locality: "r" })])), "");
-    assert.match(errorOf(shadow, delta(0, [wl()])), /^header\.base: delta from 17\/0 does not apply to 17\/1/);
+  it("takes a valid compact full message, then deltas from its version only", () => {
+    const shadow = shadowOf();
+    const source = at1(full([svc(), wl()]));
+    assert.equal(shadow.check(delta(1, [wl({ locality: "r" })]), source), "");
+    shadow.reset();
+    assert.match(shadow.check(delta(0, [wl()]), source), /^passthrough_mtls refuses it: delta from epoch 17 version 0, but this VM is at epoch 17 version 1$/);
+    shadow.reset();
   });
 
-  it("refuses, naming the record and field: identity, locality, hostname, SAN, limits, memberships", () => {
-    const shadow = new WireShadow();
-    const ok = shadow.check(full([svc(), wl()]));
-    assert.ok("ok" in ok);
-    shadow.commit(ok.ok);
+  it("refuses, naming the record and field: identity, locality, hostname, SAN, limits, memberships, addresses, VIPs", () => {
+    const shadow = shadowOf();
+    const source = at1(full([svc(), wl()]));
     const cases: Array<[Buffer, RegExp]> = [
-      [delta(1, [wl({ identity: "" })]), /^record 0 \(workload upsert id 0\)\.identity: required when tlsMode is "istio"$/],
-      [delta(1, [wl({ identity: "spiffe://Bad/ns/a/sa/b" })]), /identity: not a SPIFFE identity/],
-      [delta(1, [wl({ locality: "a//b" })]), /locality: not a locality/],
-      [delta(1, [svc({ id: 1, hostname: "bad|host", vips: [] })]), /^record 0 \(service upsert id 1\)\.hostname: not a hostname/],
-      [delta(1, [svc({ id: 1, hostname: "b.svc", vips: [], sans: ["a,b"] })]), /subjectAltNames: must not contain ','/],
-      [delta(1, [wl({ id: 4 })]), /id: 4 is not below the workload id limit 4/],
-      [delta(1, [wl({ id: 1, addresses: ["10.8.8.8"], memberships: [{ service: 2, overrides: [] }] })]), /memberships: service 2 is not live after this message/],
-      [delta(1, [rec((w) => writeRemove(w, RECORD_SERVICE_REMOVE, 0)), wl({ id: 1, addresses: ["10.9.9.9"] })]), /record 1 \(workload upsert id 1\)\.memberships: service 0 is not live/],
-      [delta(1, [wl({ id: 1 })]), /record 0 \(workload upsert id 1\)\.addresses: address .* is already workload 0's/],
-      [delta(1, [svc({ id: 1 })]), /hostname: app\.default\.svc\.cluster\.local is already service 0's/],
-      [delta(1, [svc({ id: 1, hostname: "other.svc" })]), /vips: VIP .* is already service 0's/],
-      [delta(1, [wl({ id: 1, flags: 2, identity: "", addresses: [] })]), /addresses: none, and no network gateway/],
+      [delta(1, [wl({ identity: "" })]), /^passthrough_mtls refuses it: record 0 \(workload upsert id 0\)\.identity: required/],
+      [delta(1, [wl({ identity: "spiffe://Bad/ns/a/sa/b" })]), /^passthrough_mtls refuses it: record 0 \(workload upsert id 0\)\.identity: not a SPIFFE identity/],
+      [delta(1, [wl({ locality: "a//b" })]), /^passthrough_mtls refuses it: record 0 \(workload upsert id 0\)\.locality: not a locality/],
+      [delta(1, [svc({ id: 1, hostname: "bad|host", vips: [] })]), /^passthrough_mtls refuses it: record 0 \(service upsert id 1\)\.hostname: not a hostname/],
+      [delta(1, [svc({ id: 1, hostname: "b.svc", vips: [], sans: ["a,b"] })]), /^passthrough_mtls refuses it: record 0 \(service upsert id 1\)\.subjectAltNames\[0\]: must not contain ','/],
+      [delta(1, [wl({ id: 4 })]), /^passthrough_mtls refuses it: record 0 \(workload upsert id 4\)\.id: not below the workload id limit 4/],
+      [delta(1, [wl({ id: 1, addresses: ["10.8.8.8"], memberships: [{ service: 2, overrides: [] }] })]), /^passthrough_mtls refuses it: record 0 \(workload upsert id 1\)\.memberships\[0\]\.service: service 2 is not live/],
+      [delta(1, [rec((w) => writeRemove(w, RECORD_SERVICE_REMOVE, 0)), wl({ id: 1, addresses: ["10.9.9.9"] })]), /^passthrough_mtls refuses it: record 1 \(workload upsert id 1\)\.memberships\[0\]\.service: service 0 is not live/],
+      [delta(1, [wl({ id: 1 })]), /^passthrough_mtls refuses it: record 0 \(workload upsert id 1\)\.addresses\[0\]: address 10\.1\.2\.3 .* already used by workload 0/],
+      [delta(1, [svc({ id: 1 })]), /^passthrough_mtls refuses it: record 0 \(service upsert id 1\)\.hostname: duplicate hostname/],
+      [delta(1, [svc({ id: 1, hostname: "other.svc" })]), /^passthrough_mtls refuses it: record 0 \(service upsert id 1\)\.vips\[0\]\.address: VIP 10\.96\.0\.5 is already used by service 0/],
+      [delta(1, [wl({ id: 1, flags: 2, identity: "", addresses: [] })]), /^passthrough_mtls refuses it: record 0 \(workload upsert id 1\)\.addresses: must not be empty unless networkGateway/],
     ];
-    for (const [m, re] of cases) assert.match(errorOf(shadow, m), re);
+    for (const [m, re] of cases) assert.match(shadow.check(m, source), re);
     // Claims move: the owner re-upserted without the address, or removed, frees it in the same message.
-    assert.equal(errorOf(shadow, delta(1, [rec((w) => writeRemove(w, RECORD_WORKLOAD_REMOVE, 0)), wl({ id: 1 })])), "");
-    assert.equal(errorOf(shadow, delta(1, [wl({ id: 0, addresses: ["10.7.7.7"] }), wl({ id: 1 })])), "");
+    assert.equal(shadow.check(delta(1, [rec((w) => writeRemove(w, RECORD_WORKLOAD_REMOVE, 0)), wl({ id: 1 })]), source), "");
+    shadow.reset();
+    assert.equal(shadow.check(delta(1, [wl({ id: 0, addresses: ["10.7.7.7"] }), wl({ id: 1 })]), source), "");
+    shadow.reset();
     // Truncated and trailing bytes.
     const good = delta(1, [wl({ locality: "r" })]);
     const cut = Buffer.from(good.subarray(0, good.length - 3));
     cut.writeUInt32LE(cut.length - HEADER_BYTES, 44);
-    assert.match(errorOf(shadow, cut), /^record 0 \(workload upsert id 0\)\.memberships.*: truncated$/);
+    assert.match(shadow.check(cut, source), /^passthrough_mtls refuses it: record 0 \(workload upsert id 0\)\.memberships/);
     const longer = Buffer.concat([good, Buffer.from([0])]);
-    assert.match(errorOf(shadow, longer), /^header\.bodyLength/);
+    assert.match(shadow.check(longer, source), /^passthrough_mtls refuses it: .*bodyLength/);
     longer.writeUInt32LE(longer.length - HEADER_BYTES, 44);
-    assert.match(errorOf(shadow, longer), /^body\.length: 1 bytes after the last record/);
+    assert.match(shadow.check(longer, source), /^passthrough_mtls refuses it: .*1 byte/);
+    // Every refusal left the VM at version 1: it came back with a no-change, never a full load.
+    assert.deepEqual([shadow.rebuilds, shadow.resyncs], [3, 0]);
+    assert.ok(shadow.recoveries >= 12, `${shadow.recoveries} recoveries`);
+    assert.equal(shadow.check(good, source), "");
+    shadow.reset();
   });
 });

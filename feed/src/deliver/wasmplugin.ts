@@ -1,6 +1,6 @@
 // Delivery (b): Istio's WasmPlugin resource, the plugin configuration in spec.pluginConfig,
 // applied with server-side apply (field manager "mesh-feed") through the API server. istiod
-// turns it into the ECDS resource its sidecars load (issue 13: `wasmplugin/<ns>.<name>` up to
+// turns it into the ECDS resource its sidecars load (named `wasmplugin/<ns>.<name>` up to
 // 1.29, `trafficextension/<ns>.<name>~istio-translated-wasmplugin` from 1.30).
 //
 // Size: a Kubernetes object is one etcd value, and etcd refuses a request larger than its

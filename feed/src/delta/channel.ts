@@ -7,13 +7,13 @@
 //   - version == current → no-change (after the long poll's wait, http.ts)
 //   - otherwise a delta from that version, coalesced per object (journal.ts), unless it would
 //     be larger than the full message (then the full).
-// A version is published only after its message passed the decoder's rules (check.ts) against
-// the state the filters hold; a refused version changes nothing (ids, records, journal), and
-// the objects it touched are diffed again at the next publish.
-import type { ComputedMesh } from "../compute.js";
+// A version is published only after the compiled filters of the network's targets took it
+// (filter_shadow.ts: each held at the current version in the project's proxy-wasm host, so the
+// filters' own decoder is the only judge); a refused version changes nothing (ids, records,
+// journal), and the objects it touched are diffed again at the next publish.
+import type { ComputedMesh } from "../mesh_model.js";
 import type { DeltaConfig } from "../config.js";
-import { WireShadow } from "./check.js";
-import type { FilterShadow } from "./filter_shadow.js";
+import type { MessageCheck } from "./filter_shadow.js";
 import { IdAllocator } from "./ids.js";
 import { Journal } from "./journal.js";
 import type { NetworkView } from "./network_view.js";
@@ -55,7 +55,6 @@ export class DeltaChannel {
   private readonly serviceRecords = new Map<string, Buffer>();
   private recordBytes = 0;
   private readonly journal: Journal;
-  private readonly shadow = new WireShadow();
   /** Objects changed since the last published version (kept when a version is refused). */
   private readonly pendingWorkloads = new Set<string>();
   private readonly pendingServices = new Set<string>();
@@ -73,12 +72,15 @@ export class DeltaChannel {
   constructor(
     readonly epoch: number,
     private readonly config: DeltaConfig,
-    /** The compiled filters of this network's targets, each held at the current version (filter_shadow.ts). */
-    private readonly filters: readonly FilterShadow[] = [],
+    /**
+     * The compiled filters of this network's targets, each held at the current version
+     * (filter_shadow.ts): a version any of them refuses is not published. The feed always has
+     * one per filter its targets run; without any (the encoder's own tests and benchmarks)
+     * nothing but the id limits is checked.
+     */
+    private readonly filters: readonly MessageCheck[],
   ) {
     this.journal = new Journal(0, config.journal);
-    // Version 0 of this epoch is the empty model (what the first version applies to).
-    this.shadow.epoch = epoch;
   }
 
   get version(): number {
@@ -182,23 +184,15 @@ export class DeltaChannel {
             : "";
       const version = this.current + 1;
       const message = assemble({ kind: KIND_DELTA, epoch: this.epoch, base: this.current, version, workloadIdLimit: this.workloadIds.limit, serviceIdLimit: this.serviceIds.limit }, records);
-      let verdict: ReturnType<WireShadow["check"]> = limitError ? { error: limitError } : this.shadow.check(message);
-      if (!("error" in verdict)) {
-        // check.ts passed (the fast pre-check); the compiled filters are the authority.
-        for (let i = 0; i < this.filters.length; i++) {
-          const error = this.filters[i].check(message, this);
-          if (error) {
-            for (let j = 0; j < i; j++) this.filters[j].reset(); // they took a version that is not published
-            verdict = { error };
-            break;
-          }
-        }
+      let refusal = limitError;
+      for (let i = 0; !refusal && i < this.filters.length; i++) {
+        refusal = this.filters[i].check(message, this);
+        if (refusal) for (let j = 0; j < i; j++) this.filters[j].reset(); // they took a version that is not published
       }
-      if ("error" in verdict) {
+      if (refusal) {
         this.rollback(acquired);
-        return { published: false, error: verdict.error };
+        return { published: false, error: refusal };
       }
-      this.shadow.commit(verdict.ok);
       for (const [hostname, bytes] of nextServices) this.setRecord(this.serviceRecords, this.serviceIds, hostname, bytes);
       for (const [uid, bytes] of nextWorkloads) this.setRecord(this.workloadRecords, this.workloadIds, uid, bytes);
       this.journal.append(version, records);

@@ -6,14 +6,20 @@
 // checks, the sink, assembly/mesh applyMeshMessage); the filter's own counters say whether it
 // took it, and its one warning line says why not.
 //
-// A refused message leaves the filter's model untouched; its feed client then waits out a
-// backoff and asks for a full model, which the shadow answers (skipping the VM's clock) with the
-// channel's published full message before the next candidate. check.ts refuses most bad
-// versions first, at a fraction of the cost.
+// This is the feed's only check of a version's content: the rules live in one place, the
+// filters' decoder (assembly/mesh), and the refusal the feed reports is the filter's own line.
+//
+// A refused message leaves the filter's model untouched (the decoder applies nothing unless the
+// whole message is valid); its feed client then waits out a backoff and asks for a full model.
+// The shadow skips the VM's clock past the backoff and answers that poll with a no-change
+// message at the published version, which the client takes only if it still holds exactly that
+// version, so the next candidate is checked without a full load (a bad object that stays in the
+// mesh is refused at every change: at 100k pods a full load each time would cost ~1 s). Should
+// the VM not be where the channel is, it is resynced from the published full message instead.
 import { ProxyWasmHost } from "../../../host/index.js";
 import { httpResponse } from "../../../host/http_call.js";
 import { renderPluginConfig, type FilterName } from "../render.js";
-import { HEADER, HEADER_BYTES, KIND_DELTA, KIND_FULL } from "./wire.js";
+import { HEADER, HEADER_BYTES, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE } from "./wire.js";
 
 const SHADOW_CLUSTER = "feed_shadow";
 const CONTENT_TYPE = "application/x-mesh-delta";
@@ -26,19 +32,30 @@ export interface ShadowTarget {
   config: Record<string, unknown>;
 }
 
-/** What the shadow needs from its channel: the full message of the version it holds now. */
+/** What the shadow needs from its channel: the full and no-change messages of the version it holds now. */
 export interface ShadowSource {
   readonly version: number;
   full(): Buffer;
+  noChange(): Buffer;
 }
 
-export class FilterShadow {
+/** A filter that judges each candidate version before it is published (delta/channel.ts). */
+export interface MessageCheck {
+  /** "" when the filter takes `message` (a delta from `source`'s version), else its one-line refusal. */
+  check(message: Buffer, source: ShadowSource): string;
+  /** Forgets what it holds (a version it took was not published after all). */
+  reset(): void;
+}
+
+export class FilterShadow implements MessageCheck {
   private host: ProxyWasmHost | undefined;
   /** Milliseconds spent in the compiled filter (configure, loads, applies). */
   ms = 0;
   rebuilds = 0;
-  /** Full resyncs after a refusal (the VM is kept; its model was left untouched). */
+  /** Full resyncs after a refusal (the VM was not at the published version: not expected). */
   resyncs = 0;
+  /** Recoveries after a refusal by a no-change message (the VM kept its model and version). */
+  recoveries = 0;
   private resync = false;
   /** Added to the VM's clock: lets the feed client's backoff pass without waiting. */
   private skipMs = 0;
@@ -58,17 +75,11 @@ export class FilterShadow {
         if (error) return error;
       }
       if (this.resync) {
-        // After a refusal the feed client waits out its backoff, then asks for a full model
-        // (epoch=0): skip its clock past the backoff, tick, and answer with the published full.
-        this.skipMs += 60_000;
-        this.host!.tick();
-        const error = this.offer(source.full(), KIND_FULL);
+        const error = this.recover(source);
         if (error) {
           this.drop();
-          return `${this.target.filter} shadow: the published full message at version ${source.version} is refused: ${error}`;
+          return error;
         }
-        this.resync = false;
-        this.resyncs++;
       }
       const error = this.offer(message, KIND_DELTA);
       if (error) this.resync = true;
@@ -79,6 +90,35 @@ export class FilterShadow {
     } finally {
       this.ms += performance.now() - started;
     }
+  }
+
+  /**
+   * After a refusal the feed client waits out its backoff, then asks for a full model: skip its
+   * clock past the backoff, tick, and answer with a no-change at the published version (taken
+   * only when the VM still holds it; the client then polls again a tick later), else with the
+   * published full message.
+   */
+  private recover(source: ShadowSource): string {
+    this.pollAgain();
+    // At version 0 the VM has no epoch to match a no-change against: the full (empty) model is as cheap.
+    if (source.version > 0 && this.offer(source.noChange(), KIND_NO_CHANGE) === "") {
+      this.pollAgain();
+      this.recoveries++;
+    } else {
+      this.pollAgain();
+      const error = this.offer(source.full(), KIND_FULL);
+      if (error) return `${this.target.filter} shadow: the published full message at version ${source.version} is refused: ${error}`;
+      this.resyncs++;
+    }
+    this.resync = false;
+    return "";
+  }
+
+  /** A client that is waiting (a backoff, or a tick after a quick no-change) polls now. */
+  private pollAgain(): void {
+    if (this.host!.pendingHttpCalls.length > 0) return;
+    this.skipMs += 60_000;
+    this.host!.tick();
   }
 
   /** Forgets the VM (another filter refused the version this one took): rebuilt at the next check. */
@@ -160,7 +200,7 @@ export class FilterShadow {
   private offer(message: Buffer, kind: number): string {
     const host = this.host!;
     let body: Uint8Array = message;
-    let counter = kind === KIND_FULL ? "applied_full" : "applied_delta";
+    let counter = kind === KIND_FULL ? "applied_full" : kind === KIND_NO_CHANGE ? "no_change" : "applied_delta";
     if (this.pendingFullFromEmpty && kind === KIND_DELTA) {
       // A full message has tables after the header: empty ones here (its workload records
       // are the delta's own v1 records, which a full message may carry too).

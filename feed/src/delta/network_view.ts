@@ -9,7 +9,7 @@
 //   - a VIP claimed by several services on one network goes to the first by hostname.
 // `update` takes the uids and hostnames the mesh changed and returns the ones whose view
 // changed, re-deciding only the addresses and VIPs those objects claim(ed).
-import type { ComputedMesh, MeshChanges, WorkloadInfo } from "../compute.js";
+import type { ComputedMesh, MeshChanges, WorkloadInfo } from "../mesh_model.js";
 import type { Service, Workload } from "../schema.js";
 import { better, type ViewStats } from "../view.js";
 import { gatewayRef } from "../waypoints.js";

@@ -1,5 +1,5 @@
-// The mesh delta message, format v2 (the contract in issue 15's design: the filters' decoder,
-// assembly/mesh, reads exactly this). Little-endian; a 56-byte header, then records (a full
+// The mesh delta message, format v2 (the contract shared with the filters' decoder:
+// assembly/mesh reads exactly this). Little-endian; a 56-byte header, then records (a full
 // message also has tables and compact workload records: wire_full.ts). This file is the
 // record encoder: one growable Buffer per message, written field by field in place (no
 // per-field allocation: strings are written straight into the buffer, addresses parsed from

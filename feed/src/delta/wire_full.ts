@@ -29,6 +29,14 @@ import {
   type MessageHeader,
 } from "./wire.js";
 
+// Node's Buffer has latin1Slice (what toString("latin1") calls, without the encoding lookup);
+// its type declarations do not list it.
+declare module "node:buffer" {
+  interface Buffer {
+    latin1Slice(start: number, end: number): string;
+  }
+}
+
 export const RECORD_WORKLOAD_COMPACT = 5;
 /**
  * The filters' table limits (assembly/mesh/wire_layout.ts MAX_TABLE_TEXTS / MAX_TABLE_REFS; a test

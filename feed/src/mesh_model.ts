@@ -1,0 +1,40 @@
+// The computed mesh's shapes, shared by the computation (compute.ts, compute_service.ts) and
+// its readers (view.ts, delta/): the workloads by uid and the services by hostname, with what
+// each view needs to pick owners and gateways. Types only, so every side can import it.
+import type { Service, Workload } from "./schema.js";
+import type { NetworkGateway } from "./waypoints.js";
+
+/** A workload and what the views decide with: its cluster, its age, whether it is going away. */
+export interface WorkloadInfo {
+  workload: Workload;
+  clusterId: string;
+  /** Milliseconds since the epoch (0 when unknown): a reused IP goes to the newer pod. */
+  created: number;
+  deleting: boolean;
+  /** An east-west gateway's own pod, or a gateway workload: reachable from every network. */
+  reachableEverywhere: boolean;
+}
+
+/** A workload's entry in a service's endpoints: the per-port target overrides (or none). */
+export type Membership = Record<string, number> | undefined;
+
+export interface ComputedMesh {
+  workloads: Map<string, WorkloadInfo>;
+  services: Map<string, Service>;
+  /** The gateway of each network (the first valid one, as getNetworkGatewayAddress takes). */
+  gateways: Map<string, NetworkGateway>;
+  /** What the model cannot say, by reason, with how many objects it touched (README). */
+  gaps: Map<string, number>;
+  /** uid → hostname → its endpoint entry's port overrides: the services a workload is in. */
+  memberships: Map<string, Map<string, Membership>>;
+}
+
+/** What an update changed (added, changed or removed): the keys a view must look at again. */
+export interface MeshChanges {
+  /** Everything was recomputed (a wholesale change: gateways, namespaces, a relist). */
+  full: boolean;
+  /** Workload uids whose workload or memberships may have changed. */
+  workloads: Set<string>;
+  /** Service hostnames whose service may have changed. */
+  services: Set<string>;
+}
