@@ -50,7 +50,7 @@ export function buildMesh(p: MeshParser, scan: MeshScan, path: string): Mesh | n
 export function reserveBuildMemory(scan: MeshScan, limits: MeshLimits): void {
   lastReservation = 0;
   const n = scan.workloads;
-  // The uid index and the IPv4 table share one block (MeshParser.fillV4Table): the larger.
+  // The uid index and the IPv4 table share one block (fillV4Table, parse_workloads.ts): the larger.
   const shared = max<i64>(<i64>AddrTable4.wordsFor(scan.count4), UidIndex.wordsFor(<i32>min(n, MAX_WORKLOADS))) * 4;
   const nw = <i32>min(n, MAX_WORKLOADS);
   // Per workload: identity + flags 4, network 2, locality 2, inline IPv4 4, first membership 4.

@@ -80,7 +80,7 @@ export class TextIndex {
  * uid → workload index while parsing (uids are not kept): 4 bytes per slot (owner + 1 in the
  * low bits, hash bits above) and 4 per workload (where its uid is in the input), in memory the
  * parser lends it until the services are read and then gives to the IPv4 address table (see
- * MeshParser.fillV4Table), so the index costs nothing at the peak. uids are compared by their
+ * fillV4Table in parse_workloads.ts), so the index costs nothing at the peak. uids are compared by their
  * text in the input.
  */
 export class UidIndex {

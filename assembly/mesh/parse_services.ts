@@ -109,7 +109,7 @@ export function readService(p: MeshParser, i: i32, t: JsonToken): void {
   let flags: u8 = headless ? S_HEADLESS | S_LIVE : S_LIVE;
   if (readLoadBalancing(p, i, f)) flags |= S_LB_STANDARD;
   unchecked((m.sFlags[i] = flags));
-  // Its endpoints were added above, before these flags: mark them now (model.ts: wHeadless).
+  // Its endpoints were added above, before these flags: mark them now (model_columns.ts: wHeadless).
   if (headless) markHeadlessMembers(m, i);
 }
 
