@@ -298,7 +298,7 @@ function freeMembership(m: Mesh, g: i32): void {
   m.memLive--;
 }
 
-/** Sets w's bit in wHeadless (model.ts): w may be an endpoint of a headless service. */
+/** Sets w's bit in wHeadless (model_columns.ts): w may be an endpoint of a headless service. */
 function markHeadless(m: Mesh, w: i32): void {
   const word = w >> 5;
   if (w < 0 || word >= m.wHeadless.length) return;

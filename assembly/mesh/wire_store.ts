@@ -15,7 +15,8 @@ import {
   setWorkloadRefs,
 } from "./edit";
 import { IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, W_HEALTHY, W_ISTIO } from "./model";
-import { defaultClusterName, MAX_LOCALITIES, MAX_NETWORKS } from "./parse";
+import { MAX_LOCALITIES, MAX_NETWORKS } from "./parse";
+import { defaultClusterName } from "./parse_text";
 import { RefTable } from "./refs";
 import {
   indexed,

@@ -3,7 +3,7 @@
 import { JsonValue, parseJson } from "../../json";
 import { Address, applyMeshMessage, collectAfterMessage, formatIp, Mesh, MeshLimits, parseMeshConfig, parseMeshSource, parseSocketAddress } from "../index";
 import { HostBufferSource } from "../../runtime/config_source";
-import { lastReservation } from "../parse";
+import { lastReservation } from "../parse_build";
 import { BufferType } from "../../runtime/types";
 export { malloc } from "../../runtime/host_value";
 
