@@ -14,10 +14,12 @@ export interface AnnotatedFunction {
   obj: string;
 }
 
-// `  1,234,567 (12.34%)  file:function [object]`; the percentage is printed by valgrind 3.21+
-// only, and the file is "???" for code without debug info. The function is what follows the last
-// colon of the token (C++ names contain "::", but no spaces once the object is split off).
-const FUNCTION_LINE = /^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S*):(\S+)\s+\[(.*)\]\s*$/;
+// `  1,234,567 (12.34%)  file:function [object]`; older valgrind versions print no
+// percentage, and the file is "???" for code without debug info. The file ends at the first colon (the
+// function's own "::" and spaces, as in demangled C++ names, stay in it); the object is the last
+// bracketed part. A line without an object (code inlined from a header of a library with debug
+// info) is not read.
+const FUNCTION_LINE = /^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S*?):(.+?)\s+\[([^[\]]*)\]\s*$/;
 const HEX_ADDRESS = /^0x([0-9a-f]+)$/;
 
 /** The function lines of callgrind_annotate's output; every other line is ignored. */
