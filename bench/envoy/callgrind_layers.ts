@@ -5,7 +5,14 @@
 import { basename } from "node:path";
 import { lastAtOrBelow, Symbolizer } from "./symbolize.js";
 
-/** Where valgrind maps the PIE envoy binary (its first mapping, /proc/<pid>/maps under valgrind). */
+/**
+ * Where valgrind maps the PIE envoy binary (its first mapping, /proc/<pid>/maps under valgrind).
+ * callgrind names an unnamed function of a known object by its address in that object's file, so
+ * only code valgrind attributes to no object ("???": tcmalloc's google_malloc section, V8's JIT
+ * code) carries the mapped address. Measured on 1.40.0 under valgrind 3.19: of the functions a
+ * dump gives the envoy object, 99.9% start exactly at an FDE start as printed and ~9% once shifted
+ * by this base; of the "???" functions inside the binary's range, 100% once shifted.
+ */
 export const LOAD_BASE = 0x108000;
 
 export const WASM_HOST = "wasm host (Envoy wasm extension + proxy-wasm-cpp-host)";
@@ -66,10 +73,10 @@ export class Layers {
     this.high = this.sym.ends.reduce((a, b) => Math.max(a, b), 0);
   }
 
-  /** Layer and function name of an unnamed callgrind function: its address and object file. */
+  /** Layer and function name of an unnamed callgrind function: its address as callgrind prints it and its object file. */
   classify(address: number, obj: string): { layer: string; name: string } {
     if (obj && obj !== "???" && !obj.endsWith("/envoy")) return { layer: libraryLayer(obj), name: basename(obj) };
-    const vaddr = address - LOAD_BASE;
+    const vaddr = obj.endsWith("/envoy") ? address : address - LOAD_BASE;
     if (!(vaddr >= 0 && vaddr < this.high + 0x100000)) return { layer: JIT, name: "[JIT]" };
     if (this.malloc[0] <= vaddr && vaddr < this.malloc[1]) return { layer: "tcmalloc", name: "tcmalloc" };
     const { start, name } = this.sym.function(vaddr);

@@ -36,7 +36,9 @@ describe("symbolizer on the pinned Envoy binary", () => {
     assert.match(sym.function(first[0]).name, /^Envoy::Extensions::Common::Wasm::Context::vslot\[0\]/);
     // a function inside it (past its first instruction) has the same name
     assert.equal(sym.function(first[0] + 1).name, sym.function(first[0]).name);
-    assert.equal(layers.classify(first[0] + LOAD_BASE, "???").layer, WASM_HOST);
+    // callgrind prints the file address of code in the envoy object, the mapped one of code in none
+    assert.deepEqual(layers.classify(first[0], "/work/.venv/envoy"), { layer: WASM_HOST, name: sym.function(first[0]).name });
+    assert.deepEqual(layers.classify(first[0] + LOAD_BASE, "???"), { layer: WASM_HOST, name: sym.function(first[0]).name });
   });
 
   it("names the functions the binary exports (tcmalloc's malloc) by their dynamic symbol", () => {
