@@ -1,8 +1,10 @@
 // Puts each function of a callgrind dump of the stripped Envoy into a layer (wasm host, V8, TLS,
-// HTTP, ...). A function is placed by its own class (its vtable slot names it), else by the
-// address ranges below, else by the class of the nearest named functions around it (the linker
-// keeps a library's code together): the layers are inferred, and the report says so.
+// HTTP, ...). A function is placed by the library range it lies in (envoy_regions.ts), else by
+// its own class (its vtable slot names it), else by the class of the nearest named functions
+// around it (the linker keeps a library's code together): the layers are inferred, and the report
+// says so.
 import { basename } from "node:path";
+import { libraryAt } from "./envoy_regions.js";
 import { lastAtOrBelow, Symbolizer } from "./symbolize.js";
 
 /**
@@ -32,15 +34,8 @@ const LAYERS: [RegExp, string][] = [
   [/Stats::/, "stats"],
 ];
 
-// Address ranges (file addresses) of the pinned Envoy 1.40.0 binary where the named functions of
-// one library cluster (`npx tsx bench/envoy/callgrind_report.ts --regions` prints the runs they
-// come from): every function inside belongs to that library, named or not.
-const REGIONS: [number, number, string][] = [
-  [0x2c7b800, 0x2ca5e00, WASM_HOST],
-  [0x2ca5e00, 0x2cb0620, V8], // the V8 wasm C API
-  [0x2f3e8d0, 0x2fa9060, WASM_HOST],
-  [0x2faf7f0, 0x4446d70, V8], // runtime, compiler and the embedded builtins
-];
+/** A library range's layer (envoy_regions.ts): the V8 C API counts as V8. */
+const RANGE_LAYER = { "wasm host": WASM_HOST, "V8 wasm C API": V8, V8 } as const;
 
 export function layerOfName(name: string): string {
   for (const [pattern, layer] of LAYERS) if (pattern.test(name)) return layer;
@@ -80,7 +75,8 @@ export class Layers {
     if (!(vaddr >= 0 && vaddr < this.high + 0x100000)) return { layer: JIT, name: "[JIT]" };
     if (this.malloc[0] <= vaddr && vaddr < this.malloc[1]) return { layer: "tcmalloc", name: "tcmalloc" };
     const { start, name } = this.sym.function(vaddr);
-    for (const [lo, hi, layer] of REGIONS) if (lo <= vaddr && vaddr < hi) return { layer, name };
+    const library = libraryAt(vaddr);
+    if (library) return { layer: RANGE_LAYER[library], name };
     const slots = this.sym.vtables.get(start);
     if (slots && slots.length > 0) return { layer: layerOfName(slots[0]!.cls), name };
     const i = lastAtOrBelow(this.namedStarts, vaddr);
@@ -89,7 +85,7 @@ export class Layers {
     return { layer: OTHER, name };
   }
 
-  /** Runs of consecutive vtable-named functions of one layer: the evidence for REGIONS. */
+  /** Runs of consecutive vtable-named functions of one layer: the evidence for envoy_regions.ts. */
   regions(): { low: number; high: number; layer: string; count: number }[] {
     const runs: { low: number; high: number; layer: string; count: number }[] = [];
     this.namedStarts.forEach((start, i) => {

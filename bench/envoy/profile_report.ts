@@ -15,21 +15,14 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { fixed } from "./number_format.js";
 import { perfSamples } from "./perf_script.js";
-import { Symbolizer } from "./symbolize.js";
+import { libraryAt } from "./envoy_regions.js";
+import { NO_UNWIND_INFO, Symbolizer } from "./symbolize.js";
 
 const WASM_CLASS = /(Envoy::Extensions::Common::Wasm|Envoy::Extensions::NetworkFilters::Wasm|proxy_wasm|\bv8::|\bwasm::)/;
 
-// Address regions of the Envoy 1.39.3 binary (BuildID 6eb0d2d9...) this report was written for,
-// found from the classes whose vtables fall in them (the link order keeps each library's code
-// together). Not re-derived for 1.40.0: `callgrind_report.ts --regions` prints the runs of named
-// functions of the pinned binary, from which callgrind_layers.ts's ranges were taken.
-const REGIONS: [number, number, string][] = [
-  [0x2e3f500, 0x2eb2900, "wasm host: Envoy wasm extension + proxy-wasm-cpp-host"],
-  [0x2eb2900, 0x2eba6d0, "V8 wasm C API"],
-  [0x2ebb764, 0x30cc000, "V8 builtins (embedded blob)"],
-  [0x2eba6d0, 0x42feab0, "V8 runtime/compiler"],
-  [0x5ffbc80, 0x605a8ae, "tcmalloc"],
-];
+// The region of an address in the binary: a library range (envoy_regions.ts), V8's embedded
+// builtins (inside V8's range, without unwind info) or tcmalloc (its own section).
+const REGION_OF_LIBRARY = { "wasm host": "wasm host: Envoy wasm extension + proxy-wasm-cpp-host", "V8 wasm C API": "V8 wasm C API", V8: "V8 runtime/compiler" } as const;
 const PLUMBING = new Set(["wasm host: Envoy wasm extension + proxy-wasm-cpp-host", "V8 wasm C API", "V8 builtins (embedded blob)", "V8 runtime/compiler", "JIT"]);
 
 // Where Envoy enters the wasm machinery (outermost wasm frame of a sample), named from the call
@@ -52,8 +45,12 @@ const LAYER = new Map([
 ]);
 const layerOf = (region: string) => LAYER.get(region) ?? region;
 
-function region(addr: number): string {
-  for (const [lo, hi, name] of REGIONS) if (lo <= addr && addr < hi) return name;
+function region(sym: Symbolizer, addr: number): string {
+  const library = libraryAt(addr);
+  if (library === "V8" && sym.function(addr).start === NO_UNWIND_INFO) return "V8 builtins (embedded blob)";
+  if (library) return REGION_OF_LIBRARY[library];
+  const malloc = sym.elf.sections.get("google_malloc");
+  if (malloc && malloc.addr <= addr && addr < malloc.addr + malloc.size) return "tcmalloc";
   return "envoy (rest)";
 }
 
@@ -100,7 +97,7 @@ export async function analyze(sym: Symbolizer, armDir: string, arm: string): Pro
     if (kind === "envoy") {
       let named = cache.get(addr);
       if (!named) {
-        const reg = region(addr);
+        const reg = region(sym, addr);
         named = [reg, reg.startsWith("V8 builtins") ? reg : sym.function(addr).name];
         cache.set(addr, named);
       }

@@ -5,7 +5,8 @@ import { before, describe, it } from "node:test";
 import { join } from "node:path";
 import { REPO_ROOT } from "../../tests/support/paths.js";
 import { JIT, Layers, LOAD_BASE, SYSTEM, WASM_HOST } from "./callgrind_layers.js";
-import { lastAtOrBelow, type Symbolizer } from "./symbolize.js";
+import { libraryAt } from "./envoy_regions.js";
+import { lastAtOrBelow, NO_UNWIND_INFO, type Symbolizer } from "./symbolize.js";
 
 const WASM_CONTEXT = "Envoy::Extensions::Common::Wasm::Context";
 
@@ -46,6 +47,25 @@ describe("symbolizer on the pinned Envoy binary", () => {
     assert.ok(malloc, "malloc in .dynsym");
     assert.deepEqual(sym.function(malloc[0]), { start: malloc[0], name: "malloc" });
     assert.equal(layers.classify(malloc[0] + LOAD_BASE, "???").layer, "tcmalloc");
+  });
+
+  it("has library ranges that fit the pinned binary: V8's classes, the wasm host's classes and the builtins blob inside them", () => {
+    const outside = (pattern: RegExp, library: string) =>
+      [...sym.vtables].filter(([fn, slots]) => pattern.test(slots[0]!.cls) && libraryAt(fn) !== library).map(([fn, slots]) => `${slots[0]!.cls} at ${fn.toString(16)}`);
+    assert.deepEqual(outside(/^v8::/, "V8").slice(0, 5), []);
+    assert.deepEqual(outside(/^(proxy_wasm::|Envoy::Extensions::Common::Wasm::Context$)/, "wasm host").slice(0, 5), []);
+    // V8's embedded builtins: the only long stretch of .text without unwind info
+    let covered = sym.text[0];
+    const stretches: [number, number][] = [];
+    sym.starts.forEach((start, i) => {
+      if (start - covered > 1_000_000) stretches.push([covered, start]);
+      covered = Math.max(covered, sym.ends[i]!);
+    });
+    assert.equal(stretches.length, 1, `stretches without unwind info: ${JSON.stringify(stretches)}`);
+    const [low, high] = stretches[0]!;
+    assert.equal(libraryAt(low), "V8");
+    assert.equal(libraryAt(high - 1), "V8");
+    assert.equal(sym.function(low + 16).start, NO_UNWIND_INFO);
   });
 
   it("puts code outside the binary in the JIT layer and libc's code with the system libraries", () => {
