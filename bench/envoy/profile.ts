@@ -22,7 +22,7 @@
 //         use perf mode to see effects of a few µs.
 //   perf  one `perf record -e cpu-clock -c <period>` per arm over a wrk run, written to
 //         build/profile/<arm>.perf.data with the connection count in <arm>.json, for
-//         bench/envoy/profile_report.py.
+//         bench/envoy/profile_report.ts.
 // Usage (root; private netns; not part of npm test):
 //   bash bench/envoy/profile.sh [cpu|perf] [--rounds N] [--seconds S] [--arms a,b,...] [--callgraph fp|dwarf|none] [--period-us 1000] [--out build/profile]
 import { execFileSync, spawn } from "node:child_process";
@@ -46,7 +46,7 @@ function arg(name: string, fallback: string): string {
 const PLAIN_URL = `http://${PLAIN_POD.host}:${PLAIN_POD.httpPort}/`;
 const MTLS_URL = `http://${MTLS_POD.host}:${MTLS_POD.httpPort}/`;
 const OUT = join(REPO_ROOT, arg("out", "build/profile"));
-// The perf call stacks (frame pointers) are read by bench/envoy/profile_report.py.
+// The perf call stacks (frame pointers) are read by bench/envoy/profile_report.ts.
 const ALL_ARMS = ["without", ...FIXTURES, "noop", "passthrough", "mtls_with", "mtls_native"] as const;
 /** The URL each arm dials and the cluster every connection must take. */
 function route(arm: ArmName): { url: string; cluster: string } {
