@@ -47,8 +47,43 @@ import { Decimal } from "./number";
 import { MAX_DEPTH } from "./parser";
 import { quoteForMessage } from "./quote";
 import { ByteSource } from "./source";
+import {
+  byteAt,
+  describeByte,
+  isDigit,
+  literalMismatch,
+  NUMBER_BAD,
+  NUMBER_HUGE,
+  NUMBER_LEADING_ZERO,
+  NUMBER_NO_DIGIT,
+  NUMBER_NO_FRACTION,
+  NUMBER_PLAIN,
+  NUMBER_RANGE,
+  plainInteger,
+  QUOTE,
+  scanNumber,
+  skipSpace,
+  WORD_FALSE,
+  WORD_NULL,
+  WORD_TRUE,
+} from "./stream_scan";
+import {
+  codePointAt,
+  ESCAPE_BAD_U,
+  ESCAPE_INVALID,
+  escapeProblem,
+  hashContent,
+  sameContent,
+  sameContentIn,
+  scanLiteral,
+  SCAN_CONTROL,
+  SCAN_ESCAPED,
+  SCAN_UNTERMINATED,
+} from "./stream_string";
 import { findInvalidUtf8At } from "./utf8";
 import { JsonValue } from "./value";
+
+export { hashBytes } from "./stream_string";
 
 /** What `next()` read. */
 export enum JsonToken {
@@ -80,9 +115,6 @@ const S_ENDED: i32 = 5; // End was returned
 const IN_OBJECT: u8 = 1;
 const IN_ARRAY: u8 = 2;
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-
 /** Objects with at most this many keys check duplicates by a linear scan. */
 const SMALL_OBJECT: i32 = 16;
 /** Ints per key on the key stack: hash, content start, content end, escaped (0/1). */
@@ -97,328 +129,6 @@ export const DEFAULT_MARGIN: i32 = 1024;
 export const DEFAULT_WINDOW: i32 = 8192;
 
 const EMPTY_INDEX = new StaticArray<i32>(0);
-
-function isDigit(c: i32): bool {
-  return c >= 0x30 && c <= 0x39;
-}
-
-function hexValue(c: i32): i32 {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
-  if (c >= 0x41 && c <= 0x46) return c - 0x41 + 10;
-  return -1;
-}
-
-/** How an unexpected byte is named in a message (as parseJson names it). */
-function describeByte(c: i32): string {
-  if (c >= 0x21 && c <= 0x7e) return "character '" + String.fromCharCode(c) + "'";
-  const hex = "0123456789abcdef";
-  return "byte 0x" + hex.charAt((c >> 4) & 15) + hex.charAt(c & 15);
-}
-
-// FNV-1a over bytes, finished with murmur3's mixer so every bit depends on every byte.
-const FNV_OFFSET: u32 = 2166136261;
-const FNV_PRIME: u32 = 16777619;
-
-// @ts-ignore: decorator
-@inline function fnvStep(h: u32, b: u32): u32 {
-  return (h ^ b) * FNV_PRIME;
-}
-
-// @ts-ignore: decorator
-@inline function fnvFinish(h: u32): u32 {
-  h ^= h >> 16;
-  h *= 0x85ebca6b;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35;
-  h ^= h >> 16;
-  return h;
-}
-
-/**
- * Hash of `len` UTF-8 bytes at `ptr`. A string token's `stringHash()` equals hashBytes of its
- * decoded text's UTF-8, so callers can index texts by their bytes and look tokens up.
- */
-export function hashBytes(ptr: usize, len: i32): u32 {
-  let h = FNV_OFFSET;
-  for (let i = 0; i < len; i++) h = fnvStep(h, <u32>load<u8>(ptr + <usize>i));
-  return fnvFinish(h);
-}
-
-// ---- Byte-level work as free functions over (base, n, index) -------------------------------
-//
-// A method would spill `this` to the GC's shadow stack (and zero a frame) around every field
-// access, which costs more than the work itself; these take plain integers instead.
-
-/** The byte at `i` of [0, n), or -1 outside. */
-// @ts-ignore: decorator
-@inline function byteAt(base: usize, n: i32, i: i32): i32 {
-  return <u32>i < <u32>n ? <i32>load<u8>(base + <usize>i) : -1;
-}
-
-/** The first index >= i that is not JSON whitespace. */
-function skipSpace(base: usize, n: i32, i: i32): i32 {
-  while (i < n) {
-    const c = load<u8>(base + <usize>i);
-    // RFC 8259 whitespace is exactly these four bytes.
-    if (c != 0x20 && c != 0x0a && c != 0x0d && c != 0x09) break;
-    i++;
-  }
-  return i;
-}
-
-// Results of scanLiteral: the closing quote's index in the low 32 bits, plus these flags.
-const SCAN_ESCAPED: i64 = 1 << 32;
-const SCAN_CONTROL: i64 = 1 << 33; // the low bits are the control character's index
-const SCAN_UNTERMINATED: i64 = 1 << 34;
-
-/** Finds the end of the string literal opening at `open` (see the SCAN_ flags). */
-function scanLiteral(base: usize, n: i32, open: i32): i64 {
-  let i = open + 1;
-  let escaped: i64 = 0;
-  while (i < n) {
-    const c = <i32>load<u8>(base + <usize>i);
-    if (c == QUOTE) return escaped | <i64>i;
-    if (c < 0x20) return SCAN_CONTROL | <i64>i;
-    if (c == BACKSLASH) {
-      escaped = SCAN_ESCAPED;
-      i += 2; // the escaped byte cannot end the string; it is checked with the escapes
-    } else {
-      i++;
-    }
-  }
-  return SCAN_UNTERMINATED | <i64>open;
-}
-
-/** 4 hex digits at `i`; -1 when any is missing or not hex. */
-function hex4(base: usize, n: i32, i: i32): i32 {
-  let v = 0;
-  for (let k = 0; k < 4; k++) {
-    const d = hexValue(byteAt(base, n, i + k));
-    if (d < 0) return -1;
-    v = (v << 4) | d;
-  }
-  return v;
-}
-
-// Results of escapeProblem: the escape's index in the low 32 bits, plus the kind.
-const ESCAPE_INVALID: i64 = 1 << 32;
-const ESCAPE_BAD_U: i64 = 2 << 32;
-const ESCAPE_SURROGATE: i64 = 3 << 32;
-
-/** The first bad escape in string content [from, to) (parseJson's checks, in its order), or -1. */
-function escapeProblem(base: usize, n: i32, from: i32, to: i32): i64 {
-  let i = from;
-  while (i < to) {
-    const c = byteAt(base, n, i);
-    if (c != BACKSLASH) {
-      // Raw UTF-8, already validated: the lead byte gives the length.
-      i += c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-      continue;
-    }
-    const e = byteAt(base, n, i + 1);
-    if (e == QUOTE || e == BACKSLASH || e == 0x2f || e == 0x62 || e == 0x66 || e == 0x6e || e == 0x72 || e == 0x74) {
-      i += 2;
-      continue;
-    }
-    if (e != 0x75) return ESCAPE_INVALID | <i64>i;
-    const u = hex4(base, n, i + 2);
-    if (u < 0) return ESCAPE_BAD_U | <i64>i;
-    if (u >= 0xdc00 && u <= 0xdfff) return ESCAPE_SURROGATE | <i64>i;
-    if (u >= 0xd800 && u <= 0xdbff) {
-      // A high surrogate must be followed by a low one, as a second escape.
-      const low = byteAt(base, n, i + 6) == BACKSLASH && byteAt(base, n, i + 7) == 0x75 ? hex4(base, n, i + 8) : -1;
-      if (low < 0xdc00 || low > 0xdfff) return ESCAPE_SURROGATE | <i64>i;
-      i += 12;
-      continue;
-    }
-    i += 6;
-  }
-  return -1;
-}
-
-/**
- * The code point at `i` of validated string content (an escape, a surrogate-pair escape or
- * raw UTF-8): the code point in the low 32 bits, the index of the next one in the high 32.
- */
-function codePointAt(base: usize, n: i32, i: i32): i64 {
-  const c = byteAt(base, n, i);
-  let cp = c;
-  let next = i + 1;
-  if (c == BACKSLASH) {
-    const e = byteAt(base, n, i + 1);
-    next = i + 2;
-    if (e == 0x62) cp = 0x08;
-    else if (e == 0x66) cp = 0x0c;
-    else if (e == 0x6e) cp = 0x0a;
-    else if (e == 0x72) cp = 0x0d;
-    else if (e == 0x74) cp = 0x09;
-    else if (e != 0x75) cp = e; // '"', '\\', '/'
-    else {
-      cp = hex4(base, n, i + 2);
-      next = i + 6;
-      if (cp >= 0xd800 && cp <= 0xdbff) {
-        const low = hex4(base, n, i + 8);
-        if (low >= 0xdc00 && low <= 0xdfff) {
-          cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-          next = i + 12;
-        }
-      }
-    }
-  } else if (c >= 0xf0) {
-    cp = ((c & 0x07) << 18) | ((byteAt(base, n, i + 1) & 0x3f) << 12) | ((byteAt(base, n, i + 2) & 0x3f) << 6);
-    cp |= byteAt(base, n, i + 3) & 0x3f;
-    next = i + 4;
-  } else if (c >= 0xe0) {
-    cp = ((c & 0x0f) << 12) | ((byteAt(base, n, i + 1) & 0x3f) << 6) | (byteAt(base, n, i + 2) & 0x3f);
-    next = i + 3;
-  } else if (c >= 0x80) {
-    cp = ((c & 0x1f) << 6) | (byteAt(base, n, i + 1) & 0x3f);
-    next = i + 2;
-  }
-  return (<i64>next << 32) | <i64>(<u32>cp);
-}
-
-/** Hash of the decoded text of content [from, to): the hash of its UTF-8 bytes. */
-function hashContent(base: usize, n: i32, from: i32, to: i32, escaped: bool): u32 {
-  if (!escaped) return hashBytes(base + <usize>from, to - from);
-  let h = FNV_OFFSET;
-  let i = from;
-  while (i < to) {
-    const r = codePointAt(base, n, i);
-    const cp = <u32>r;
-    i = <i32>(r >> 32);
-    // The code point's UTF-8 bytes, as an unescaped spelling would have them.
-    if (cp < 0x80) {
-      h = fnvStep(h, cp);
-    } else if (cp < 0x800) {
-      h = fnvStep(h, 0xc0 | (cp >> 6));
-      h = fnvStep(h, 0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      h = fnvStep(h, 0xe0 | (cp >> 12));
-      h = fnvStep(h, 0x80 | ((cp >> 6) & 0x3f));
-      h = fnvStep(h, 0x80 | (cp & 0x3f));
-    } else {
-      h = fnvStep(h, 0xf0 | (cp >> 18));
-      h = fnvStep(h, 0x80 | ((cp >> 12) & 0x3f));
-      h = fnvStep(h, 0x80 | ((cp >> 6) & 0x3f));
-      h = fnvStep(h, 0x80 | (cp & 0x3f));
-    }
-  }
-  return fnvFinish(h);
-}
-
-/** Whether two string contents of the input decode to the same text. */
-function sameContent(base: usize, n: i32, aFrom: i32, aTo: i32, aEsc: bool, bFrom: i32, bTo: i32, bEsc: bool): bool {
-  return sameContentIn(base, n, aFrom, aTo, aEsc, base, n, bFrom, bTo, bEsc);
-}
-
-/** sameContent for two texts in different places (a kept key and the current token). */
-function sameContentIn(aBase: usize, aN: i32, aFrom: i32, aTo: i32, aEsc: bool, bBase: usize, bN: i32, bFrom: i32, bTo: i32, bEsc: bool): bool {
-  if (!aEsc && !bEsc) {
-    const len = aTo - aFrom;
-    if (bTo - bFrom != len) return false;
-    return memory.compare(aBase + <usize>aFrom, bBase + <usize>bFrom, <usize>len) == 0;
-  }
-  let i = aFrom;
-  let k = bFrom;
-  while (i < aTo && k < bTo) {
-    const a = codePointAt(aBase, aN, i);
-    const b = codePointAt(bBase, bN, k);
-    if (<u32>a != <u32>b) return false;
-    i = <i32>(a >> 32);
-    k = <i32>(b >> 32);
-  }
-  return i >= aTo && k >= bTo;
-}
-
-/** Matches `len` (<= 5) bytes of `word` (little-endian in a u64) at `start`; the first mismatch or -1. */
-function literalMismatch(base: usize, n: i32, start: i32, word: u64, len: i32): i32 {
-  for (let k = 0; k < len; k++) {
-    if (byteAt(base, n, start + k) != <i32>((word >> (<u64>k << 3)) & 0xff)) return start + k;
-  }
-  return -1;
-}
-
-const WORD_TRUE: u64 = 0x65757274; // "true"
-const WORD_FALSE: u64 = 0x65736c6166; // "false"
-const WORD_NULL: u64 = 0x6c6c756e; // "null"
-
-// Results of scanNumber: the end index in the low 32 bits, plus these flags; on a grammar
-// error the flag NUMBER_BAD and the kind, with the error's index in the low bits.
-const NUMBER_PLAIN: i64 = 1 << 32; // an integer of at most 15 digits: exact without Decimal
-const NUMBER_RANGE: i64 = 1 << 33; // must be range-checked exactly (1e308 <= |value| < 1e310)
-const NUMBER_HUGE: i64 = 1 << 34; // certainly beyond the double range
-const NUMBER_BAD: i64 = 1 << 40;
-const NUMBER_LEADING_ZERO: i64 = 1 << 41;
-const NUMBER_NO_DIGIT: i64 = 2 << 41; // after '-'
-const NUMBER_NO_FRACTION: i64 = 3 << 41; // after '.'
-const NUMBER_NO_EXPONENT: i64 = 4 << 41;
-
-/**
- * A number literal at `start`: parseJson's grammar checks, and where its value lies. The value
- * is in [10^(top-1), 10^top) with `top` from the first nonzero digit and the exponent: below
- * 10^308 it is certainly finite, from 10^310 on certainly not (doubles end near 1.8e308); only
- * literals in between need the exact conversion.
- */
-function scanNumber(base: usize, n: i32, start: i32): i64 {
-  let i = start;
-  if (byteAt(base, n, i) == 0x2d) i++;
-  const intStart = i;
-  if (byteAt(base, n, i) == 0x30) {
-    i++;
-    if (isDigit(byteAt(base, n, i))) return NUMBER_BAD | NUMBER_LEADING_ZERO | <i64>i;
-  } else if (isDigit(byteAt(base, n, i))) {
-    while (isDigit(byteAt(base, n, i))) i++;
-  } else {
-    return NUMBER_BAD | NUMBER_NO_DIGIT | <i64>i;
-  }
-  const intEnd = i;
-  let fracEnd = i;
-  if (byteAt(base, n, i) == 0x2e) {
-    i++;
-    if (!isDigit(byteAt(base, n, i))) return NUMBER_BAD | NUMBER_NO_FRACTION | <i64>i;
-    while (isDigit(byteAt(base, n, i))) i++;
-    fracEnd = i;
-  }
-  let exponent: i64 = 0;
-  const e = byteAt(base, n, i);
-  if (e == 0x65 || e == 0x45) {
-    i++;
-    const sign = byteAt(base, n, i);
-    if (sign == 0x2b || sign == 0x2d) i++;
-    if (!isDigit(byteAt(base, n, i))) return NUMBER_BAD | NUMBER_NO_EXPONENT | <i64>i;
-    while (isDigit(byteAt(base, n, i))) {
-      // Clamped like Decimal's: far beyond anything a double can hold.
-      if (exponent < 100000) exponent = exponent * 10 + <i64>(byteAt(base, n, i) - 0x30);
-      i++;
-    }
-    if (sign == 0x2d) exponent = -exponent;
-  }
-  if (i == intEnd && intEnd - intStart <= 15) return NUMBER_PLAIN | <i64>i;
-  // Index of the first nonzero digit among the integer then the fraction digits.
-  let first = -1;
-  for (let k = intStart; k < intEnd && first < 0; k++) {
-    if (byteAt(base, n, k) != 0x30) first = k - intStart;
-  }
-  for (let k = intEnd + 1; k < fracEnd && first < 0; k++) {
-    if (byteAt(base, n, k) != 0x30) first = intEnd - intStart + (k - intEnd - 1);
-  }
-  if (first < 0) return <i64>i; // zero
-  const top = <i64>(intEnd - intStart) - <i64>first + exponent;
-  if (top <= 308) return <i64>i;
-  return (top > 310 ? NUMBER_HUGE : NUMBER_RANGE) | <i64>i;
-}
-
-/** The value of a plain integer literal (at most 15 digits) at [start, end). */
-function plainInteger(base: usize, n: i32, start: i32, end: i32): i64 {
-  let i = start;
-  const negative = byteAt(base, n, i) == 0x2d;
-  if (negative) i++;
-  let v: i64 = 0;
-  for (; i < end; i++) v = v * 10 + <i64>(byteAt(base, n, i) - 0x30);
-  return negative ? -v : v;
-}
 
 export class JsonStream {
   private buffer: ArrayBuffer;
