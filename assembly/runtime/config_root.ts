@@ -34,7 +34,7 @@ export class ConfiguredRoot<C> extends RootContext {
   /**
    * Envoy's configure: a configuration that does not parse is refused with one error line
    * ("invalid plugin configuration: <field>: <why>") and `false`, which makes Envoy refuse the
-   * plugin (the listener update is rejected and counted by Envoy); the configuration in force
+   * plugin (and with it the listener or extension update); the configuration in force
    * stays. A good one is put in force (`use`) after `configured` has said what it is.
    */
   onConfigureSource(source: ByteSource): bool {
