@@ -36,7 +36,7 @@ class PassthroughRoot extends MeshRootContext<PassthroughConfig> {
   readonly decision: Decision = new Decision();
   /** The destination's `IP:PORT`, formatted in place for every connection. */
   readonly lbAddress: ByteText = new ByteText();
-  // One counter per outcome; every connection bumps exactly one of the first five.
+  // One counter per outcome; every connection bumps exactly one of these four or `rejected`.
   readonly mtls: Counter = new Counter("passthrough_mtls.mtls");
   readonly headless: Counter = new Counter("passthrough_mtls.headless");
   readonly passthrough: Counter = new Counter("passthrough_mtls.passthrough");
@@ -44,7 +44,7 @@ class PassthroughRoot extends MeshRootContext<PassthroughConfig> {
   // Extra detail, counted on top of the outcome.
   readonly localNetworkWins: Counter = new Counter("passthrough_mtls.local_network_wins");
   readonly plaintextPod: Counter = new Counter("passthrough_mtls.plaintext_pod");
-  // and passthrough_mtls.rejected (MeshRootContext): Envoy refused a write, connection closed.
+  // `rejected` (passthrough_mtls.rejected) is MeshRootContext's: Envoy refused a write, closed.
 
   constructor(id: u32) {
     super(id, "passthrough_mtls", parsePassthroughConfigFrom);

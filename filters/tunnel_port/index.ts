@@ -61,7 +61,7 @@ class TunnelRoot extends MeshRootContext<TunnelConfig> {
   readonly refusedForeignAuthority: Counter = new Counter("tunnel_port.server.refused_foreign_authority");
   readonly refusedUnservedPort: Counter = new Counter("tunnel_port.server.refused_unserved_port");
   readonly refusedPortMismatch: Counter = new Counter("tunnel_port.server.refused_port_mismatch");
-  // both roles: tunnel_port.rejected (MeshRootContext), Envoy refused a write, connection closed
+  // both roles: `rejected` (tunnel_port.rejected) is MeshRootContext's: Envoy refused a write, closed
 
   constructor(id: u32) {
     super(id, "tunnel_port", parseTunnelConfigFrom);

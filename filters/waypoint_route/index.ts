@@ -32,7 +32,7 @@ class WaypointRoot extends MeshRootContext<WaypointConfig> {
   /** One counter per outcome, in Outcome order: `waypoint_route.<outcome>`. */
   readonly outcomes: Counter[] = [];
   readonly unknownRefused: Counter = new Counter("waypoint_route.unknown_refused");
-  // and waypoint_route.rejected (MeshRootContext): Envoy refused a write, connection closed.
+  // `rejected` (waypoint_route.rejected) is MeshRootContext's: Envoy refused a write, closed.
 
   constructor(id: u32) {
     super(id, "waypoint_route", parseWaypointConfigFrom);
