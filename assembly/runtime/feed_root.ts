@@ -1,11 +1,13 @@
 // A root context that takes live changes from the mesh feed: it owns the FeedClient (when the
 // configuration has `meshFeed`) and hands it the root's ticks and HTTP-call responses, which
-// Envoy delivers to the root context. The mesh filters and the feed_probe fixture extend it.
-import { RootContext } from "./context";
+// Envoy delivers to the root context. The mesh filters (through mesh_root.ts) and the feed_probe
+// fixture extend it; a filter without a feed extends ConfiguredRoot and carries no feed code.
+import { ConfiguredRoot } from "./config_root";
 import { FeedClient, MeshSink } from "./feed_client";
 import { FeedConfig } from "./feed_config";
 
-export class FeedRootContext extends RootContext {
+/** `C` is the filter's configuration (config_root.ts). */
+export class FeedRootContext<C> extends ConfiguredRoot<C> {
   /** Live changes from the mesh feed (meshFeed in the configuration); null without one. */
   feed: FeedClient | null = null;
 

@@ -1,7 +1,7 @@
 // passthrough_mtls plugin configuration: the shared mesh model plus six fields of its own,
 // parsed once per root context. See README.md for every field.
 import { ByteSource, ConfigReader } from "../../assembly/json";
-
+import { acceptConfig, ConfigResult, refuseConfig } from "../../assembly/runtime/config_root";
 import { FeedConfig, MESH_FEED_FIELD, readFeedConfig } from "../../assembly/runtime/feed_config";
 import { LocalNetwork, Mesh, MeshDocument, NodeNetwork, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
@@ -36,31 +36,23 @@ export class PassthroughConfig {
   ) {}
 }
 
-export class PassthroughConfigResult {
-  constructor(readonly config: PassthroughConfig | null, readonly error: string) {}
-}
-
-function refuse(error: string): PassthroughConfigResult {
-  return new PassthroughConfigResult(null, error);
-}
-
 /**
  * Streams the configuration (no JSON tree: a million pods fit) and reads the six own fields
  * from the small object parseMeshDocument hands back. Own-field problems are reported before
  * mesh problems, as the fields are checked first.
  */
-export function parsePassthroughConfig(bytes: ArrayBuffer, node: NodeNetwork = NodeNetwork.absent()): PassthroughConfigResult {
+export function parsePassthroughConfig(bytes: ArrayBuffer, node: NodeNetwork = NodeNetwork.absent()): ConfigResult<PassthroughConfig> {
   return configOf(parseMeshDocument(bytes, OWN_FIELDS), node);
 }
 
 /** parsePassthroughConfig over the host's configuration, read in windows (never whole in memory). */
-export function parsePassthroughConfigFrom(source: ByteSource, node: NodeNetwork): PassthroughConfigResult {
+export function parsePassthroughConfigFrom(source: ByteSource, node: NodeNetwork): ConfigResult<PassthroughConfig> {
   return configOf(parseMeshSource(source, OWN_FIELDS), node);
 }
 
-function configOf(doc: MeshDocument, node: NodeNetwork): PassthroughConfigResult {
+function configOf(doc: MeshDocument, node: NodeNetwork): ConfigResult<PassthroughConfig> {
   const root = doc.own;
-  if (root === null) return refuse(doc.error); // JSON, root type or unknown field
+  if (root === null) return refuseConfig<PassthroughConfig>(doc.error); // JSON, root type or unknown field
   const reader = new ConfigReader();
   const network = resolveLocalNetwork(reader, root, node);
   const mode = reader.optionalEnum(root, "mode", "", [MODE_DIRECT, MODE_SUBSET], MODE_DIRECT);
@@ -73,9 +65,9 @@ function configOf(doc: MeshDocument, node: NodeNetwork): PassthroughConfigResult
   const feed = readFeedConfig(reader, root);
   if (!reader.failed() && mtlsCluster.length == 0) reader.fail("mtlsCluster", "must not be empty");
   if (!reader.failed() && subsetCluster.length == 0) reader.fail("subsetCluster", "must not be empty");
-  if (reader.failed()) return refuse(reader.error());
+  if (reader.failed()) return refuseConfig<PassthroughConfig>(reader.error());
   const mesh = doc.mesh;
-  if (mesh === null) return refuse(doc.error);
+  if (mesh === null) return refuseConfig<PassthroughConfig>(doc.error);
   const config = new PassthroughConfig(
     mesh,
     mesh.networkId(network.name),
@@ -87,7 +79,7 @@ function configOf(doc: MeshDocument, node: NodeNetwork): PassthroughConfigResult
     mode == MODE_SUBSET || lbAddress,
   );
   config.feed = feed;
-  return new PassthroughConfigResult(config, "");
+  return acceptConfig<PassthroughConfig>(config);
 }
 
 /** A model from the mesh feed: the network's interned id is the only thing derived from it. */

@@ -2,37 +2,14 @@
 // passthrough as the fallback, headless services without per-pod listeners, and the endpoint
 // selection value envoy.lb.address. Everything is decided in on_new_connection, because
 // tcp_proxy picks its upstream right after it. See README.md.
-import { Address, formatAddress, readDestination, readNodeNetwork, writeAddress } from "../../assembly/mesh";
-import {
-  ByteText,
-  closeDownstream,
-  ConnectionContext,
-  Counter,
-  FilterStatus,
-  logDebug,
-  logEnabled,
-  logError,
-  logInfo,
-  LogLevel,
-  logWarn,
-  ORIGINAL_DST_ADDRESS,
-  propertyPath,
-  registerRootContext,
-  RootContext,
-  setEnvoyFilterStateBytes,
-  setEnvoyFilterStateText,
-  setPropertyBytes,
-  setPropertyText,
-  TCP_PROXY_CLUSTER,
-  UPSTREAM_SUBJECT_ALT_NAMES,
-  WasmResult,
-} from "../../assembly/runtime";
+import { Address, formatAddress, Mesh, readDestination, writeAddress } from "../../assembly/mesh";
+import { ByteText, ConnectionContext, Counter, FilterStatus, logDebug, logEnabled, logError, logInfo, LogLevel, logWarn } from "../../assembly/runtime";
+import { ORIGINAL_DST_ADDRESS, propertyPath, registerRootContext, RootContext, setEnvoyFilterStateBytes, setEnvoyFilterStateText } from "../../assembly/runtime";
+import { setPropertyBytes, setPropertyText, TCP_PROXY_CLUSTER, UPSTREAM_SUBJECT_ALT_NAMES, WasmResult } from "../../assembly/runtime";
+import { RootConnection } from "../../assembly/runtime/config_root";
+import { MeshRootContext } from "../../assembly/runtime/mesh_root";
 import { adoptMesh, parsePassthroughConfigFrom, PassthroughConfig } from "./config";
-import { FeedRootContext } from "../../assembly/runtime/feed_root";
-import { Mesh } from "../../assembly/mesh";
-import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { Decision, decide, Route } from "./decision";
-import { ByteSource } from "../../assembly/json";
 // Decides in on_new_connection and keeps nothing per connection: the lean export set.
 export * from "../../assembly/runtime/exports_stateless";
 
@@ -53,46 +30,27 @@ function hasWorkloadOn(config: PassthroughConfig): bool {
   return false;
 }
 
-/** The feed's models go into the root's config (filters/mesh_feed/sink.ts). */
-class PassthroughMeshHolder extends MeshHolder {
-  constructor(readonly root: PassthroughRoot) {
-    super();
-  }
-  currentMesh(): Mesh | null {
-    const config = this.root.config;
-    return config === null ? null : config.mesh;
-  }
-  adopt(mesh: Mesh): string {
-    const config = this.root.config;
-    return config === null ? "not configured" : adoptMesh(config, mesh);
-  }
-}
-
-class PassthroughRoot extends FeedRootContext {
-  config: PassthroughConfig | null = null;
+class PassthroughRoot extends MeshRootContext<PassthroughConfig> {
   /** Reused for every connection of this root: decisions allocate nothing. */
   readonly destination: Address = new Address();
   readonly decision: Decision = new Decision();
   /** The destination's `IP:PORT`, formatted in place for every connection. */
   readonly lbAddress: ByteText = new ByteText();
-  // One counter per outcome; every connection bumps exactly one of the first five.
+  // One counter per outcome; every connection bumps exactly one of these four or `rejected`.
   readonly mtls: Counter = new Counter("passthrough_mtls.mtls");
   readonly headless: Counter = new Counter("passthrough_mtls.headless");
   readonly passthrough: Counter = new Counter("passthrough_mtls.passthrough");
   readonly noDestination: Counter = new Counter("passthrough_mtls.no_destination");
-  readonly rejected: Counter = new Counter("passthrough_mtls.rejected");
   // Extra detail, counted on top of the outcome.
   readonly localNetworkWins: Counter = new Counter("passthrough_mtls.local_network_wins");
   readonly plaintextPod: Counter = new Counter("passthrough_mtls.plaintext_pod");
+  // `rejected` (passthrough_mtls.rejected) is MeshRootContext's: Envoy refused a write, closed.
 
-  /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
-  onConfigureSource(configuration: ByteSource): bool {
-    const result = parsePassthroughConfigFrom(configuration, readNodeNetwork());
-    const config = result.config;
-    if (config === null) {
-      logError("invalid plugin configuration: " + result.error);
-      return false;
-    }
+  constructor(id: u32) {
+    super(id, "passthrough_mtls", parsePassthroughConfigFrom);
+  }
+
+  protected configured(config: PassthroughConfig): void {
     if (config.mesh.workloadCount() > 0 && !hasWorkloadOn(config)) {
       logWarn("localNetwork " + config.network.describe() + " has no workloads: every connection will pass through");
     }
@@ -101,30 +59,21 @@ class PassthroughRoot extends FeedRootContext {
       config.mesh.serviceCount().toString() + " services, mode " + (config.subsetMode ? "subset" : "direct") +
       ", local network " + config.network.describe(),
     );
-    this.config = config;
-    this.startFeed(config.feed, new MeshFeedSink(new PassthroughMeshHolder(this)), "passthrough_mtls");
-    return true;
+  }
+
+  /** A model from the feed: only the network's interned id is derived from it. */
+  adoptModel(config: PassthroughConfig, mesh: Mesh): string {
+    return adoptMesh(config, mesh);
   }
 
   newConnection(id: u32): ConnectionContext {
     return new PassthroughConnection(id, this);
   }
-
-  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
-  reusesConnections(): bool {
-    return true;
-  }
 }
 
-class PassthroughConnection extends ConnectionContext {
-  constructor(id: u32, readonly root: PassthroughRoot) {
-    super(id);
-  }
-
-  onNewConnection(): FilterStatus {
+class PassthroughConnection extends RootConnection<PassthroughRoot, PassthroughConfig> {
+  onConnection(config: PassthroughConfig): FilterStatus {
     const root = this.root;
-    const config = root.config;
-    if (config === null) return FilterStatus.Continue; // unreachable: Envoy refuses unconfigured plugins
     const dst = root.destination;
     if (!readDestination(dst)) {
       root.noDestination.inc();
@@ -196,10 +145,8 @@ class PassthroughConnection extends ConnectionContext {
    * close it rather than let it reach a mesh pod unverified (or in clear).
    */
   private reject(dst: Address): FilterStatus {
-    this.root.rejected.inc();
     if (logEnabled(LogLevel.Error)) logError("closing connection to " + formatAddress(dst) + ": Envoy refused the filter state that pins the pod and its identity");
-    closeDownstream();
-    return FilterStatus.StopIteration;
+    return this.root.closeRejected();
   }
 
   private logDecision(config: PassthroughConfig, dst: Address, decision: Decision): void {

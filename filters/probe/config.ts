@@ -5,6 +5,7 @@
 // `routes` is required; `default_cluster` is optional (without it an unmatched connection keeps
 // tcp_proxy's own cluster). Unknown fields are refused.
 import { ConfigReader, JsonValue, parseJson } from "../../assembly/json";
+import { acceptConfig, ConfigResult, refuseConfig } from "../../assembly/runtime/config_root";
 
 export class ProbeConfig {
   /** destination IP (as Envoy prints it, IPv6 without brackets) → cluster name, UTF-8 encoded */
@@ -13,21 +14,17 @@ export class ProbeConfig {
   defaultCluster: ArrayBuffer | null = null;
 }
 
-export class ProbeConfigResult {
-  constructor(public config: ProbeConfig | null, public error: string) {}
-}
-
 const KNOWN_FIELDS = ["routes", "default_cluster"];
 
 /** Parses and validates the configuration; the error names the offending field. */
-export function parseProbeConfig(bytes: ArrayBuffer): ProbeConfigResult {
+export function parseProbeConfig(bytes: ArrayBuffer): ConfigResult<ProbeConfig> {
   const parsed = parseJson(bytes);
   const root = parsed.value;
-  if (!parsed.ok() || root === null) return new ProbeConfigResult(null, parsed.error);
+  if (!parsed.ok() || root === null) return refuseConfig<ProbeConfig>(parsed.error);
   const reader = new ConfigReader();
   if (!root.isObject()) {
     reader.fail("(root)", "expected an object");
-    return new ProbeConfigResult(null, reader.error());
+    return refuseConfig<ProbeConfig>(reader.error());
   }
   reader.onlyKnownFields(root, "", KNOWN_FIELDS);
   const config = new ProbeConfig();
@@ -35,8 +32,8 @@ export function parseProbeConfig(bytes: ArrayBuffer): ProbeConfigResult {
   if (routes !== null) readRoutes(reader, routes, config);
   const fallback = reader.optionalString(root, "default_cluster", "", "");
   if (fallback.length > 0) config.defaultCluster = String.UTF8.encode(fallback);
-  if (reader.failed()) return new ProbeConfigResult(null, reader.error());
-  return new ProbeConfigResult(config, "");
+  if (reader.failed()) return refuseConfig<ProbeConfig>(reader.error());
+  return acceptConfig<ProbeConfig>(config);
 }
 
 function readRoutes(reader: ConfigReader, routes: JsonValue, config: ProbeConfig): void {

@@ -9,9 +9,9 @@ import {
   getPropertyString,
   logDebug,
   logEnabled,
-  logError,
   LogLevel,
   propertyPath,
+  readWhole,
   registerRootContext,
   RootContext,
   setEnvoyFilterStateBytes,
@@ -20,11 +20,12 @@ import {
 } from "../../assembly/runtime";
 import { hostOfAddress } from "./address";
 import { parseProbeConfig, ProbeConfig } from "./config";
+import { ByteSource } from "../../assembly/json";
+import { ConfigResult, ConfiguredRoot, RootConnection } from "../../assembly/runtime/config_root";
 export * from "../../assembly/runtime/exports";
 
 
-class ProbeRoot extends RootContext {
-  config: ProbeConfig = new ProbeConfig();
+class ProbeRoot extends ConfiguredRoot<ProbeConfig> {
   // Counters are defined once per root; every connection bumps exactly one outcome.
   readonly routed: Counter = new Counter("probe.routed");
   readonly defaulted: Counter = new Counter("probe.defaulted");
@@ -32,33 +33,18 @@ class ProbeRoot extends RootContext {
   readonly noDestination: Counter = new Counter("probe.no_destination");
   readonly refused: Counter = new Counter("probe.filter_state_refused");
 
-  onConfigure(configuration: ArrayBuffer): bool {
-    const result = parseProbeConfig(configuration);
-    const config = result.config;
-    if (config === null) {
-      logError("invalid plugin configuration: " + result.error);
-      return false;
-    }
-    this.config = config;
-    return true;
+  /** A small configuration: read whole. */
+  protected parse(configuration: ByteSource): ConfigResult<ProbeConfig> {
+    return parseProbeConfig(readWhole(configuration));
   }
 
   newConnection(id: u32): ConnectionContext {
     return new ProbeConnection(id, this);
   }
-
-  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
-  reusesConnections(): bool {
-    return true;
-  }
 }
 
-class ProbeConnection extends ConnectionContext {
-  constructor(id: u32, readonly root: ProbeRoot) {
-    super(id);
-  }
-
-  onNewConnection(): FilterStatus {
+class ProbeConnection extends RootConnection<ProbeRoot, ProbeConfig> {
+  onConnection(config: ProbeConfig): FilterStatus {
     const root = this.root;
     const address = getPropertyString(DESTINATION_ADDRESS);
     if (address === null) {
@@ -66,13 +52,13 @@ class ProbeConnection extends ConnectionContext {
       return FilterStatus.Continue;
     }
     const host = hostOfAddress(address);
-    const routes = root.config.routes;
+    const routes = config.routes;
     let cluster: ArrayBuffer | null = null;
     if (routes.has(host)) {
       cluster = routes.get(host);
       root.routed.inc();
     } else {
-      cluster = root.config.defaultCluster;
+      cluster = config.defaultCluster;
       if (cluster === null) {
         root.unmatched.inc();
         if (logEnabled(LogLevel.Debug)) logDebug("no route for " + address + ", tcp_proxy keeps its cluster");

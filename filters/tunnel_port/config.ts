@@ -1,6 +1,7 @@
 // tunnel_port plugin configuration: one module, two roles (the client sidecar's outbound and the
 // server sidecar's inbound), the shared mesh model, and a few fields per role. See README.md.
 import { ByteSource, ConfigReader, JsonValue } from "../../assembly/json";
+import { acceptConfig, ConfigResult, refuseConfig } from "../../assembly/runtime/config_root";
 import { FeedConfig, MESH_FEED_FIELD, readFeedConfig } from "../../assembly/runtime/feed_config";
 import { Address, IpParse, LocalNetwork, Mesh, MESH_FIELDS, MeshDocument, NetworkSource, NodeNetwork, parseIpString, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
@@ -37,42 +38,34 @@ export class TunnelConfig {
   }
 }
 
-export class TunnelConfigResult {
-  constructor(readonly config: TunnelConfig | null, readonly error: string) {}
-}
-
-function refuse(error: string): TunnelConfigResult {
-  return new TunnelConfigResult(null, error);
-}
-
 /**
  * Streams the configuration (no JSON tree: large meshes fit). The role comes first, then the
  * fields of that role (another role's fields are unknown here), then the mesh.
  */
-export function parseTunnelConfig(bytes: ArrayBuffer, node: NodeNetwork = NodeNetwork.absent()): TunnelConfigResult {
+export function parseTunnelConfig(bytes: ArrayBuffer, node: NodeNetwork = NodeNetwork.absent()): ConfigResult<TunnelConfig> {
   return tunnelConfigOf(parseMeshDocument(bytes, ALL_OWN_FIELDS), node);
 }
 
 /** parseTunnelConfig over the host's configuration, read in windows (never whole in memory). */
-export function parseTunnelConfigFrom(source: ByteSource, node: NodeNetwork): TunnelConfigResult {
+export function parseTunnelConfigFrom(source: ByteSource, node: NodeNetwork): ConfigResult<TunnelConfig> {
   return tunnelConfigOf(parseMeshSource(source, ALL_OWN_FIELDS), node);
 }
 
 const ALL_OWN_FIELDS = COMMON_FIELDS.concat(CLIENT_FIELDS).concat(SERVER_FIELDS);
 
-function tunnelConfigOf(doc: MeshDocument, node: NodeNetwork): TunnelConfigResult {
+function tunnelConfigOf(doc: MeshDocument, node: NodeNetwork): ConfigResult<TunnelConfig> {
   const root = doc.own;
-  if (root === null) return refuse(doc.error); // JSON, root type or a field no role knows
+  if (root === null) return refuseConfig<TunnelConfig>(doc.error); // JSON, root type or a field no role knows
   const reader = new ConfigReader();
   const role = reader.requireEnum(root, "role", "", [ROLE_CLIENT, ROLE_SERVER]);
-  if (reader.failed()) return refuse(reader.error());
+  if (reader.failed()) return refuseConfig<TunnelConfig>(reader.error());
   const client = role == ROLE_CLIENT;
   reader.onlyKnownFields(root, "", COMMON_FIELDS.concat(client ? CLIENT_FIELDS : SERVER_FIELDS).concat(MESH_FIELDS));
   const network = resolveLocalNetwork(reader, root, node);
   const feed = readFeedConfig(reader, root);
-  if (reader.failed()) return refuse(reader.error());
+  if (reader.failed()) return refuseConfig<TunnelConfig>(reader.error());
   const mesh = doc.mesh;
-  if (mesh === null) return refuse(doc.error);
+  if (mesh === null) return refuseConfig<TunnelConfig>(doc.error);
   const config = new TunnelConfig(mesh);
   config.feed = feed;
   config.client = client;
@@ -80,8 +73,8 @@ function tunnelConfigOf(doc: MeshDocument, node: NodeNetwork): TunnelConfigResul
   config.network = network;
   if (client) readClient(reader, root, config);
   else readServer(reader, root, config);
-  if (reader.failed()) return refuse(reader.error());
-  return new TunnelConfigResult(config, "");
+  if (reader.failed()) return refuseConfig<TunnelConfig>(reader.error());
+  return acceptConfig<TunnelConfig>(config);
 }
 
 function readClient(reader: ConfigReader, root: JsonValue, config: TunnelConfig): void {

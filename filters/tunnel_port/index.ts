@@ -5,43 +5,16 @@
 //   server - behind the server sidecar's CONNECT termination: checks both ports and the peer
 //            against what this workload serves, and refuses anything else.
 // Everything is decided in on_new_connection; nothing waits for client bytes. See README.md.
-import { Address, destinationText, formatAddress, NetworkSource, readDestination, readNodeNetwork, writeAddress } from "../../assembly/mesh";
-import {
-  ByteText,
-  closeDownstream,
-  ConnectionContext,
-  Counter,
-  DISABLE_TUNNELING,
-  fetchProperty,
-  FilterStatus,
-  hostValuePtr,
-  hostValueSize,
-  logDebug,
-  logEnabled,
-  logError,
-  logInfo,
-  LogLevel,
-  logWarn,
-  ORIGINAL_DST_ADDRESS,
-  propertyPath,
-  registerRootContext,
-  releaseHostValue,
-  RootContext,
-  setEnvoyFilterStateBytes,
-  setEnvoyFilterStateText,
-  setPropertyText,
-  TCP_PROXY_CLUSTER,
-  TRUE_VALUE,
-  UPSTREAM_SUBJECT_ALT_NAMES,
-  WasmResult,
-} from "../../assembly/runtime";
+import { Address, destinationText, formatAddress, Mesh, NetworkSource, readDestination, writeAddress } from "../../assembly/mesh";
+import { ByteText, closeDownstream, ConnectionContext, Counter, FilterStatus, logDebug, logEnabled, logInfo, LogLevel, logWarn } from "../../assembly/runtime";
+import { DISABLE_TUNNELING, fetchProperty, hostValuePtr, hostValueSize, releaseHostValue, ORIGINAL_DST_ADDRESS, propertyPath } from "../../assembly/runtime";
+import { registerRootContext, RootContext, setEnvoyFilterStateBytes, setEnvoyFilterStateText, setPropertyText } from "../../assembly/runtime";
+import { TCP_PROXY_CLUSTER, TRUE_VALUE, UPSTREAM_SUBJECT_ALT_NAMES, WasmResult } from "../../assembly/runtime";
+import { RootConnection } from "../../assembly/runtime/config_root";
+import { MeshRootContext } from "../../assembly/runtime/mesh_root";
 import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
 import { adoptMesh, parseTunnelConfigFrom, TunnelConfig } from "./config";
-import { FeedRootContext } from "../../assembly/runtime/feed_root";
-import { Mesh } from "../../assembly/mesh";
-import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { AuthorityText, checkServer, parseCanonicalPort, PORT_ABSENT, sameBytes, ServerVerdict } from "./server";
-import { ByteSource } from "../../assembly/json";
 // Decides in on_new_connection and keeps nothing per connection: the lean export set.
 export * from "../../assembly/runtime/exports_stateless";
 
@@ -63,27 +36,7 @@ const PEER_PATH = propertyPath(["filter_state", PEER_STATE]);
 const SERVICE_PORT_PROPERTY = propertyPath(["service_port"]);
 const TARGET_PORT_PROPERTY = propertyPath(["target_port"]);
 
-/** The feed's models become the root's config (filters/mesh_feed/sink.ts). */
-class TunnelMeshHolder extends MeshHolder {
-  constructor(readonly root: TunnelRoot) {
-    super();
-  }
-  currentMesh(): Mesh | null {
-    const config = this.root.config;
-    return config === null ? null : config.mesh;
-  }
-  /** Every valid model is taken (a delta is applied in place already): see adoptMesh. */
-  adopt(mesh: Mesh): string {
-    const config = this.root.config;
-    if (config === null) return "not configured";
-    adoptMesh(config, mesh);
-    this.root.cursors.ensure(mesh.serviceCount());
-    return "";
-  }
-}
-
-class TunnelRoot extends FeedRootContext {
-  config: TunnelConfig | null = null;
+class TunnelRoot extends MeshRootContext<TunnelConfig> {
   cursors: Cursors = new Cursors(0);
   readonly destination: Address = new Address();
   readonly endpoint: Address = new Address();
@@ -108,42 +61,35 @@ class TunnelRoot extends FeedRootContext {
   readonly refusedForeignAuthority: Counter = new Counter("tunnel_port.server.refused_foreign_authority");
   readonly refusedUnservedPort: Counter = new Counter("tunnel_port.server.refused_unserved_port");
   readonly refusedPortMismatch: Counter = new Counter("tunnel_port.server.refused_port_mismatch");
-  // both roles: Envoy refused a filter-state write, connection closed
-  readonly rejected: Counter = new Counter("tunnel_port.rejected");
+  // both roles: `rejected` (tunnel_port.rejected) is MeshRootContext's: Envoy refused a write, closed
 
-  /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
-  onConfigureSource(configuration: ByteSource): bool {
-    const result = parseTunnelConfigFrom(configuration, readNodeNetwork());
-    const config = result.config;
-    if (config === null) {
-      logError("invalid plugin configuration: " + result.error);
-      return false;
-    }
+  constructor(id: u32) {
+    super(id, "tunnel_port", parseTunnelConfigFrom);
+  }
+
+  protected configured(config: TunnelConfig): void {
     if (config.network.source == NetworkSource.NodeMetadata) logInfo("local network " + config.network.describe());
-    this.config = config;
+  }
+
+  use(config: TunnelConfig): void {
+    super.use(config);
     this.cursors = new Cursors(config.mesh.serviceCount());
-    this.startFeed(config.feed, new MeshFeedSink(new TunnelMeshHolder(this)), "tunnel_port");
-    return true;
+  }
+
+  /** Every valid model is taken (a delta is applied in place already): see adoptMesh. */
+  adoptModel(config: TunnelConfig, mesh: Mesh): string {
+    adoptMesh(config, mesh);
+    this.cursors.ensure(mesh.serviceCount());
+    return "";
   }
 
   newConnection(id: u32): ConnectionContext {
     return new TunnelConnection(id, this);
   }
-
-  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
-  reusesConnections(): bool {
-    return true;
-  }
 }
 
-class TunnelConnection extends ConnectionContext {
-  constructor(id: u32, readonly root: TunnelRoot) {
-    super(id);
-  }
-
-  onNewConnection(): FilterStatus {
-    const config = this.root.config;
-    if (config === null) return FilterStatus.Continue;
+class TunnelConnection extends RootConnection<TunnelRoot, TunnelConfig> {
+  onConnection(config: TunnelConfig): FilterStatus {
     const dst = this.root.destination;
     const found = readDestination(dst) && dst.port > 0;
     return config.client ? this.client(config, found, dst) : this.server(config, found, dst);
@@ -173,7 +119,7 @@ class TunnelConnection extends ConnectionContext {
         return this.close();
       }
       // tcp_proxy would tunnel its own cluster too: plain TCP for what the mesh does not know.
-      if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
+      if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.root.reject();
       root.unknownPassthrough.inc();
       if (logEnabled(LogLevel.Debug)) logDebug((found ? formatAddress(dst) : "no destination") + " -> unknown, plain passthrough");
       return FilterStatus.Continue;
@@ -195,7 +141,7 @@ class TunnelConnection extends ConnectionContext {
       setEnvoyFilterStateText(ORIGINAL_DST_ADDRESS, authority) == WasmResult.Ok &&
       setPropertyText(SERVICE_PORT_PROPERTY, portText(root.servicePortText, decision.servicePort)) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.tunnelCluster) == WasmResult.Ok;
-    if (!ok) return this.reject();
+    if (!ok) return this.root.reject();
     root.tunneled.inc();
     if (decision.panic) root.panic.inc();
     if (logEnabled(LogLevel.Debug)) {
@@ -226,7 +172,7 @@ class TunnelConnection extends ConnectionContext {
       setPropertyText(SERVICE_PORT_PROPERTY, portText(root.servicePortText, servicePort)) == WasmResult.Ok &&
       setPropertyText(TARGET_PORT_PROPERTY, portText(root.targetPortText, dst.port)) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.appCluster) == WasmResult.Ok;
-    if (!ok) return this.reject();
+    if (!ok) return this.root.reject();
     root.accepted.inc();
     if (logEnabled(LogLevel.Debug)) {
       logDebug("accepted tunnel to " + formatAddress(dst) + ": service port " + servicePort.toString() + ", target port " + dst.port.toString());
@@ -276,14 +222,6 @@ class TunnelConnection extends ConnectionContext {
   }
 
   private close(): FilterStatus {
-    closeDownstream();
-    return FilterStatus.StopIteration;
-  }
-
-  /** Envoy refused a write: the connection cannot be set up as decided, so it must not go on. */
-  private reject(): FilterStatus {
-    this.root.rejected.inc();
-    logError("closing connection: Envoy refused the filter state tunnel_port needs");
     closeDownstream();
     return FilterStatus.StopIteration;
   }

@@ -1,6 +1,7 @@
 // waypoint_route plugin configuration: the shared mesh model, this sidecar's own workload (its
 // network and locality drive every choice), and the two clusters. See README.md.
 import { ByteSource, ConfigReader } from "../../assembly/json";
+import { acceptConfig, ConfigResult, refuseConfig } from "../../assembly/runtime/config_root";
 import { FeedConfig, MESH_FEED_FIELD, readFeedConfig } from "../../assembly/runtime/feed_config";
 import { Address, IpParse, LOCAL_NETWORK_FIELD, LocalNetwork, Mesh, MeshDocument, NetworkSource, NodeNetwork, parseIpString, parseMeshDocument, parseMeshSource, resolveLocalNetwork } from "../../assembly/mesh";
 
@@ -48,6 +49,12 @@ export class WaypointConfig {
   private hostnames: Array<ArrayBuffer>;
   /** The own fields this config was derived with (set by deriveWaypoint). */
   settings: WaypointSettings | null = null;
+
+  /** Where live changes come from (meshFeed in the settings; null: none). */
+  get feed(): FeedConfig | null {
+    const settings = this.settings;
+    return settings === null ? null : settings.feed;
+  }
 
   /**
    * After a delta applied to this.mesh in place: the texts of the services it named
@@ -97,27 +104,19 @@ function joinSans(mesh: Mesh, s: i32): ArrayBuffer {
   return String.UTF8.encode(text);
 }
 
-export class WaypointConfigResult {
-  constructor(readonly config: WaypointConfig | null, readonly error: string) {}
-}
-
-function refuse(error: string): WaypointConfigResult {
-  return new WaypointConfigResult(null, error);
-}
-
 /** Streams the configuration (no JSON tree: large meshes fit); own fields are checked first. */
-export function parseWaypointConfig(bytes: ArrayBuffer, node: NodeNetwork = NodeNetwork.absent()): WaypointConfigResult {
+export function parseWaypointConfig(bytes: ArrayBuffer, node: NodeNetwork = NodeNetwork.absent()): ConfigResult<WaypointConfig> {
   return configOf(parseMeshDocument(bytes, OWN_FIELDS), node);
 }
 
 /** parseWaypointConfig over the host's configuration, read in windows (never whole in memory). */
-export function parseWaypointConfigFrom(source: ByteSource, node: NodeNetwork): WaypointConfigResult {
+export function parseWaypointConfigFrom(source: ByteSource, node: NodeNetwork): ConfigResult<WaypointConfig> {
   return configOf(parseMeshSource(source, OWN_FIELDS), node);
 }
 
-function configOf(doc: MeshDocument, node: NodeNetwork): WaypointConfigResult {
+function configOf(doc: MeshDocument, node: NodeNetwork): ConfigResult<WaypointConfig> {
   const root = doc.own;
-  if (root === null) return refuse(doc.error); // JSON, root type or unknown field
+  if (root === null) return refuseConfig<WaypointConfig>(doc.error); // JSON, root type or unknown field
   const reader = new ConfigReader();
   const local = reader.requireString(root, "localWorkload", "");
   const hbone = reader.optionalString(root, "hboneCluster", "", "waypoint_route_hbone");
@@ -129,9 +128,9 @@ function configOf(doc: MeshDocument, node: NodeNetwork): WaypointConfigResult {
   if (!reader.failed() && hbone.length == 0) reader.fail("hboneCluster", "must not be empty");
   if (!reader.failed() && double.length == 0) reader.fail("doubleHboneCluster", "must not be empty");
   if (!reader.failed() && plain.length == 0) reader.fail("plainCluster", "must not be empty");
-  if (reader.failed()) return refuse(reader.error());
+  if (reader.failed()) return refuseConfig<WaypointConfig>(reader.error());
   const mesh = doc.mesh;
-  if (mesh === null) return refuse(doc.error);
+  if (mesh === null) return refuseConfig<WaypointConfig>(doc.error);
   return deriveWaypoint(mesh, new WaypointSettings(local, hbone, double, plain, unknown == "refuse", network, feed));
 }
 
@@ -139,22 +138,22 @@ function configOf(doc: MeshDocument, node: NodeNetwork): WaypointConfigResult {
  * The configuration's config for `mesh`: this sidecar's own workload must be in it (the
  * operator's form: a configuration without it is refused, the previous one stays in force).
  */
-export function deriveWaypoint(mesh: Mesh, settings: WaypointSettings): WaypointConfigResult {
+export function deriveWaypoint(mesh: Mesh, settings: WaypointSettings): ConfigResult<WaypointConfig> {
   const reader = new ConfigReader();
   const local = settings.localWorkload;
   const network = settings.network;
   const address = new Address();
   if (parseIpString(local, address) != IpParse.Ok) {
     reader.fail("localWorkload", "not an IP address: \"" + local + "\"");
-    return refuse(reader.error());
+    return refuseConfig<WaypointConfig>(reader.error());
   }
   const source = findSource(mesh, settings, address);
   if (source < 0) {
     const where = network.source == NetworkSource.Default ? "" : " on network " + network.describe();
     reader.fail("localWorkload", "no workload has address " + local + where);
-    return refuse(reader.error());
+    return refuseConfig<WaypointConfig>(reader.error());
   }
-  return new WaypointConfigResult(configFor(mesh, settings, source, mesh.workloadNetwork(source)), "");
+  return acceptConfig<WaypointConfig>(configFor(mesh, settings, source, mesh.workloadNetwork(source)));
 }
 
 /**

@@ -3,39 +3,14 @@
 // original service port; without a waypoint, to an endpoint the same way. Decided in
 // on_new_connection; every error closes the connection with a counter and a log line naming the
 // rule. See README.md.
-import { Address, destinationText, formatAddress, NetworkSource, readDestination, readNodeNetwork, writeAddress } from "../../assembly/mesh";
-import {
-  ByteText,
-  closeDownstream,
-  ConnectionContext,
-  Counter,
-  DISABLE_TUNNELING,
-  FilterStatus,
-  logDebug,
-  logEnabled,
-  logError,
-  logInfo,
-  LogLevel,
-  logWarn,
-  ORIGINAL_DST_ADDRESS,
-  propertyPath,
-  registerRootContext,
-  RootContext,
-  setEnvoyFilterStateBytes,
-  setEnvoyFilterStateText,
-  setPropertyText,
-  TCP_PROXY_CLUSTER,
-  TRUE_VALUE,
-  UPSTREAM_SUBJECT_ALT_NAMES,
-  WasmResult,
-} from "../../assembly/runtime";
+import { Address, destinationText, formatAddress, Mesh, NetworkSource, readDestination, writeAddress } from "../../assembly/mesh";
+import { ByteText, closeDownstream, ConnectionContext, Counter, DISABLE_TUNNELING, FilterStatus, logDebug, logEnabled, logInfo, LogLevel, logWarn } from "../../assembly/runtime";
+import { ORIGINAL_DST_ADDRESS, propertyPath, registerRootContext, RootContext, setEnvoyFilterStateBytes, setEnvoyFilterStateText } from "../../assembly/runtime";
+import { setPropertyText, TCP_PROXY_CLUSTER, TRUE_VALUE, UPSTREAM_SUBJECT_ALT_NAMES, WasmResult } from "../../assembly/runtime";
+import { RootConnection } from "../../assembly/runtime/config_root";
+import { MeshRootContext } from "../../assembly/runtime/mesh_root";
 import { adoptWaypointMesh, parseWaypointConfigFrom, WaypointConfig } from "./config";
-import { FeedRootContext } from "../../assembly/runtime/feed_root";
-import { FeedConfig } from "../../assembly/runtime/feed_config";
-import { Mesh } from "../../assembly/mesh";
-import { MeshFeedSink, MeshHolder } from "../mesh_feed/sink";
 import { Decision, decide, Outcome, OUTCOME_NAMES, outcomeName, Scratch } from "./decide";
-import { ByteSource } from "../../assembly/json";
 // Decides in on_new_connection and keeps nothing per connection: the lean export set.
 export * from "../../assembly/runtime/exports_stateless";
 
@@ -48,27 +23,7 @@ const OUTER_AUTHORITY = propertyPath(["outer_authority"]);
 const OUTER_ADDRESS = propertyPath(["outer_address"]);
 const OUTER_SANS = propertyPath(["outer_sans"]);
 
-/** The feed's models become the root's config (filters/mesh_feed/sink.ts). */
-class WaypointMeshHolder extends MeshHolder {
-  constructor(readonly root: WaypointRoot) {
-    super();
-  }
-  currentMesh(): Mesh | null {
-    const config = this.root.config;
-    return config === null ? null : config.mesh;
-  }
-  /** Every valid model is taken (a delta is applied in place already): see adoptWaypointMesh. */
-  adopt(mesh: Mesh): string {
-    const config = this.root.config;
-    if (config === null) return "not configured";
-    const next = adoptWaypointMesh(config, mesh);
-    if (next !== config) this.root.use(next);
-    return "";
-  }
-}
-
-class WaypointRoot extends FeedRootContext {
-  config: WaypointConfig | null = null;
+class WaypointRoot extends MeshRootContext<WaypointConfig> {
   readonly destination: Address = new Address();
   readonly decision: Decision = new Decision();
   readonly scratch: Scratch = new Scratch();
@@ -77,10 +32,10 @@ class WaypointRoot extends FeedRootContext {
   /** One counter per outcome, in Outcome order: `waypoint_route.<outcome>`. */
   readonly outcomes: Counter[] = [];
   readonly unknownRefused: Counter = new Counter("waypoint_route.unknown_refused");
-  readonly rejected: Counter = new Counter("waypoint_route.rejected");
+  // `rejected` (waypoint_route.rejected) is MeshRootContext's: Envoy refused a write, closed.
 
   constructor(id: u32) {
-    super(id);
+    super(id, "waypoint_route", parseWaypointConfigFrom);
     for (let i = 0; i < OUTCOME_NAMES.length; i++) this.outcomes.push(new Counter("waypoint_route." + unchecked(OUTCOME_NAMES[i])));
   }
 
@@ -89,26 +44,20 @@ class WaypointRoot extends FeedRootContext {
     if (i >= 0 && i < this.outcomes.length) unchecked(this.outcomes[i]).inc();
   }
 
-  /** The mesh is streamed from the host in windows: the configuration is never whole in memory. */
-  onConfigureSource(configuration: ByteSource): bool {
-    const result = parseWaypointConfigFrom(configuration, readNodeNetwork());
-    const config = result.config;
-    if (config === null) {
-      logError("invalid plugin configuration: " + result.error);
-      return false;
-    }
+  protected configured(config: WaypointConfig): void {
     if (config.localNetwork.source == NetworkSource.NodeMetadata) logInfo("local network " + config.localNetwork.describe());
-    this.use(config);
-    const settings = config.settings;
-    let feed: FeedConfig | null = null;
-    if (settings !== null) feed = settings.feed;
-    this.startFeed(feed, new MeshFeedSink(new WaypointMeshHolder(this)), "waypoint_route");
-    return true;
+  }
+
+  /** Every valid model is taken (a delta is applied in place already): see adoptWaypointMesh. */
+  adoptModel(config: WaypointConfig, mesh: Mesh): string {
+    const next = adoptWaypointMesh(config, mesh);
+    if (next !== config) this.use(next);
+    return "";
   }
 
   /** Puts `config` in force (the configuration's, or one derived from a model the feed sent). */
   use(config: WaypointConfig): void {
-    this.config = config;
+    super.use(config);
     // Size the candidate buffer for the largest service now, so no connection grows it (a full
     // model, O(services) like its load; after a delta a service that grew past it grows the
     // buffer on its next connection, by doubling).
@@ -120,22 +69,11 @@ class WaypointRoot extends FeedRootContext {
   newConnection(id: u32): ConnectionContext {
     return new WaypointConnection(id, this);
   }
-
-  /** Connections keep nothing but their root: the runtime reuses them (no allocation per connection). */
-  reusesConnections(): bool {
-    return true;
-  }
 }
 
-class WaypointConnection extends ConnectionContext {
-  constructor(id: u32, readonly root: WaypointRoot) {
-    super(id);
-  }
-
-  onNewConnection(): FilterStatus {
+class WaypointConnection extends RootConnection<WaypointRoot, WaypointConfig> {
+  onConnection(config: WaypointConfig): FilterStatus {
     const root = this.root;
-    const config = root.config;
-    if (config === null) return FilterStatus.Continue;
     const dst = root.destination;
     const found = readDestination(dst) && dst.port > 0;
     const d = root.decision;
@@ -167,7 +105,7 @@ class WaypointConnection extends ConnectionContext {
       setEnvoyFilterStateText(ORIGINAL_DST_ADDRESS, writeAddress(d.nextHop, this.root.nextHop.clear())) == WasmResult.Ok &&
       setPropertyText(AUTHORITY, d.authority) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.hboneCluster) == WasmResult.Ok;
-    if (!ok) return this.reject();
+    if (!ok) return this.root.reject();
     if (logEnabled(LogLevel.Debug)) this.trace(config, dst, d, "hbone");
     return FilterStatus.Continue;
   }
@@ -186,7 +124,7 @@ class WaypointConnection extends ConnectionContext {
       setPropertyText(OUTER_ADDRESS, writeAddress(d.nextHop, this.root.nextHop.clear())) == WasmResult.Ok &&
       setPropertyText(OUTER_SANS, d.gatewaySans) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.doubleHboneCluster) == WasmResult.Ok;
-    if (!ok) return this.reject();
+    if (!ok) return this.root.reject();
     if (logEnabled(LogLevel.Debug)) this.trace(config, dst, d, "double_hbone");
     return FilterStatus.Continue;
   }
@@ -201,7 +139,7 @@ class WaypointConnection extends ConnectionContext {
       setEnvoyFilterStateText(ORIGINAL_DST_ADDRESS, writeAddress(d.nextHop, this.root.nextHop.clear())) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) == WasmResult.Ok &&
       setEnvoyFilterStateBytes(TCP_PROXY_CLUSTER, config.plainCluster) == WasmResult.Ok;
-    if (!ok) return this.reject();
+    if (!ok) return this.root.reject();
     if (logEnabled(LogLevel.Debug)) this.trace(config, dst, d, "plain");
     return FilterStatus.Continue;
   }
@@ -213,7 +151,7 @@ class WaypointConnection extends ConnectionContext {
       closeDownstream();
       return FilterStatus.StopIteration;
     }
-    if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
+    if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.root.reject();
     if (logEnabled(LogLevel.Debug)) {
       const rule = d.rule > 0 ? "rule " + d.rule.toString() + ", " : "";
       logDebug(destinationText(found, dst) + " -> " + outcomeName(d.outcome) + " (" + rule + (found ? d.reason : "no original destination") + "): plain TCP as dialled");
@@ -228,13 +166,6 @@ class WaypointConnection extends ConnectionContext {
       if (config !== null && d.service >= 0) detail = " (service " + config.mesh.serviceHostname(d.service) + ")";
       logWarn("closing connection to " + formatAddress(dst) + detail + ": " + outcomeName(d.outcome) + " (rule " + d.rule.toString() + ": " + d.reason + ")");
     }
-    closeDownstream();
-    return FilterStatus.StopIteration;
-  }
-
-  private reject(): FilterStatus {
-    this.root.rejected.inc();
-    logError("closing connection: Envoy refused the filter state waypoint_route needs");
     closeDownstream();
     return FilterStatus.StopIteration;
   }
