@@ -185,7 +185,8 @@ export function readObjects(text: string): FileRead {
     const where = `document ${d + 1}`;
     if (doc.errors.length > 0) {
       const e = doc.errors[0];
-      return { ok: false, reason: "yaml", error: `${where}: ${e.message.split("\n")[0]}` };
+      // The parser's message ends with a quoted excerpt on the next lines: the first line names the place.
+      return { ok: false, reason: "yaml", error: `${where}: ${e.message.split("\n")[0].replace(/:$/, "")}` };
     }
     let value: unknown;
     try {
