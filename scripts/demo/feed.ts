@@ -53,7 +53,7 @@ async function followPod(cluster: FeedCluster, pod: PodSteps): Promise<boolean> 
   captureOutbound(15001);
   const step = (what: string, seen: string, pass: boolean) => {
     ok &&= pass;
-    console.log(`  ${what.padEnd(62)} -> ${seen}${pass ? "" : "   <-- WRONG"}`);
+    console.log(`  ${what.padEnd(70)} -> ${seen}${pass ? "" : "   <-- WRONG"}`);
   };
   // A short timeout: a connection that goes out in clear to the TLS port gets no answer.
   const dial = async (port: number) => (await exchange("127.0.0.11", port, "hello", 1000, CLIENT_ADDRESS)).received.toString();
