@@ -186,11 +186,17 @@ export class FileSource {
       this.refuse(file, stamp, "too_large", `${st.size} bytes, over the ${this.maxBytes}-byte cap (not read)`);
       return false;
     }
-    let text: string;
+    let text: string | undefined;
     try {
-      text = this.readCapped(file);
+      text = this.readSized(file, st.size);
     } catch (error) {
-      this.refuse(file, stamp, (error as Error).message.startsWith("over the") ? "too_large" : "unreadable", (error as Error).message);
+      this.refuse(file, stamp, "unreadable", (error as Error).message);
+      return false;
+    }
+    if (text === undefined) {
+      // It grew while read (a writer still at work): read again after its next event or the
+      // periodic rescan; nothing recorded, the objects in force stay meanwhile.
+      this.debouncer.poke();
       return false;
     }
     const read = readObjects(text);
@@ -206,14 +212,17 @@ export class FileSource {
     return true;
   }
 
-  /** The file's text, at most maxBytes (it may have grown since stat), valid UTF-8. */
-  private readCapped(file: string): string {
+  /**
+   * The file's text, read with a buffer of its size as stat gave it (at most the cap) plus one
+   * byte; undefined when it grew past that size since (it is then read again later).
+   */
+  private readSized(file: string, size: number): string | undefined {
     const fd = openSync(file, "r");
     try {
-      const buffer = Buffer.alloc(this.maxBytes + 1);
+      const buffer = Buffer.alloc(Math.min(size, this.maxBytes) + 1);
       let n = 0;
       for (let got = 1; got > 0 && n < buffer.length; n += got) got = readSync(fd, buffer, n, buffer.length - n, n);
-      if (n > this.maxBytes) throw new Error(`over the ${this.maxBytes}-byte cap (grew while read)`);
+      if (n > size) return undefined;
       try {
         return new TextDecoder("utf-8", { fatal: true }).decode(buffer.subarray(0, n));
       } catch {

@@ -112,6 +112,7 @@ describe("feed: file source", () => {
     ["a known kind with the wrong apiVersion", yaml({ apiVersion: "apps/v1", kind: "Service", metadata: { name: "s" } }), "object", /bad\.yaml: document 1 \(Service\): apiVersion: expected v1, not "apps\/v1"; refused/],
     ["a pod IP that is not one", yaml(pod("default", "p", { ip: "10.0.0.300" })), "object", /bad\.yaml: document 1 \(Pod default\/p\): status\.podIP: expected an IP address, not "10\.0\.0\.300"; refused/],
     ["a label that is not a string", yaml({ apiVersion: "v1", kind: "Namespace", metadata: { name: "n", labels: { version: 2 } } }), "object", /bad\.yaml: document 1 \(Namespace n\): metadata\.labels\.version: expected a string/],
+    ["a file that is not UTF-8", Buffer.from("kind: Pod\nmetadata: {name: \xff}\n", "latin1"), "unreadable", /bad\.yaml: not valid UTF-8; refused, its 1 objects read before stay$/],
   ] as const) {
     it(`refuses ${what} with one line naming the file, counts it, and keeps the file's previous objects`, async () => {
       const dir = mkdtempSync(join(root, "bad-"));
