@@ -10,7 +10,9 @@ export interface ClusterConfig {
   /** The cluster id (istiod's cluster name; part of every workload uid). */
   id: string;
   /** Path to a kubeconfig for this API server, or "in-cluster" (the pod's service account). */
-  kubeconfig: string;
+  kubeconfig?: string;
+  /** Instead of an API server: a YAML file, or a directory of them, holding the cluster's objects (file_source.ts). */
+  files?: string;
 }
 
 export interface WasmPluginTarget {
@@ -164,8 +166,20 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   if (!Array.isArray(root.clusters) || root.clusters.length === 0) r.fail("clusters", "expected a non-empty list");
   const clusters = (root.clusters as unknown[]).map((c, i) => {
     const o = obj(r, c, `clusters[${i}]`);
-    known(r, o, `clusters[${i}].`, ["id", "kubeconfig"]);
-    return { id: str(r, o, "id", `clusters[${i}].`), kubeconfig: rel(str(r, o, "kubeconfig", `clusters[${i}].`)) };
+    const at = `clusters[${i}].`;
+    known(r, o, at, ["id", "kubeconfig", "files"]);
+    const id = str(r, o, "id", at);
+    // Exactly one source: an API server or files.
+    const hasKube = o.kubeconfig !== undefined && o.kubeconfig !== null;
+    const hasFiles = o.files !== undefined && o.files !== null;
+    if (hasKube && hasFiles) r.fail(`${at}files`, "give either kubeconfig (an API server) or files, not both");
+    if (!hasKube && !hasFiles) r.fail(`${at}kubeconfig`, "missing: give kubeconfig (an API server) or files (a YAML file or directory)");
+    if (hasFiles) {
+      const files = str(r, o, "files", at);
+      if (files === "") r.fail(`${at}files`, "expected a path to a file or directory");
+      return { id, files: rel(files) };
+    }
+    return { id, kubeconfig: rel(str(r, o, "kubeconfig", at)) };
   });
   const ids = new Set<string>();
   clusters.forEach((c, i) => {
@@ -198,6 +212,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
       known(r, w, `${at}wasmPlugin.`, ["cluster", "namespace", "name", "spec"]);
       const cluster = str(r, w, "cluster", `${at}wasmPlugin.`, clusters[0].id);
       if (!ids.has(cluster)) r.fail(`${at}wasmPlugin.cluster`, `unknown cluster ${JSON.stringify(cluster)}`);
+      if (!clusters.find((c) => c.id === cluster)?.kubeconfig) r.fail(`${at}wasmPlugin.cluster`, `cluster ${JSON.stringify(cluster)} reads files: no API server to apply a WasmPlugin to`);
       const spec = w.spec === undefined ? {} : obj(r, w.spec, `${at}wasmPlugin.spec`);
       if ("pluginConfig" in spec) r.fail(`${at}wasmPlugin.spec.pluginConfig`, "is the feed's to write");
       wasmPlugin = { cluster, namespace: str(r, w, "namespace", `${at}wasmPlugin.`), name: str(r, w, "name", `${at}wasmPlugin.`), spec };

@@ -108,6 +108,7 @@ export class FeedController implements SnapshotSource {
     const m = this.metrics;
     m.declare("feed_objects", "gauge", "objects the feed holds, by cluster and kind");
     m.declare("feed_events_total", "counter", "watch events received, by cluster");
+    m.declare("feed_file_refused_total", "counter", "files (or documents) a file source refused, by cluster and reason; a refused file's previous objects stay");
     m.declare("feed_snapshot_version", "gauge", "sequence number of the target's published snapshot (the n of <epoch>-<n>)");
     m.declare("feed_snapshot_bytes", "gauge", "size of the target's published plugin configuration");
     m.declare("feed_snapshot_workloads", "gauge", "workloads in the target's published snapshot");
@@ -147,6 +148,11 @@ export class FeedController implements SnapshotSource {
     if (this.oldestPending === 0) this.oldestPending = Date.now();
     this.deltaDebouncer.poke();
     if (this.targets.some((t) => t.eager)) this.debouncer.poke();
+  }
+
+  /** A file source refused a file or a document (file_source.ts); the objects in force stay. */
+  sourceRefused(clusterId: string, reason: string): void {
+    this.metrics.add("feed_file_refused_total", { cluster: clusterId, reason });
   }
 
   markSynced(clusterId: string): void {

@@ -7,6 +7,7 @@ import { defaultLogger, FeedController } from "./controller.js";
 import { loadFeedConfig, loadNetworks } from "./config.js";
 import { WasmPluginDelivery } from "./deliver/wasmplugin.js";
 import { FeedHttpServer } from "./http.js";
+import { FileSource } from "./file_source.js";
 import { ClusterWatch, loadKubeConfig } from "./watch.js";
 
 export interface RunningFeed {
@@ -19,7 +20,7 @@ export interface RunningFeed {
 export async function startFeed(configPath: string): Promise<RunningFeed> {
   const config = loadFeedConfig(configPath);
   const networks = loadNetworks(config);
-  const kubeConfigs = new Map(config.clusters.map((c) => [c.id, loadKubeConfig(c.kubeconfig)]));
+  const kubeConfigs = new Map(config.clusters.flatMap((c) => (c.kubeconfig ? [[c.id, loadKubeConfig(c.kubeconfig)] as const] : [])));
   const clusters = config.clusters.map((c) => new ClusterObjects(c.id));
   const needsApply = config.targets.some((t) => t.wasmPlugin);
   const controller = new FeedController(
@@ -35,8 +36,20 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     port = (await http.listen(config.http.port, config.http.address)).port;
   }
   const log = defaultLogger;
-  const watches = clusters.map((c) => new ClusterWatch(c, kubeConfigs.get(c.clusterId)!, { changed: (id) => controller.changed(id), synced: (id) => controller.markSynced(id), log }));
-  await Promise.all(watches.map((w) => w.start()));
+  const hooks = { changed: (id: string) => controller.changed(id), synced: (id: string) => controller.markSynced(id), refused: (id: string, reason: string) => controller.sourceRefused(id, reason), log };
+  // Each cluster is read from its API server or from its files (config.ts allows exactly one).
+  const watches = config.clusters.map((c, i) => {
+    const kc = kubeConfigs.get(c.id);
+    return kc ? new ClusterWatch(clusters[i], kc, hooks) : new FileSource(clusters[i], c.files ?? "", hooks);
+  });
+  try {
+    await Promise.all(watches.map((w) => w.start()));
+  } catch (error) {
+    controller.stop();
+    await Promise.all(watches.map((w) => w.stop()));
+    await http?.close();
+    throw error;
+  }
   await controller.flush();
   return {
     controller,

@@ -21,6 +21,11 @@ describe("feed: configuration", () => {
     assert.equal(c.targets[0].network, "");
   });
 
+  it("a cluster read from files: the path is relative to the configuration file, no kubeconfig", () => {
+    const c = parse({ ...base, clusters: [{ id: "c1", files: "mesh/" }, { id: "c2", kubeconfig: "in-cluster" }] });
+    assert.deepEqual(c.clusters, [{ id: "c1", files: "/etc/feed/mesh" }, { id: "c2", kubeconfig: "in-cluster" }]);
+  });
+
   for (const [what, edit, message] of [
     ["an unknown field", { extra: 1 }, /^\/etc\/feed\/feed\.yaml: extra: unknown field/],
     ["a bad trust domain", { trustDomain: "Cluster.Local" }, /trustDomain: not a SPIFFE trust domain/],
@@ -30,6 +35,10 @@ describe("feed: configuration", () => {
     ["workloads in a target's own fields", { targets: [{ name: "t", filter: "tunnel_port", config: { workloads: [] } }] }, /targets\[0\]\.config\.workloads: is the feed's to write/],
     ["a WasmPlugin on an unknown cluster", { targets: [{ name: "t", filter: "tunnel_port", wasmPlugin: { cluster: "zz", namespace: "n", name: "w" } }] }, /targets\[0\]\.wasmPlugin\.cluster: unknown cluster "zz"/],
     ["maxMs below quietMs", { debounce: { quietMs: 500, maxMs: 100 } }, /debounce\.maxMs: must be at least quietMs/],
+    ["a cluster with both kubeconfig and files", { clusters: [{ id: "a", kubeconfig: "k", files: "mesh/" }] }, /clusters\[0\]\.files: give either kubeconfig \(an API server\) or files, not both/],
+    ["a cluster with neither kubeconfig nor files", { clusters: [{ id: "a" }] }, /clusters\[0\]\.kubeconfig: missing: give kubeconfig \(an API server\) or files/],
+    ["files that are not a path", { clusters: [{ id: "a", files: 3 }] }, /clusters\[0\]\.files: expected a string/],
+    ["a WasmPlugin on a cluster read from files", { clusters: [{ id: "a", files: "mesh" }], targets: [{ name: "t", filter: "tunnel_port", wasmPlugin: { cluster: "a", namespace: "n", name: "w" } }] }, /targets\[0\]\.wasmPlugin\.cluster: cluster "a" reads files: no API server to apply a WasmPlugin to/],
   ] as const) {
     it(`refuses ${what} with one line naming the field`, () => {
       assert.throws(() => parse({ ...base, ...edit }), (e: unknown) => message.test((e as Error).message) && !(e as Error).message.includes("\n"));

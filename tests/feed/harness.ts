@@ -1,6 +1,7 @@
 // Runs the feed against real API servers (tests/support/kube.ts) the way it is deployed: the
 // shipped RBAC (feed/deploy/rbac.yaml) applied, the feed authenticated as its ServiceAccount
-// with a real bound token, its configuration written to a file and loaded by startFeed.
+// with a real bound token, its configuration written to a file and loaded by startFeed. A
+// cluster may instead be a file or directory of objects (the feed's file source).
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -34,11 +35,14 @@ export interface FeedRun {
 
 export type TargetInput = Omit<TargetConfig, "network" | "config"> & Partial<Pick<TargetConfig, "network" | "config">>;
 
-export async function runFeed(clusters: Array<{ id: string; cluster: KubeCluster }>, targets: TargetInput[], extra: Record<string, unknown> = {}): Promise<FeedRun> {
+/** A cluster the feed reads: a real API server (with the shipped RBAC), or a file or directory of objects (the file source). */
+export type FeedCluster = { id: string; cluster: KubeCluster } | { id: string; files: string };
+
+export async function runFeed(clusters: FeedCluster[], targets: TargetInput[], extra: Record<string, unknown> = {}): Promise<FeedRun> {
   mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
   const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "feed-run-"));
   const clusterConfigs = [];
-  for (const c of clusters) clusterConfigs.push({ id: c.id, kubeconfig: await feedKubeconfig(c.cluster) });
+  for (const c of clusters) clusterConfigs.push("files" in c ? { id: c.id, files: c.files } : { id: c.id, kubeconfig: await feedKubeconfig(c.cluster) });
   const config = {
     trustDomain: "cluster.local",
     wasmDir: join(REPO_ROOT, "build"),

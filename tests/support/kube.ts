@@ -80,6 +80,15 @@ export function requireKubeBinaries(options: { controllerManager?: boolean; binD
   return binaries;
 }
 
+/**
+ * Whether `npm run setup:kube` has finished here: etcd, kube-apiserver and the versions stamp
+ * scripts/kube-setup.sh writes last (for callers that run the API server only when it is built,
+ * e.g. the demo; tests use requireKubeBinaries and fail instead).
+ */
+export function kubeBinariesReady(binDir = KUBE_BIN_DIR): boolean {
+  return ["etcd", "kube-apiserver", "versions"].every((f) => existsSync(join(binDir, f)));
+}
+
 export interface KubeClusterOptions {
   /** Short name for the work directory, the kubeconfig context and messages. Default "kube". */
   name?: string;
