@@ -29,14 +29,12 @@ import type { Connection } from "../../host/index.js";
 import { emit } from "../emit.js";
 import { buildSnapshot, type Snapshot } from "../lib/mesh_snapshot.js";
 import { openUntil } from "./open_connections.js";
-import { SUBJECTS, type Subject } from "./subjects.js";
+import type { Subject } from "./subjects.js";
+import { BUILDS, intOption, readCompareArgs, type Build } from "./compare_args.js";
 import type { ConnectOptions } from "../../host/index.js";
 import { hostCallTimer } from "../lib/host_call_timer.js";
 import { drawConnections } from "./subjects.js";
 import { checkRoutes, configureVm, guestBatch, log, lowQuartile, round, vmBatch, type Vm } from "./vm.js";
-
-const BUILDS = ["before", "after", "before_again"] as const;
-type Build = (typeof BUILDS)[number];
 
 interface Options {
   readonly dirs: Record<Build, string>;
@@ -48,34 +46,18 @@ interface Options {
   readonly filters: readonly Subject[];
 }
 
-function parseArgs(argv: readonly string[]): Options {
-  const positional: string[] = [];
-  const flags = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg.startsWith("--")) {
-      const value = argv[++i];
-      if (value === undefined) throw new Error(`${arg} needs a value`);
-      flags.set(arg.slice(2), value);
-    } else positional.push(arg);
-  }
-  if (positional.length !== 2) throw new Error("usage: compare_builds.ts BEFORE_BUILD_DIR AFTER_BUILD_DIR [--sizes 1000,100000] [--rounds N] [--filters a,b] [--open N]");
-  const known = new Set(["sizes", "rounds", "filters", "open"]);
-  for (const name of flags.keys()) if (!known.has(name)) throw new Error(`unknown option --${name}`);
-  const sizes = (flags.get("sizes") ?? "1000,100000").split(",").map(Number);
+function readOptions(argv: readonly string[]): Options {
+  const args = readCompareArgs(argv, "compare_builds.ts BEFORE_BUILD_DIR AFTER_BUILD_DIR [--sizes 1000,100000] [--rounds N] [--filters a,b] [--open N]", ["sizes", "rounds", "open"]);
+  const sizes = (args.values.sizes ?? "1000,100000").split(",").map(Number);
   if (sizes.some((n) => !Number.isInteger(n) || n < 100) || sizes[0] !== 1_000) throw new Error("--sizes: integers ≥ 100, starting with 1000");
-  const names = flags.get("filters")?.split(",");
-  const filters = names === undefined ? SUBJECTS : SUBJECTS.filter((s) => names.includes(s.name));
-  if (names !== undefined && filters.length !== names.length) throw new Error(`--filters: known are ${SUBJECTS.map((s) => s.name).join(", ")}`);
-  const [before, after] = positional as [string, string];
   return {
-    dirs: { before, after, before_again: before },
+    dirs: args.dirs,
     sizes,
-    rounds: Number(flags.get("rounds") ?? 300),
+    rounds: intOption(args, "rounds", 300, 1),
     batch: 25,
     warmUp: 5_000,
-    open: Number(flags.get("open") ?? 20_000),
-    filters,
+    open: intOption(args, "open", 20_000, 0),
+    filters: args.filters,
   };
 }
 
@@ -222,7 +204,7 @@ function openRatio(subject: Subject, options: Options): void {
   log(`${filter} ${options.open} open ÷ 0 open: ${BUILDS.map((b) => `${b} ${round(ratio[b])}`).join(", ")}`);
 }
 
-const options = parseArgs(process.argv.slice(2));
+const options = readOptions(process.argv.slice(2));
 const began = performance.now();
 for (const subject of options.filters) {
   decisionCosts(subject, options);

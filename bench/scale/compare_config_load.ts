@@ -25,11 +25,9 @@ import { ProxyWasmHost } from "../../host/index.js";
 import { emit } from "../emit.js";
 import { withHostCallTiming } from "../lib/host_call_timer.js";
 import { buildSnapshot, type Snapshot } from "../lib/mesh_snapshot.js";
-import { SUBJECTS, type Subject } from "./subjects.js";
+import type { Subject } from "./subjects.js";
+import { BUILDS, intOption, readCompareArgs, type Build } from "./compare_args.js";
 import { checkRoutes, configureVm, log, lowQuartile, round } from "./vm.js";
-
-const BUILDS = ["before", "after", "before_again"] as const;
-type Build = (typeof BUILDS)[number];
 
 interface Options {
   readonly dirs: Record<Build, string>;
@@ -39,31 +37,15 @@ interface Options {
   readonly filters: readonly Subject[];
 }
 
-function parseArgs(argv: readonly string[]): Options {
-  const positional: string[] = [];
-  const flags = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg.startsWith("--")) {
-      const value = argv[++i];
-      if (value === undefined) throw new Error(`${arg} needs a value`);
-      flags.set(arg.slice(2), value);
-    } else positional.push(arg);
-  }
-  if (positional.length !== 2) throw new Error("usage: compare_config_load.ts BEFORE_BUILD_DIR AFTER_BUILD_DIR [--pods N] [--rounds N] [--warmup N] [--filters a,b]");
-  const known = new Set(["pods", "rounds", "warmup", "filters"]);
-  for (const name of flags.keys()) if (!known.has(name)) throw new Error(`unknown option --${name}`);
-  const pods = Number(flags.get("pods") ?? 100_000);
-  const rounds = Number(flags.get("rounds") ?? 15);
-  const warmUp = Number(flags.get("warmup") ?? 2);
-  if (!Number.isInteger(pods) || pods < 1_000) throw new Error("--pods: an integer ≥ 1000");
-  if (!Number.isInteger(rounds) || rounds < 1) throw new Error("--rounds: an integer ≥ 1");
-  if (!Number.isInteger(warmUp) || warmUp < 0) throw new Error("--warmup: an integer ≥ 0");
-  const names = flags.get("filters")?.split(",");
-  const filters = names === undefined ? SUBJECTS : SUBJECTS.filter((s) => names.includes(s.name));
-  if (names !== undefined && filters.length !== names.length) throw new Error(`--filters: known are ${SUBJECTS.map((s) => s.name).join(", ")}`);
-  const [before, after] = positional as [string, string];
-  return { dirs: { before, after, before_again: before }, pods, rounds, warmUp, filters };
+function readOptions(argv: readonly string[]): Options {
+  const args = readCompareArgs(argv, "compare_config_load.ts BEFORE_BUILD_DIR AFTER_BUILD_DIR [--pods N] [--rounds N] [--warmup N] [--filters a,b]", ["pods", "rounds", "warmup"]);
+  return {
+    dirs: args.dirs,
+    pods: intOption(args, "pods", 100_000, 1_000),
+    rounds: intOption(args, "rounds", 15, 1),
+    warmUp: intOption(args, "warmup", 2, 0),
+    filters: args.filters,
+  };
 }
 
 const SCHEDSTAT = "/proc/thread-self/schedstat";
@@ -143,7 +125,7 @@ function compare(subject: Subject, options: Options): void {
   log(`${filter} ${options.pods} pods configure, main-thread CPU ms: ${BUILDS.map((b) => `${b} ${round(threadMs[b], 1)}`).join(", ")} (process CPU ${BUILDS.map((b) => round(cpuMs[b], 1)).join(" / ")}, wall ${BUILDS.map((b) => round(ms[b], 1)).join(" / ")})`);
 }
 
-const options = parseArgs(process.argv.slice(2));
+const options = readOptions(process.argv.slice(2));
 const began = performance.now();
 for (const subject of options.filters) compare(subject, options);
 log(`compare_config_load done in ${Math.round((performance.now() - began) / 1000)} s`);
