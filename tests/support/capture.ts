@@ -3,15 +3,16 @@
 // the client dialled (SO_ORIGINAL_DST), exactly as a sidecar's capture does. Only the client's
 // source address is redirected, so Envoy's own upstream connections (from 127.0.0.1) are not.
 //
-// These rules must only ever change a private network namespace: scripts/in-netns.sh creates
-// one and marks it; outside it every call here refuses.
+// These rules must only ever change a private network namespace: scripts/in-netns.sh (and
+// scripts/docker-netns.sh, the private engine's) creates one and marks it; outside it every call
+// here refuses.
 import { execFileSync } from "node:child_process";
 
 /** The address test clients connect from; only its traffic is captured. */
 export const CLIENT_ADDRESS = "127.0.0.100";
 
 function requireTestNamespace(): void {
-  if (process.env.MESH_TEST_NETNS !== "1") {
+  if (process.env.MESH_TEST_NETNS !== "1" && process.env.MDF_DOCKER_NETNS !== "1") {
     throw new Error("capture: not inside the test network namespace; run through scripts/in-netns.sh (npm run test:mesh)");
   }
 }
