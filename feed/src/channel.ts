@@ -26,35 +26,36 @@ import { TlsFiles } from "./tls_files.js";
 
 export const REFUSED = "feed_channel_refused_total";
 
+/** A channel request: which endpoint and which target (undefined for any other path). */
+function channelPath(rawUrl: string | undefined): { url: URL; endpoint: "delta" | "snapshot"; target: string } | undefined {
+  const url = new URL(rawUrl ?? "/", "https://feed");
+  const m = /^\/(delta|snapshot)\/([^/]+)$/.exec(url.pathname);
+  if (!m) return undefined;
+  try {
+    return { url, endpoint: m[1] as "delta" | "snapshot", target: decodeURIComponent(m[2]) };
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * What the channel serves once a caller may read the target: /delta/<t> and /snapshot/<t>.
- * Exported for in-process tests of the controller's answers, which have no TLS to speak.
+ * Exported for in-process tests of the controller's answers, which have no TLS to speak; the
+ * channel decides who may read with the same parse (channelPath), so the target authorized is
+ * the target served.
  */
 export function routeChannel(source: SnapshotSource & DeltaSource, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
-  const url = new URL(req.url ?? "/", "https://feed");
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.writeHead(405, { allow: "GET, HEAD" }).end();
     return;
   }
-  const m = /^\/(delta|snapshot)\/([^/]+)$/.exec(url.pathname);
-  if (!m) {
+  const path = channelPath(req.url);
+  if (!path) {
     res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
     return;
   }
-  const target = decodeURIComponent(m[2]);
-  if (m[1] === "delta") handleDelta(source, target, url, req, res, maxWaitSeconds);
-  else handleSnapshot(source, target, req, res);
-}
-
-/** The target a channel path names, or undefined for any other path or a malformed escape. */
-function targetOf(rawUrl: string | undefined): string | undefined {
-  const m = /^\/(?:delta|snapshot)\/([^/?]+)(?:\?.*)?$/.exec(rawUrl ?? "");
-  if (!m) return undefined;
-  try {
-    return decodeURIComponent(m[1]);
-  } catch {
-    return undefined;
-  }
+  if (path.endpoint === "delta") handleDelta(source, path.target, path.url, req, res, maxWaitSeconds);
+  else handleSnapshot(source, path.target, req, res);
 }
 
 export class FeedChannelServer {
@@ -98,11 +99,12 @@ export class FeedChannelServer {
       this.refuse(res, caller.reason, caller.detail);
       return;
     }
-    const target = targetOf(req.url);
-    if (target === undefined) {
+    const path = channelPath(req.url);
+    if (!path) {
       res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
       return;
     }
+    const target = path.target;
     const readers = this.readers.get(target);
     if (!readers || !mayRead(readers, caller.spiffeId)) {
       this.refuse(res, "not_reader", `${caller.spiffeId} may not read target ${JSON.stringify(target)}`);
