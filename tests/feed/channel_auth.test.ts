@@ -4,14 +4,14 @@
 // certificate of another root, one without a SPIFFE id) gets nothing; a mesh identity gets
 // only the targets that list it (403 otherwise, an unknown target the same); every refusal is
 // counted by reason. The operator's port serves no /delta. The feed's certificate files are
-// re-read when they change: new connections see the new certificate, no restart; a broken set is
-// refused, counted, and the previous one stays.
+// re-read when they change: new connections see the new certificate (or trust bundle), no
+// restart; a broken set is refused, counted, and the previous one stays.
 import assert from "node:assert/strict";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadCa } from "../support/certs.js";
-import { channelGet, FEED_IDENTITY, feedChannelFiles, impostorCerts, meshCert, type ChannelAnswer } from "../support/feed_tls.js";
+import { channelGet, FEED_IDENTITY, feedChannelFiles, IMPOSTOR_DIR, impostorCerts, meshCert, type ChannelAnswer } from "../support/feed_tls.js";
 import { REPO_ROOT } from "../support/paths.js";
 import type { PemPair } from "../support/certs.js";
 import { decodeMessage } from "./delta_wire_decode.js";
@@ -147,5 +147,16 @@ describe("the feed's channel: mutual TLS, each caller only its targets", () => {
     assert.equal(rotated.value.status, 200);
     assert.ok((await metrics("feed_channel_tls_reloads_total")) >= 1);
     assert.notDeepEqual(readFileSync(files.keyFile), oldKey);
+  });
+
+  it("a trust bundle re-read: a second root added to caFile is trusted by new connections (a root rotation), removed again it is not", async () => {
+    const otherRoot = await as(impostors.otherRootSidecar);
+    assert.equal(otherRoot.status, 403);
+    const meshRoot = readFileSync(files.caFile, "utf8");
+    writeFileSync(files.caFile, meshRoot + readFileSync(join(IMPOSTOR_DIR, "other-ca.crt"), "utf8"));
+    await eventually("the second root trusted", 5_000, async () => ((await as(impostors.otherRootSidecar)).status === 200 ? true : undefined), 50);
+    assert.equal((await as(meshCert("sidecar"))).status, 200, "the mesh root still trusted");
+    writeFileSync(files.caFile, meshRoot);
+    await eventually("the second root dropped", 5_000, async () => ((await as(impostors.otherRootSidecar)).status === 403 ? true : undefined), 50);
   });
 });
