@@ -68,7 +68,7 @@ export class FeedChannelServer {
     private readonly config: ChannelConfig,
     targets: { name: string; readers: readonly string[] }[],
     private readonly metrics: Metrics,
-    private readonly log: Logger,
+    log: Logger,
     private readonly maxWaitSeconds: number,
   ) {
     this.readers = new Map(targets.map((t) => [t.name, t.readers]));
