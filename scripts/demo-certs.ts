@@ -1,5 +1,5 @@
 // Writes the demo mesh's certificates to build/certs (once; --force rewrites): a mesh CA, the
-// sidecar's own identity, and one certificate per demo pod with its SPIFFE URI SAN. The shipped
+// sidecar's own identity, the mesh feed's, and one certificate per demo pod with its SPIFFE URI SAN. The shipped
 // Envoy configs reference these files, so `envoy --mode validate` and the demo can load them.
 // Test-only material: the keys are written in clear and never leave build/.
 import { existsSync } from "node:fs";
@@ -21,6 +21,8 @@ export const DEMO_IDENTITIES: Record<string, string> = {
   waypoint: spiffe("default", "waypoint"),
   eastwest: spiffe("istio-system", "eastwest"),
   "eastwest-rogue": spiffe("istio-system", "not-eastwest"),
+  // The mesh feed's workload identity: what its channel presents and mesh_feed clusters pin.
+  feed: spiffe("mesh-feed", "mesh-feed"),
 };
 
 export async function writeDemoCerts(force = false): Promise<void> {

@@ -25,7 +25,8 @@ import { meshFeedSidecarConfig } from "../../tests/feed/delta_envoy_config.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../../tests/support/capture.js";
 import { EnvoyProcess } from "../../tests/support/envoy.js";
 import { exchange } from "../../tests/support/tcp.js";
-import { DEMO_IDENTITIES } from "../../scripts/demo-certs.js";
+import { DEMO_IDENTITIES, writeDemoCerts } from "../../scripts/demo-certs.js";
+import { channelGet, feedChannelFiles, SIDECAR_PRINCIPAL } from "../../tests/support/feed_tls.js";
 
 const WORKERS = 2;
 const VMS = WORKERS + 1;
@@ -37,11 +38,11 @@ function percentile(values: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 }
 
-async function get(base: string, epoch: number, version: number, wait: number): Promise<{ message: DecodedMessage; bytes: number }> {
-  const r = await fetch(`${base}/delta/mesh?epoch=${epoch}&version=${version}&wait=${wait}`);
-  if (r.status !== 200) throw new Error(`GET /delta: HTTP ${r.status}: ${await r.text()}`);
-  const body = Buffer.from(await r.arrayBuffer());
-  return { message: decodeMessage(body), bytes: body.length };
+/** GET /delta on the feed's channel (mutual TLS, as the demo sidecar). */
+async function get(channel: string, epoch: number, version: number, wait: number): Promise<{ message: DecodedMessage; bytes: number }> {
+  const r = await channelGet(`${channel}/delta/mesh?epoch=${epoch}&version=${version}&wait=${wait}`);
+  if (r.status !== 200) throw new Error(`GET /delta: HTTP ${r.status}: ${r.body.toString()}`);
+  return { message: decodeMessage(r.body), bytes: r.body.length };
 }
 
 async function waitReady(base: string, child: ChildProcess, timeoutMs: number): Promise<void> {
@@ -60,23 +61,27 @@ async function waitReady(base: string, child: ChildProcess, timeoutMs: number): 
 
 /** Runs after run.ts's baseline, on its API server (the probe pod exists there, out of the mesh or in it). */
 export async function deltaPropagation(cluster: KubeCluster, writer: BulkWriter, n: number, samples: number, dir: string): Promise<void> {
-  const port = 19091;
+  const operatorPort = 19091;
+  const port = 19092;
+  await writeDemoCerts();
   const config = {
     wasmDir: join(REPO_ROOT, "build"),
-    http: { address: "127.0.0.1", port },
+    operator: { address: "127.0.0.1", port: operatorPort },
+    channel: { address: "127.0.0.1", port, ...feedChannelFiles() },
     clusters: [{ id: "cluster1", kubeconfig: cluster.kubeconfigPath }],
-    targets: [{ name: "mesh", filter: "passthrough_mtls" }],
+    targets: [{ name: "mesh", filter: "passthrough_mtls", readers: [SIDECAR_PRINCIPAL] }],
   };
   const configDir = mkdtempSync(join(dir, "delta-"));
   writeFileSync(join(configDir, "feed.yaml"), stringify(config));
-  const base = `http://127.0.0.1:${port}`;
+  const base = `http://127.0.0.1:${operatorPort}`;
+  const channel = `https://127.0.0.1:${port}`;
   const started = performance.now();
   const feed = spawn(process.execPath, ["--import", "tsx", "feed/src/main.ts", "--config", join(configDir, "feed.yaml")], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, FEED_LOG_LEVEL: "warn" } });
   try {
     await waitReady(base, feed, 30 * 60_000);
     const syncSeconds = (performance.now() - started) / 1000;
     const pid = feed.pid!;
-    const full = await get(base, 0, 0, 0);
+    const full = await get(channel, 0, 0, 0);
     emit({ figure: "feed_delta_sync", pods: n, seconds: +syncSeconds.toFixed(2), cpuSeconds: +(cpuMicros(pid) / 1e6).toFixed(2), rssMb: +rssMb(pid).toFixed(1), fullMessageBytes: full.bytes, fullRecords: full.message.records.length });
     let epoch = full.message.epoch;
     let version = full.message.version;
@@ -89,7 +94,7 @@ export async function deltaPropagation(cluster: KubeCluster, writer: BulkWriter,
     for (let s = 0; s < samples; s++) {
       const adding = probeId === undefined;
       // The long poll is held first (as a VM's is), then the write happens.
-      let poll = get(base, epoch, version, 30);
+      let poll = get(channel, epoch, version, 30);
       await new Promise((r) => setTimeout(r, 50));
       const written = performance.now();
       if (adding) await writer.setPodStatus("default", "probe", { podIP: PROBE });
@@ -110,7 +115,7 @@ export async function deltaPropagation(cluster: KubeCluster, writer: BulkWriter,
           break;
         }
         if (performance.now() - written > 120_000) throw new Error(`sample ${s}: not in a delta within 120 s`);
-        poll = get(base, epoch, version, 30);
+        poll = get(channel, epoch, version, 30);
       }
       await new Promise((r) => setTimeout(r, 100));
     }

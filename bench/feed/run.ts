@@ -115,7 +115,7 @@ export async function feedBenchSize(n: number, samples: number): Promise<{ pods:
     const port = 19090;
     const config = {
       wasmDir: join(REPO_ROOT, "build"),
-      http: { address: "127.0.0.1", port },
+      operator: { address: "127.0.0.1", port },
       clusters: [{ id: "cluster1", kubeconfig: cluster.kubeconfigPath }],
       targets: [{ name: "sidecar", filter: "passthrough_mtls", ecds: { file: join(plugin.dir, "passthrough_mtls.yaml") } }],
     };

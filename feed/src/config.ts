@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse } from "yaml";
 import { NetworkResolver } from "./mesh_networks.js";
+import { principalPatternProblem } from "./readers.js";
 import { FILTERS, type FilterName } from "./render.js";
 
 export interface ClusterConfig {
@@ -33,6 +34,20 @@ export interface TargetConfig {
   config: Record<string, unknown>;
   ecds?: { file: string; template?: string };
   wasmPlugin?: WasmPluginTarget;
+  /** Who may read this target on the channel: Istio principal patterns (readers.ts); none = nobody. */
+  readers: string[];
+}
+
+/** The filters' channel: `/delta/<target>` and `/snapshot/<target>` over mutual TLS (channel.ts). */
+export interface ChannelConfig {
+  address: string;
+  port: number;
+  /** The feed's own workload certificate (PEM chain), its key, and the mesh's trust root(s). */
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  /** How often the three files are checked for a rotation. */
+  reloadMs: number;
 }
 
 export interface FeedConfig {
@@ -41,7 +56,9 @@ export interface FeedConfig {
   systemNamespace: string;
   meshNetworksFile?: string;
   debounce: { quietMs: number; maxMs: number };
-  http?: { address: string; port: number };
+  /** The operator's plain port: /snapshots, /snapshot/<any target>, /metrics, /healthz, /readyz. */
+  operator?: { address: string; port: number };
+  channel?: ChannelConfig;
   /** Directory holding <filter>.wasm, used to validate every snapshot before it is published. */
   wasmDir: string;
   clusters: ClusterConfig[];
@@ -124,7 +141,9 @@ const DNS = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 export function parseFeedConfig(text: string, path = "feed config"): FeedConfig {
   const r = new Reader(path);
   const root = obj(r, parse(text), "(root)");
-  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "http", "wasmDir", "clusters", "targets"]);
+  // The one plain server the feed used to have served the filters and the operator alike.
+  if ("http" in root) r.fail("http", "replaced: `operator` (plain, local: metrics and every snapshot) and `channel` (mutual TLS: the filters)");
+  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "operator", "channel", "wasmDir", "clusters", "targets"]);
   const base = dirname(path);
   const rel = (p: string) => (isAbsolute(p) || p === "in-cluster" ? p : resolve(base, p));
   const trustDomain = str(r, root, "trustDomain", "", "cluster.local");
@@ -156,11 +175,30 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     maxServices: int(r, dl, "maxServices", "delta.", 0, 2 ** 32 - 1, DEFAULT_DELTA.maxServices),
   };
   if (delta.maxMs < delta.quietMs) r.fail("delta.maxMs", "must be at least quietMs");
-  let http: FeedConfig["http"];
-  if (root.http !== undefined) {
-    const h = obj(r, root.http, "http");
-    known(r, h, "http.", ["address", "port"]);
-    http = { address: str(r, h, "address", "http.", "0.0.0.0"), port: int(r, h, "port", "http.", 0, 65535, 9090) };
+  let operator: FeedConfig["operator"];
+  if (root.operator !== undefined) {
+    const h = obj(r, root.operator, "operator");
+    known(r, h, "operator.", ["address", "port"]);
+    operator = { address: str(r, h, "address", "operator.", "127.0.0.1"), port: int(r, h, "port", "operator.", 0, 65535, 9090) };
+  }
+  let channel: ChannelConfig | undefined;
+  if (root.channel !== undefined) {
+    const c = obj(r, root.channel, "channel");
+    known(r, c, "channel.", ["address", "port", "certFile", "keyFile", "caFile", "reloadMs"]);
+    const file = (field: string) => {
+      const v = str(r, c, field, "channel.");
+      if (v === "") r.fail(`channel.${field}`, "expected a path to a PEM file");
+      return rel(v);
+    };
+    channel = {
+      address: str(r, c, "address", "channel.", "0.0.0.0"),
+      port: int(r, c, "port", "channel.", 0, 65535, 9443),
+      certFile: file("certFile"),
+      keyFile: file("keyFile"),
+      caFile: file("caFile"),
+      reloadMs: int(r, c, "reloadMs", "channel.", 50, 3_600_000, 1000),
+    };
+    if (operator && operator.port !== 0 && operator.port === channel.port && operator.address === channel.address) r.fail("channel.port", "is the operator port's");
   }
   const wasmDir = rel(str(r, root, "wasmDir", "", "build"));
   if (!Array.isArray(root.clusters) || root.clusters.length === 0) r.fail("clusters", "expected a non-empty list");
@@ -191,7 +229,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   const targets = (root.targets as unknown[]).map((t, i): TargetConfig => {
     const at = `targets[${i}].`;
     const o = obj(r, t, `targets[${i}]`);
-    known(r, o, at, ["name", "filter", "network", "config", "ecds", "wasmPlugin"]);
+    known(r, o, at, ["name", "filter", "network", "config", "ecds", "wasmPlugin", "readers"]);
     const name = str(r, o, "name", at);
     if (!/^[A-Za-z0-9._-]+$/.test(name)) r.fail(`${at}name`, "expected [A-Za-z0-9._-]+ (it is a URL path segment and a metric label)");
     if (names.has(name)) r.fail(`${at}name`, `duplicate target ${JSON.stringify(name)}`);
@@ -217,9 +255,18 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
       if ("pluginConfig" in spec) r.fail(`${at}wasmPlugin.spec.pluginConfig`, "is the feed's to write");
       wasmPlugin = { cluster, namespace: str(r, w, "namespace", `${at}wasmPlugin.`), name: str(r, w, "name", `${at}wasmPlugin.`), spec };
     }
-    return { name, filter, network: str(r, o, "network", at, ""), config, ...(ecds && { ecds }), ...(wasmPlugin && { wasmPlugin }) };
+    let readers: string[] = [];
+    if (o.readers !== undefined) {
+      if (!Array.isArray(o.readers)) r.fail(`${at}readers`, "expected a list of principals (trust-domain/ns/<namespace>/sa/<service account>, * as prefix or suffix)");
+      readers = (o.readers as unknown[]).map((p, j) => {
+        const problem = typeof p === "string" ? principalPatternProblem(p) : "expected a string";
+        if (problem) r.fail(`${at}readers[${j}]`, problem);
+        return p as string;
+      });
+    }
+    return { name, filter, network: str(r, o, "network", at, ""), config, ...(ecds && { ecds }), ...(wasmPlugin && { wasmPlugin }), readers };
   });
-  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, ...(http && { http }), wasmDir, clusters, targets };
+  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, ...(operator && { operator }), ...(channel && { channel }), wasmDir, clusters, targets };
 }
 
 export function loadFeedConfig(path: string): FeedConfig {

@@ -1,13 +1,17 @@
-// Delivery (c) and the operator's window: an HTTP server with
+// The feed's two HTTP faces share these handlers:
+// - the channel (channel.ts, mutual TLS): what the filters read, each caller only its targets
+//   GET /delta/<target>?epoch=E&version=V&wait=S
+//                           the mesh as a format-v2 message (delta/wire.ts, wire_full.ts): full, delta from V,
+//                           or no-change after holding the request up to S seconds for a change
 //   GET /snapshot/<target>  the target's current plugin configuration (exactly what its filter
 //                           is given), ETag = its version; If-None-Match with that version → 304
+// - the operator's plain port (FeedHttpServer below, 127.0.0.1 unless configured otherwise):
+//   GET /snapshot/<target>  of any target
 //   GET /snapshots          every target's version, size and publication time (JSON)
 //   GET /healthz            200 while the process runs
 //   GET /readyz             200 once every cluster has synced and every target has published
 //   GET /metrics            Prometheus text
-//   GET /delta/<target>?epoch=E&version=V&wait=S
-//                           the mesh as a format-v2 message (delta/wire.ts, wire_full.ts): full, delta from V,
-//                           or no-change after holding the request up to S seconds for a change
+// Whoever reaches the operator port reads every target: the whole pod-IP → identity map.
 // Versions are "<epoch>-<n>": the epoch is the feed's start time, so a version from before a
 // restart never matches one after it (a client holding it gets the full snapshot again).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -48,7 +52,7 @@ function uintParam(url: URL, name: string): number | undefined {
   return /^\d{1,16}$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : NaN;
 }
 
-function handleDelta(source: SnapshotSource & DeltaSource, target: string, url: URL, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
+export function handleDelta(source: SnapshotSource & DeltaSource, target: string, url: URL, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
   if (!source.hasTarget(target)) {
     res.writeHead(404, { "content-type": "text/plain" }).end(`no target ${JSON.stringify(target)}\n`);
     return;
@@ -103,7 +107,7 @@ function matches(header: string | undefined, etag: string): boolean {
   return header.split(",").some((t) => t.trim().replace(/^W\//, "") === etag);
 }
 
-function handle(source: SnapshotSource & Partial<DeltaSource>, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
+function handleOperator(source: SnapshotSource, req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? "/", "http://feed");
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.writeHead(405, { allow: "GET, HEAD" }).end();
@@ -127,43 +131,41 @@ function handle(source: SnapshotSource & Partial<DeltaSource>, req: IncomingMess
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(list) + "\n");
     return;
   }
-  const d = /^\/delta\/([^/]+)$/.exec(url.pathname);
-  if (d && source.deltaAnswer) {
-    handleDelta(source as SnapshotSource & DeltaSource, decodeURIComponent(d[1]), url, req, res, maxWaitSeconds);
-    return;
-  }
   const m = /^\/snapshot\/([^/]+)$/.exec(url.pathname);
   if (m) {
-    const snap = source.snapshot(decodeURIComponent(m[1]));
-    if (!snap) {
-      res.writeHead(404, { "content-type": "text/plain" }).end(`no published snapshot for target ${JSON.stringify(m[1])}\n`);
-      return;
-    }
-    const etag = etagOf(snap.version);
-    const headers = { etag, "x-feed-version": snap.version, "cache-control": "no-cache" };
-    if (matches(req.headers["if-none-match"], etag)) {
-      res.writeHead(304, headers).end();
-      return;
-    }
-    res.writeHead(200, { ...headers, "content-type": "application/json", "content-length": String(snap.bytes) });
-    res.end(req.method === "HEAD" ? undefined : snap.text);
+    handleSnapshot(source, decodeURIComponent(m[1]), req, res);
     return;
   }
   res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
 }
 
+/** GET /snapshot/<target>: the published JSON with its ETag (304 when the client holds it). */
+export function handleSnapshot(source: SnapshotSource, target: string, req: IncomingMessage, res: ServerResponse): void {
+  const snap = source.snapshot(target);
+  if (!snap) {
+    res.writeHead(404, { "content-type": "text/plain" }).end(`no published snapshot for target ${JSON.stringify(target)}\n`);
+    return;
+  }
+  const etag = etagOf(snap.version);
+  const headers = { etag, "x-feed-version": snap.version, "cache-control": "no-cache" };
+  if (matches(req.headers["if-none-match"], etag)) {
+    res.writeHead(304, headers).end();
+    return;
+  }
+  res.writeHead(200, { ...headers, "content-type": "application/json", "content-length": String(snap.bytes) });
+  res.end(req.method === "HEAD" ? undefined : snap.text);
+}
+
+/** The operator's plain server (no /delta: the filters read only over the channel). */
 export class FeedHttpServer {
   private server: Server | undefined;
 
-  constructor(
-    private readonly source: SnapshotSource & Partial<DeltaSource>,
-    private readonly maxWaitSeconds = 60,
-  ) {}
+  constructor(private readonly source: SnapshotSource) {}
 
   async listen(port: number, host: string): Promise<AddressInfo> {
     const server = createServer((req, res) => {
       try {
-        handle(this.source, req, res, this.maxWaitSeconds);
+        handleOperator(this.source, req, res);
       } catch (error) {
         res.writeHead(500, { "content-type": "text/plain" }).end(`${(error as Error).message}\n`);
       }

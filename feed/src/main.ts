@@ -1,19 +1,26 @@
 // The feed's entry point: `tsx feed/src/main.ts --config feed.yaml`. Watches every configured
 // API server, renders and validates the mesh on every (debounced) change, and delivers it to
-// each target; serves /snapshot, /healthz, /readyz and /metrics. SIGTERM/SIGINT stop it.
+// each target; serves the filters' channel (mutual TLS: /delta, /snapshot of the caller's
+// targets) and the operator's plain port (/snapshots, /snapshot, /metrics, /healthz, /readyz).
+// SIGTERM/SIGINT stop it.
 import { parseArgs } from "node:util";
 import { ClusterObjects } from "./cluster_objects.js";
 import { defaultLogger, FeedController } from "./controller.js";
 import { loadFeedConfig, loadNetworks } from "./config.js";
 import { WasmPluginDelivery } from "./deliver/wasmplugin.js";
+import { FeedChannelServer } from "./channel.js";
 import { FeedHttpServer } from "./http.js";
 import { FileSource } from "./file_source.js";
 import { ClusterWatch, loadKubeConfig } from "./watch.js";
 
 export interface RunningFeed {
   controller: FeedController;
+  /** The operator's plain server and its port. */
   http?: FeedHttpServer;
   port?: number;
+  /** The filters' mutual-TLS channel and its port. */
+  channel?: FeedChannelServer;
+  channelPort?: number;
   stop(): Promise<void>;
 }
 
@@ -29,13 +36,25 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     clusters,
     needsApply ? new WasmPluginDelivery(kubeConfigs) : undefined,
   );
+  const log = defaultLogger;
   let http: FeedHttpServer | undefined;
   let port: number | undefined;
-  if (config.http) {
-    http = new FeedHttpServer(controller, config.delta.maxWaitSeconds);
-    port = (await http.listen(config.http.port, config.http.address)).port;
+  let channel: FeedChannelServer | undefined;
+  let channelPort: number | undefined;
+  try {
+    if (config.operator) {
+      http = new FeedHttpServer(controller);
+      port = (await http.listen(config.operator.port, config.operator.address)).port;
+    }
+    if (config.channel) {
+      channel = new FeedChannelServer(controller, config.channel, config.targets, controller.metrics, log, config.delta.maxWaitSeconds);
+      channelPort = (await channel.listen()).port;
+    }
+  } catch (error) {
+    controller.stop();
+    await http?.close();
+    throw error;
   }
-  const log = defaultLogger;
   const hooks = { changed: (id: string) => controller.changed(id), synced: (id: string) => controller.markSynced(id), refused: (id: string, reason: string) => controller.sourceRefused(id, reason), log };
   // Each cluster is read from its API server or from its files (config.ts allows exactly one).
   const watches = config.clusters.map((c, i) => {
@@ -48,6 +67,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     controller.stop();
     await Promise.all(watches.map((w) => w.stop()));
     await http?.close();
+    await channel?.close();
     throw error;
   }
   await controller.flush();
@@ -55,10 +75,13 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     controller,
     http,
     port,
+    channel,
+    channelPort,
     async stop() {
       controller.stop();
       await Promise.all(watches.map((w) => w.stop()));
       await http?.close();
+      await channel?.close();
     },
   };
 }

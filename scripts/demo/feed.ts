@@ -2,7 +2,8 @@
 // ECDS file. First from files (no cluster needed): a pod's YAML written into the directory the
 // feed watches, and the running Envoy sends the next connection to the pod's IP over mTLS
 // verifying its identity; the file removed, and the next connection goes out in clear. Then,
-// when `npm run setup:kube` has built it, the same through a real kube-apiserver.
+// when `npm run setup:kube` has built it, the same through a real kube-apiserver. Last, the
+// feed's channel (mutual TLS): a caller without a mesh identity is refused, the sidecar's gets the model.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../../tests/support/capture.js";
@@ -14,6 +15,7 @@ import { REPO_ROOT } from "../../tests/support/paths.js";
 import { startTlsPod } from "../../tests/support/pods.js";
 import { exchange, startBackend } from "../../tests/support/tcp.js";
 import { eventually, runFeed, type FeedCluster } from "../../tests/feed/harness.js";
+import { channelGet } from "../../tests/support/feed_tls.js";
 import { CERT_DIR, DEMO_IDENTITIES, writeDemoCerts } from "../demo-certs.js";
 
 /** The pod as a kubelet would have reported it: the feed reads its status (IP, Ready) from the file as written. */
@@ -69,8 +71,13 @@ async function followPod(cluster: FeedCluster, pod: PodSteps): Promise<boolean> 
     const gone = Date.now();
     const clear = await eventually("plain", 15_000, async () => ((await dial(8080)) === "plain-8080\nhello" ? true : undefined)).then(() => true, () => false);
     step(removed, `${Date.now() - gone} ms later: 127.0.0.11:8080 ${clear ? "plain passthrough again" : "STILL mTLS"}`, clear);
+    // The filters' channel (/delta) is mutual TLS: only a mesh identity listed as the target's reader gets the model.
+    const anonymous = await channelGet(`${run.channel}/delta/sidecar?epoch=0&version=0`, null);
+    step("the feed's channel, TLS without a mesh identity", `HTTP ${anonymous.status} ${anonymous.body.toString().trim().slice(0, 40)}`, anonymous.status === 403);
+    const reader = await run.get("/delta/sidecar?epoch=0&version=0");
+    step("the feed's channel as the sidecar (spiffe://.../sa/sleep, a reader)", `HTTP ${reader.status}, ${reader.headers["x-feed-kind"]} model of ${reader.body.length} bytes`, reader.status === 200);
     const stats = await envoy.stats();
-    console.log(`  Envoy: ECDS config_reload ${stats.get("extension_config_discovery.network_filter.passthrough_mtls.config_reload") ?? 0}, update_rejected ${stats.get("extension_config_discovery.network_filter.passthrough_mtls.update_rejected") ?? 0}; feed: ${run.base}/snapshot/sidecar`);
+    console.log(`  Envoy: ECDS config_reload ${stats.get("extension_config_discovery.network_filter.passthrough_mtls.config_reload") ?? 0}, update_rejected ${stats.get("extension_config_discovery.network_filter.passthrough_mtls.update_rejected") ?? 0}; operator port: ${run.base}/snapshot/sidecar`);
   } finally {
     releaseCapture();
     await envoy.stop();

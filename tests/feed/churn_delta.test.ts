@@ -113,7 +113,7 @@ describe(`delta path under churn: ${CHURN_PODS} pods created and deleted while c
     cluster = await startKubeCluster({ name: "feed-churn-delta", crds: [], apiserverArgs: ["--max-requests-inflight=800", "--max-mutating-requests-inflight=400"] });
     await cluster.createNamespace("default");
     const feedPort = await freePort();
-    run = await runFeed([{ id: "cluster1", cluster }], [{ name: "sidecar", filter: "passthrough_mtls" }], { http: { address: "127.0.0.1", port: feedPort } });
+    run = await runFeed([{ id: "cluster1", cluster }], [{ name: "sidecar", filter: "passthrough_mtls" }], { channel: { port: feedPort } });
     for (const ip of DIALLED) pods.push(await startDualPod(ip, ip, POD_PORT, CERT_DIR, "pod-a"));
     // wasm:debug: each VM logs every message it applies with its version (no per-connection cost
     // beyond the filter's own debug line).

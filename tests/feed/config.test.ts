@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DEFAULT_DEBOUNCE, parseFeedConfig } from "../../feed/src/config.js";
 import { NetworkResolver } from "../../feed/src/mesh_networks.js";
+import { mayRead } from "../../feed/src/readers.js";
 
 const base = { clusters: [{ id: "c1", kubeconfig: "in-cluster" }], targets: [{ name: "t", filter: "passthrough_mtls" }] };
 const parse = (o: object) => parseFeedConfig(JSON.stringify(o), "/etc/feed/feed.yaml");
@@ -26,7 +27,36 @@ describe("feed: configuration", () => {
     assert.deepEqual(c.clusters, [{ id: "c1", files: "/etc/feed/mesh" }, { id: "c2", kubeconfig: "in-cluster" }]);
   });
 
+  it("the channel: address 0.0.0.0, port 9443, files relative to the configuration file, checked every second; the operator port on 127.0.0.1; no readers = nobody", () => {
+    const c = parse({ ...base, operator: {}, channel: { certFile: "tls/cert.pem", keyFile: "/k.pem", caFile: "ca.pem" } });
+    assert.deepEqual(c.channel, { address: "0.0.0.0", port: 9443, certFile: "/etc/feed/tls/cert.pem", keyFile: "/k.pem", caFile: "/etc/feed/ca.pem", reloadMs: 1000 });
+    assert.deepEqual(c.operator, { address: "127.0.0.1", port: 9090 });
+    assert.deepEqual(c.targets[0].readers, []);
+    assert.equal(parse(base).channel, undefined);
+  });
+
+  it("readers as Istio principals: exact, prefix*, *suffix, * alone; nothing else, and only spiffe:// callers", () => {
+    const sleep = "spiffe://cluster.local/ns/default/sa/sleep";
+    assert.ok(mayRead(["cluster.local/ns/default/sa/sleep"], sleep));
+    assert.ok(mayRead(["cluster.local/ns/default/*"], sleep));
+    assert.ok(mayRead(["*/sa/sleep"], sleep));
+    assert.ok(mayRead(["*"], sleep));
+    assert.ok(!mayRead([], sleep), "no readers: nobody");
+    assert.ok(!mayRead(["cluster.local/ns/default/sa/slee"], sleep), "exact means exact");
+    assert.ok(!mayRead(["cluster.local/ns/other/*"], sleep));
+    assert.ok(!mayRead(["other.domain/ns/default/sa/sleep"], sleep), "the trust domain is part of the principal");
+    assert.ok(!mayRead(["*"], "cluster.local/ns/default/sa/sleep"), "not a SPIFFE id");
+  });
+
   for (const [what, edit, message] of [
+    ["the old plain `http` server", { http: { port: 9090 } }, /^\/etc\/feed\/feed\.yaml: http: replaced: `operator`/],
+    ["a channel without its key", { channel: { certFile: "c", caFile: "a" } }, /channel\.keyFile: missing required field/],
+    ["a channel with an empty CA path", { channel: { certFile: "c", keyFile: "k", caFile: "" } }, /channel\.caFile: expected a path to a PEM file/],
+    ["the channel on the operator's port", { operator: { port: 9443 }, channel: { address: "127.0.0.1", certFile: "c", keyFile: "k", caFile: "a" } }, /channel\.port: is the operator port's/],
+    ["a reader written with spiffe://", { targets: [{ name: "t", filter: "passthrough_mtls", readers: ["spiffe://cluster.local/ns/a/sa/b"] }] }, /targets\[0\]\.readers\[0\]: write the principal without spiffe:\/\//],
+    ["a reader with a * inside", { targets: [{ name: "t", filter: "passthrough_mtls", readers: ["cluster.local/ns/*/sa/b"] }] }, /targets\[0\]\.readers\[0\]: a \* may only stand first or last/],
+    ["readers that are not a list", { targets: [{ name: "t", filter: "passthrough_mtls", readers: "cluster.local/ns/a/sa/b" }] }, /targets\[0\]\.readers: expected a list of principals/],
+
     ["an unknown field", { extra: 1 }, /^\/etc\/feed\/feed\.yaml: extra: unknown field/],
     ["a bad trust domain", { trustDomain: "Cluster.Local" }, /trustDomain: not a SPIFFE trust domain/],
     ["no clusters", { clusters: [] }, /clusters: expected a non-empty list/],

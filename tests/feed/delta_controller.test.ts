@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import { ClusterObjects } from "../../feed/src/cluster_objects.js";
 import { parseFeedConfig } from "../../feed/src/config.js";
 import { FeedController } from "../../feed/src/controller.js";
-import { FeedHttpServer } from "../../feed/src/http.js";
+import { startPlainChannel, type PlainChannel } from "./plain_channel.js";
 import { NetworkResolver } from "../../feed/src/mesh_networks.js";
 import { REPO_ROOT } from "../support/paths.js";
 import { decodeMessage } from "./delta_wire_decode.js";
@@ -16,7 +16,7 @@ import { pod, service, slice } from "./fixtures.js";
 
 describe("feed deltas: controller and HTTP (no API server)", () => {
   let controller: FeedController;
-  let http: FeedHttpServer;
+  let http: PlainChannel;
   let base: string;
   let c1: ClusterObjects;
 
@@ -34,8 +34,8 @@ describe("feed deltas: controller and HTTP (no API server)", () => {
     c1 = new ClusterObjects("c1");
     c1.upsert("services", service("default", "app", [{ port: 80, targetPort: 8080 }], { clusterIP: "10.96.0.5" }));
     controller = new FeedController(config, { trustDomain: "cluster.local", domainSuffix: "cluster.local", systemNamespace: "istio-system", networks: new NetworkResolver() }, [c1], undefined, () => undefined);
-    http = new FeedHttpServer(controller, config.delta.maxWaitSeconds);
-    base = `http://127.0.0.1:${(await http.listen(0, "127.0.0.1")).port}`;
+    http = await startPlainChannel(controller, config.delta.maxWaitSeconds);
+    base = `http://127.0.0.1:${http.port}`;
   });
 
   after(async () => {

@@ -1,6 +1,6 @@
 // Deltas end to end: a real kube-apiserver, the real feed (its /delta long poll, the shadow VM
 // check), and the real Envoy (--concurrency 2) whose passthrough_mtls takes its mesh only from
-// `meshFeed` (cluster mesh_feed → the feed's HTTP server): no ECDS, no snapshot in the
+// `meshFeed` (cluster mesh_feed → the feed's channel, mutual TLS): no ECDS, no snapshot in the
 // configuration. The application's connections are captured as a sidecar's are (private
 // network namespace: run under scripts/in-netns.sh, as npm run test:feed does).
 // Pods are real TLS servers on loopback with test-made SPIFFE certificates; the API server only
@@ -52,7 +52,7 @@ describe("feed deltas → passthrough_mtls in the real Envoy over meshFeed, from
     cluster = await startKubeCluster({ name: "feed-de", crds: [] });
     await cluster.createNamespace("default");
     feedPort = await freePort();
-    run = await runFeed([{ id: "cluster1", cluster }], [{ name: "sidecar", filter: "passthrough_mtls" }], { http: { address: "127.0.0.1", port: feedPort } });
+    run = await runFeed([{ id: "cluster1", cluster }], [{ name: "sidecar", filter: "passthrough_mtls" }], { channel: { port: feedPort } });
     httpbin = await startTlsPod("httpbin-0", "127.0.0.11", 8443, CERT_DIR, "pod-a");
     plain11 = await startBackend("plain-11", "127.0.0.11", 8080);
     pod13 = await startTlsPod("pod-13", "127.0.0.13", 8443, CERT_DIR, "pod-c");
@@ -126,8 +126,8 @@ describe("feed deltas → passthrough_mtls in the real Envoy over meshFeed, from
     assert.ok(await mtlsTo11(), "still the last model");
     // ... until the feed is back (a new process: a new epoch, so every VM gets a full message).
     restarted = await startFeed(join(run.dir, "feed.yaml"));
-    assert.equal(restarted.port, feedPort);
-    const newEpoch = await (await fetch(`${run.base}/metrics`)).text().then((m) => m.match(/feed_delta_epoch (\d+)/)?.[1]);
+    assert.equal(restarted.channelPort, feedPort);
+    const newEpoch = await (await fetch(`http://127.0.0.1:${restarted.port}/metrics`)).text().then((m) => m.match(/feed_delta_epoch (\d+)/)?.[1]);
     assert.notEqual(newEpoch, oldEpoch);
     await eventually("every worker resynced with a full message", RESYNC_MS, async () => ((await feedStat("applied_full")) >= fulls + VMS ? true : undefined), 200);
     await eventually("plain passthrough to 127.0.0.11 after the resync", BOUND_MS, async () => ((await plainTo11()) ? true : undefined));

@@ -21,17 +21,18 @@ interface Answer {
   ms: number;
 }
 
-async function poll(base: string, target: string, epoch: number, version: number, wait = 0): Promise<Answer> {
+/** A long poll on the feed's channel (mutual TLS, as the demo sidecar). */
+async function poll(run: FeedRun, target: string, epoch: number, version: number, wait = 0): Promise<Answer> {
   const started = Date.now();
-  const r = await fetch(`${base}/delta/${target}?epoch=${epoch}&version=${version}&wait=${wait}`);
-  const body = Buffer.from(await r.arrayBuffer());
-  if (r.status === 200) assert.equal(r.headers.get("content-type"), "application/x-mesh-delta");
-  return { status: r.status, kind: r.headers.get("x-feed-kind"), ...(r.status === 200 && { message: decodeMessage(body) }), ms: Date.now() - started };
+  const r = await run.get(`/delta/${target}?epoch=${epoch}&version=${version}&wait=${wait}`);
+  if (r.status === 200) assert.equal(r.headers["content-type"], "application/x-mesh-delta");
+  const kind = r.headers["x-feed-kind"];
+  return { status: r.status, kind: typeof kind === "string" ? kind : null, ...(r.status === 200 && { message: decodeMessage(r.body) }), ms: Date.now() - started };
 }
 
 /** Brings `client` to the feed's current version (following deltas, or a full when told). */
-async function follow(base: string, target: string, client: DecodedModel): Promise<DecodedMessage> {
-  const a = await poll(base, target, client.epoch, client.version);
+async function follow(run: FeedRun, target: string, client: DecodedModel): Promise<DecodedMessage> {
+  const a = await poll(run, target, client.epoch, client.version);
   assert.equal(a.status, 200);
   client.apply(a.message!);
   return a.message!;
@@ -70,7 +71,7 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
   });
 
   it("serves a full message to a client with nothing, with the pods and services of the API server", async () => {
-    const a = await poll(run.base, "mesh", 0, 0);
+    const a = await poll(run, "mesh", 0, 0);
     assert.equal(a.status, 200);
     assert.equal(a.kind, "full");
     const m = a.message!;
@@ -87,24 +88,30 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     assert.ok(s, "the Service is a service");
     assert.deepEqual(s.ports, [[80, 8080]]);
     assert.ok(m.workloadIdLimit > w.id && m.serviceIdLimit > s.id);
-    // The JSON snapshot (rendered on request for a target without file or WasmPlugin delivery) has the same pod.
+    // The JSON snapshot (rendered on request for a target without file or WasmPlugin delivery) has the same pod,
+    // on the channel for its reader as on the operator's port.
     const snap = await fetch(`${run.base}/snapshot/mesh`);
     assert.equal(snap.status, 200);
     assert.ok(snap.headers.get("etag"));
-    assert.match(await snap.text(), /"addresses":\["10\.20\.0\.1"\]/);
-    assert.equal((await poll(run.base, "nope", 0, 0)).status, 404);
-    assert.equal((await fetch(`${run.base}/delta/mesh?version=x`)).status, 400);
+    const text = await snap.text();
+    assert.match(text, /"addresses":\["10\.20\.0\.1"\]/);
+    const onChannel = await run.get("/snapshot/mesh");
+    assert.equal(onChannel.status, 200);
+    assert.equal(onChannel.body.toString(), text);
+    // A target that does not exist is refused as one the caller may not read (names are not disclosed).
+    assert.equal((await poll(run, "nope", 0, 0)).status, 403);
+    assert.equal((await run.get("/delta/mesh?version=x")).status, 400);
   });
 
   it("pods churned: each version is a delta from the previous one with the records of what changed; the client converges on the full", async () => {
     const client = new DecodedModel();
-    await follow(run.base, "mesh", client);
+    await follow(run, "mesh", client);
     const start = client.version;
     // A pod created with an IP: one version (or a few) whose records upsert a workload with that address.
     await addPod(cluster, "churn-0", "10.20.1.1", "other");
     const seen: DecodedMessage[] = [];
     await eventually("the new pod in a delta", 10_000, async () => {
-      const m = await follow(run.base, "mesh", client);
+      const m = await follow(run, "mesh", client);
       if (m.kind === 2) seen.push(m);
       return addressesOf(client).includes("10.20.1.1") ? true : undefined;
     });
@@ -117,7 +124,7 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     // Deleted: a workload remove of that id.
     await cluster.deletePod("default", "churn-0");
     const removal = await eventually("the removal in a delta", 10_000, async () => {
-      const m = await follow(run.base, "mesh", client);
+      const m = await follow(run, "mesh", client);
       return m.records.find((r) => r.type === "workloadRemove" && r.id === id);
     });
     assert.ok(removal.value);
@@ -129,28 +136,28 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     for (let i = 10; i < 15; i++) await cluster.setPodStatus("default", names[i], { podIP: `10.20.3.${i}` });
     const want = ["10.20.0.1", ...names.slice(10, 15).map((_, k) => `10.20.3.${k + 10}`), ...names.slice(15).map((_, k) => `10.20.2.${k + 16}`)].sort();
     await eventually("the client following deltas reaches the API state", 20_000, async () => {
-      await follow(run.base, "mesh", client);
+      await follow(run, "mesh", client);
       return JSON.stringify(addressesOf(client)) === JSON.stringify(want) ? true : undefined;
     });
     assert.ok(client.version > start);
     const full = new DecodedModel();
-    full.apply((await poll(run.base, "mesh", 0, 0)).message!);
+    full.apply((await poll(run, "mesh", 0, 0)).message!);
     assert.equal(full.version, client.version);
     assert.deepEqual(client.contents(), full.contents());
     // Ids are dense: the 10 deleted pods' ids were reused, so the limit stays near the peak count.
-    assert.ok((await poll(run.base, "mesh", client.epoch, client.version)).message!.workloadIdLimit <= 33);
+    assert.ok((await poll(run, "mesh", client.epoch, client.version)).message!.workloadIdLimit <= 33);
   });
 
   it("another epoch, a version from the future, or one behind the journal → a full message (counted by reason)", async () => {
-    const now = (await poll(run.base, "mesh", 0, 0)).message!;
-    const other = await poll(run.base, "mesh", now.epoch + 1, now.version);
+    const now = (await poll(run, "mesh", 0, 0)).message!;
+    const other = await poll(run, "mesh", now.epoch + 1, now.version);
     assert.equal(other.kind, "full");
     assert.equal(other.message!.epoch, now.epoch);
-    const future = await poll(run.base, "mesh", now.epoch, now.version + 5);
+    const future = await poll(run, "mesh", now.epoch, now.version + 5);
     assert.equal(future.kind, "full");
     assert.equal(future.message!.version, now.version);
     // The journal keeps at most 40 records (this feed's delta.journal.maxRecords): after the churn above, version 1 is gone.
-    const behind = await poll(run.base, "mesh", now.epoch, 1);
+    const behind = await poll(run, "mesh", now.epoch, 1);
     assert.equal(behind.kind, "full");
     assert.ok((await metric(run.base, 'feed_delta_full_total{reason="behind",target="mesh"}')) >= 1);
     assert.ok((await metric(run.base, 'feed_delta_full_total{reason="future",target="mesh"}')) >= 1);
@@ -160,13 +167,13 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
 
   it("a long poll at the current version is held until a change, and answered no-change when its wait runs out", async () => {
     const client = new DecodedModel();
-    await follow(run.base, "mesh", client);
-    const idle = await poll(run.base, "mesh", client.epoch, client.version, 1);
+    await follow(run, "mesh", client);
+    const idle = await poll(run, "mesh", client.epoch, client.version, 1);
     assert.equal(idle.kind, "no-change");
     assert.equal(idle.message!.version, client.version);
     assert.equal(idle.message!.records.length, 0);
     assert.ok(idle.ms >= 900, `held ${idle.ms} ms`);
-    const held = poll(run.base, "mesh", client.epoch, client.version, 30);
+    const held = poll(run, "mesh", client.epoch, client.version, 30);
     await eventually("the poll held", 10_000, async () => ((await metric(run.base, "feed_delta_held")) === 1 ? true : undefined));
     const written = Date.now();
     await addPod(cluster, "woken", "10.20.4.1");
@@ -174,12 +181,12 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     assert.equal(a.kind, "delta");
     assert.ok(Date.now() - written < 25_000, "answered on the change, not at the end of the wait");
     client.apply(a.message!);
-    assert.ok(addressesOf(client).includes("10.20.4.1") || (await follow(run.base, "mesh", client), addressesOf(client).includes("10.20.4.1")));
+    assert.ok(addressesOf(client).includes("10.20.4.1") || (await follow(run, "mesh", client), addressesOf(client).includes("10.20.4.1")));
     assert.equal(await metric(run.base, "feed_delta_held"), 0);
   });
 
   it("a version past the filters' id limit is refused whole: the journal stays consistent, publishing resumes", async () => {
-    const base = run.base;
+    const base = run;
     const client = new DecodedModel();
     await follow(base, "mesh", client);
     const before = client.version;
@@ -188,16 +195,16 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     const tight = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }], { delta: { maxWorkloads: live + 2 } });
     try {
       const c2 = new DecodedModel();
-      await follow(tight.base, "mesh", c2);
+      await follow(tight, "mesh", c2);
       const v0 = c2.version;
       await Promise.all([0, 1, 2, 3].map((i) => addPod(cluster, `over-${i}`, `10.20.5.${i + 1}`)));
       await eventually("the refusal", 10_000, async () => ((await metric(tight.base, 'feed_delta_refused_total{target="mesh"}')) >= 1 ? true : undefined));
       await sleep(300);
       // Whatever was published before the refusal applies cleanly; nothing past the limit was.
-      await follow(tight.base, "mesh", c2);
+      await follow(tight, "mesh", c2);
       assert.ok(c2.workloads.size <= live + 2, `${c2.workloads.size} workloads published`);
       const stuck = c2.version;
-      assert.equal((await poll(tight.base, "mesh", c2.epoch, c2.version)).kind, "no-change");
+      assert.equal((await poll(tight, "mesh", c2.epoch, c2.version)).kind, "no-change");
       // Back under the limit (and one more pod, so there is something new whether or not a
       // part of the four was published before the refusal): the next version is a delta from
       // the last published one, and nothing of the refused state is in it.
@@ -205,7 +212,7 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
       await addPod(cluster, "after-limit", "10.20.6.1");
       let first: number | undefined;
       await eventually("publishing resumes", 10_000, async () => {
-        const a = await poll(tight.base, "mesh", c2.epoch, c2.version);
+        const a = await poll(tight, "mesh", c2.epoch, c2.version);
         if (a.kind !== "delta") return undefined;
         first ??= a.message!.base;
         c2.apply(a.message!);
@@ -216,7 +223,7 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
       assert.equal(first, stuck);
       assert.ok(c2.version > v0);
       const full = new DecodedModel();
-      full.apply((await poll(tight.base, "mesh", 0, 0)).message!);
+      full.apply((await poll(tight, "mesh", 0, 0)).message!);
       assert.deepEqual(c2.contents(), full.contents());
     } finally {
       await tight.feed.stop();
@@ -232,12 +239,12 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
 
   it("a feed restart is a new epoch: a client of the old one gets a full message", async () => {
     const client = new DecodedModel();
-    await follow(run.base, "mesh", client);
+    await follow(run, "mesh", client);
     const oldEpoch = client.epoch;
     await run.feed.stop();
     await sleep(5);
     run = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }]);
-    const a = await poll(run.base, "mesh", oldEpoch, client.version);
+    const a = await poll(run, "mesh", oldEpoch, client.version);
     assert.equal(a.kind, "full");
     assert.notEqual(a.message!.epoch, oldEpoch);
     const restarted = new DecodedModel();

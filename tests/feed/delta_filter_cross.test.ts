@@ -17,7 +17,7 @@ import { ClusterObjects } from "../../feed/src/cluster_objects.js";
 import { parseFeedConfig } from "../../feed/src/config.js";
 import { FeedController } from "../../feed/src/controller.js";
 import { FilterShadow } from "../../feed/src/delta/filter_shadow.js";
-import { FeedHttpServer } from "../../feed/src/http.js";
+import { startPlainChannel, type PlainChannel } from "./plain_channel.js";
 import { NetworkResolver } from "../../feed/src/mesh_networks.js";
 import { REPO_ROOT } from "../support/paths.js";
 import { encodeMessage, KIND } from "../support/mesh_wire.js";
@@ -47,7 +47,7 @@ function decide(host: ProxyWasmHost, destination: string): string {
 
 describe("feed deltas through the compiled filter = the JSON snapshot through the same filter", () => {
   let controller: FeedController;
-  let http: FeedHttpServer;
+  let http: PlainChannel;
   let port: number;
   let c1: ClusterObjects;
   let live: ProxyWasmHost;
@@ -74,8 +74,8 @@ describe("feed deltas through the compiled filter = the JSON snapshot through th
     c1.upsert("endpointSlices", slice("default", "app", "app-1", [{ port: 8080 }], [{ ip: "10.0.0.1", pod: "app-0" }, { ip: "10.0.0.2", pod: "app-1" }]));
     c1.upsert("endpointSlices", slice("default", "db", "db-1", [{ port: 5432 }], [{ ip: "10.0.1.1", pod: "db-0" }]));
     controller = new FeedController(config, { trustDomain: "cluster.local", domainSuffix: "cluster.local", systemNamespace: "istio-system", networks: new NetworkResolver() }, [c1], undefined, () => undefined);
-    http = new FeedHttpServer(controller, config.delta.maxWaitSeconds);
-    port = (await http.listen(0, "127.0.0.1")).port;
+    http = await startPlainChannel(controller, config.delta.maxWaitSeconds);
+    port = http.port;
     controller.markSynced("c1");
     await controller.flush();
     live = await ProxyWasmHost.fromFile(wasm, {

@@ -55,6 +55,26 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
     assert.equal(config.targets[0].wasmPlugin?.namespace, "istio-system");
   });
 
+  it("the channel is the only port the pod and the Service expose, its files come from the mounted Secret, and the probes ask the loopback operator port", () => {
+    const objects = manifests() as any[];
+    const config = parseFeedConfig(objects.find((o) => o.kind === "ConfigMap").data["feed.yaml"], "/etc/mesh-feed/feed.yaml");
+    assert.ok(config.channel && config.operator);
+    assert.equal(config.operator.address, "127.0.0.1", "the operator port (every snapshot) stays inside the pod");
+    assert.ok(config.targets.every((t) => t.readers.length > 0), "every target names its readers");
+    const pod = objects.find((o) => o.kind === "Deployment").spec.template.spec;
+    const container = pod.containers[0];
+    assert.deepEqual(container.ports, [{ name: "https-channel", containerPort: config.channel.port }]);
+    const service = objects.find((o) => o.kind === "Service");
+    assert.deepEqual(service.spec.ports.map((p: any) => p.targetPort), ["https-channel"]);
+    const tlsMount = container.volumeMounts.find((m: any) => m.name === "tls");
+    const tlsVolume = pod.volumes.find((v: any) => v.name === "tls");
+    assert.ok(tlsVolume.secret.secretName);
+    for (const f of [config.channel.certFile, config.channel.keyFile, config.channel.caFile]) assert.ok(f.startsWith(`${tlsMount.mountPath}/`), f);
+    for (const probe of [container.readinessProbe, container.livenessProbe]) {
+      assert.ok(probe.exec.command.join(" ").includes(`http://127.0.0.1:${config.operator.port}/`), "the probe asks the operator port on the loopback");
+    }
+  });
+
   it("least privilege: the feed's ServiceAccount may list and watch what it reads, and nothing more", async () => {
     const authz = cluster.kubeConfig.makeApiClient(AuthorizationV1Api);
     const can = async (verb: string, group: string, resource: string, namespace?: string) =>

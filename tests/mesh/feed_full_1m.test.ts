@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { EnvoyProcess, sleep } from "../support/envoy.js";
 import { FakeFeed } from "../support/fake_feed.js";
+import { feedServerTls } from "../support/feed_tls.js";
 import { exchange } from "../support/tcp.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../support/capture.js";
 import { startTlsPod, type TlsPod } from "../support/pods.js";
@@ -41,7 +42,7 @@ describe(`a full resync of ${PODS.toLocaleString("en")} pods in the real Envoy (
   before(async () => {
     await writeDemoCerts();
     pod = await startTlsPod("httpbin-0", POD_IP, POD_PORT, CERT_DIR, "pod-a");
-    feed = new FakeFeed(FEED_PORT);
+    feed = new FakeFeed(FEED_PORT, feedServerTls());
     // Version 1 is the whole mesh; the records list only makes the fake feed speak the wire format.
     feed.publishRecords([]);
     const dialled = new Writer(128);

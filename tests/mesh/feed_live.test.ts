@@ -12,10 +12,11 @@ import { after, before, describe, it } from "node:test";
 import { EnvoyProcess, sleep } from "../support/envoy.js";
 import { bootstrap, listener, staticCluster, tcpProxy, wasmNetworkFilter } from "../support/envoy_config.js";
 import { FakeFeed } from "../support/fake_feed.js";
+import { feedServerTls } from "../support/feed_tls.js";
 import { startBackend, exchange, type Backend } from "../support/tcp.js";
 import { ensureBuilt } from "../host/helpers.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../support/capture.js";
-import { meshFeedSidecarConfig } from "../feed/delta_envoy_config.js";
+import { meshFeedCluster, meshFeedSidecarConfig } from "../feed/delta_envoy_config.js";
 import { startTlsPod, type TlsPod } from "../support/pods.js";
 import type { WireRecord } from "../support/mesh_wire.js";
 import { CERT_DIR, DEMO_IDENTITIES, writeDemoCerts } from "../../scripts/demo-certs.js";
@@ -71,7 +72,8 @@ describe(`mesh feed: ${VMS} VMs of one Envoy (--concurrency ${WORKERS}) poll, co
 
   before(async () => {
     ensureBuilt("feed_probe");
-    feed = new FakeFeed(FEED_PORT);
+    await writeDemoCerts();
+    feed = new FakeFeed(FEED_PORT, feedServerTls());
     await feed.start();
     feed.publish("a");
     backend = await startBackend("backend", "127.0.0.1", BACKEND_PORT);
@@ -86,7 +88,7 @@ describe(`mesh feed: ${VMS} VMs of one Envoy (--concurrency ${WORKERS}) poll, co
           wasmNetworkFilter({ name: "feed_probe", wasm: "build/fixtures/feed_probe.wasm", configuration }),
           tcpProxy("app", "backend"),
         ] })],
-        clusters: [staticCluster("mesh_feed", "127.0.0.1", FEED_PORT), staticCluster("backend", "127.0.0.1", BACKEND_PORT)],
+        clusters: [meshFeedCluster(FEED_PORT), staticCluster("backend", "127.0.0.1", BACKEND_PORT)],
       }),
     });
   });
@@ -230,7 +232,7 @@ describe(`passthrough_mtls with the mesh feed: every worker VM (--concurrency ${
   before(async () => {
     await writeDemoCerts();
     pod = await startTlsPod("httpbin-0", POD_IP, POD_PORT, CERT_DIR, "pod-a");
-    feed = new FakeFeed(WIRE_FEED_PORT);
+    feed = new FakeFeed(WIRE_FEED_PORT, feedServerTls());
     await feed.start();
     feed.publishRecords([other(0, "127.0.0.12")]);
     envoy = await EnvoyProcess.start({ name: "feed-live-passthrough", adminPort: SHIPPED_ADMIN, concurrency: WORKERS, config: meshFeedSidecarConfig(WIRE_FEED_PORT, "sidecar-b", 2) });

@@ -1,7 +1,7 @@
 // Test-made PKI: a mesh CA and leaf certificates carrying SPIFFE URI SANs, written as PEM files
 // Envoy and node:tls can load. Keys are ECDSA P-256 (fast to generate).
 import { webcrypto } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 // @peculiar/x509 resolves its services through tsyringe, which needs the Reflect metadata polyfill.
 import "reflect-metadata";
@@ -60,8 +60,25 @@ export async function createCa(dir: string, name = "mesh-ca"): Promise<TestCa> {
   });
   const caKey = pem("PRIVATE KEY", await webcrypto.subtle.exportKey("pkcs8", keys.privateKey));
   const saved = save(dir, name, caCert.toString("pem") + "\n", caKey);
+  return { ...saved, issue: issuer(dir, caCert, keys.privateKey) };
+}
 
-  async function issue(leafName: string, uris: string[], dnsNames: string[] = []): Promise<PemPair> {
+/** An existing CA (`<dir>/<name>.crt` and `.key`, as createCa wrote them) that issues into `outDir`. */
+export async function loadCa(dir: string, name: string, outDir = dir): Promise<TestCa> {
+  mkdirSync(outDir, { recursive: true });
+  const certPath = join(dir, `${name}.crt`);
+  const keyPath = join(dir, `${name}.key`);
+  const cert = readFileSync(certPath, "utf8");
+  const key = readFileSync(keyPath, "utf8");
+  const der = Buffer.from(key.replace(/-----[^-]+-----|\s/g, ""), "base64");
+  const signingKey = await webcrypto.subtle.importKey("pkcs8", der, { name: "ECDSA", namedCurve: "P-256" }, true, ["sign"]);
+  return { certPath, keyPath, cert, key, issue: issuer(outDir, new x509.X509Certificate(cert), signingKey as unknown as CryptoKey) };
+}
+
+/** Issues leaf certificates (client and server usage) signed by the CA, written to `dir`. */
+function issuer(dir: string, caCert: x509.X509Certificate, caKey: CryptoKey): TestCa["issue"] {
+  const now = Date.now();
+  return async function issue(leafName: string, uris: string[], dnsNames: string[] = []): Promise<PemPair> {
     const leafKeys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ["sign", "verify"])) as CryptoKeyPair;
     const names = [...uris.map((value) => ({ type: "url" as const, value })), ...dnsNames.map((value) => ({ type: "dns" as const, value }))];
     const cert = await x509.X509CertificateGenerator.create({
@@ -71,7 +88,7 @@ export async function createCa(dir: string, name = "mesh-ca"): Promise<TestCa> {
       notBefore: new Date(now - 3600_000),
       notAfter: new Date(now + 24 * 3600_000),
       publicKey: leafKeys.publicKey,
-      signingKey: keys.privateKey,
+      signingKey: caKey,
       signingAlgorithm: ALGORITHM,
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
@@ -82,9 +99,30 @@ export async function createCa(dir: string, name = "mesh-ca"): Promise<TestCa> {
     });
     const key = pem("PRIVATE KEY", await webcrypto.subtle.exportKey("pkcs8", leafKeys.privateKey));
     return save(dir, leafName, cert.toString("pem") + "\n", key);
-  }
+  };
+}
 
-  return { ...saved, issue };
+/** A self-signed leaf certificate (its own issuer, no CA behind it) with these URI SANs. */
+export async function createSelfSigned(dir: string, name: string, uris: string[]): Promise<PemPair> {
+  mkdirSync(dir, { recursive: true });
+  const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ["sign", "verify"])) as CryptoKeyPair;
+  const now = Date.now();
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: nextSerial(),
+    name: `CN=${name}`,
+    notBefore: new Date(now - 3600_000),
+    notAfter: new Date(now + 24 * 3600_000),
+    keys,
+    signingAlgorithm: ALGORITHM,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+      new x509.SubjectAlternativeNameExtension(uris.map((value) => ({ type: "url" as const, value }))),
+    ],
+  });
+  const key = pem("PRIVATE KEY", await webcrypto.subtle.exportKey("pkcs8", keys.privateKey));
+  return save(dir, name, cert.toString("pem") + "\n", key);
 }
 
 /** SPIFFE identity of a service account. */

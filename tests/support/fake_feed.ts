@@ -7,6 +7,7 @@
 // a full message the state they add up to, a delta every record after the client's version (the
 // model's rule: the last record of each id wins), so the filters' real decoder applies them.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { Socket } from "node:net";
 import { encodeMessage, type WireRecord } from "./mesh_wire.js";
 
@@ -68,7 +69,11 @@ export class FakeFeed {
   workloadIdLimit = 64;
   serviceIdLimit = 64;
 
-  constructor(readonly port = 0) {}
+  /** `tls`: speak the real feed's channel TLS with this certificate (tests/support/feed_tls.ts feedServerTls), for a real Envoy's mesh_feed cluster. */
+  constructor(
+    readonly port = 0,
+    private readonly tls?: { cert: string; key: string; ca: string },
+  ) {}
 
   /** A change made of real records (wire mode): the next version. */
   publishRecords(records: WireRecord[], label = `v${this.texts.length + 1}`): bigint {
@@ -128,7 +133,8 @@ export class FakeFeed {
   }
 
   async start(): Promise<number> {
-    const server = createServer((req, res) => this.handle(req, res));
+    const handler = (req: IncomingMessage, res: ServerResponse) => this.handle(req, res);
+    const server: Server = this.tls ? createTlsServer({ ...this.tls, requestCert: true, rejectUnauthorized: true }, handler) : createServer(handler);
     server.on("connection", (socket) => {
       this.sockets.add(socket);
       socket.on("close", () => this.sockets.delete(socket));

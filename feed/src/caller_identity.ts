@@ -1,0 +1,54 @@
+// Who is calling on the channel: the one place the feed learns a caller's identity. Today it is
+// the client certificate of the TLS connection (channel.ts asks for one and checks it against
+// the mesh's trust root); a feed behind its own Istio sidecar would instead read the identity
+// the sidecar verified (its x-forwarded-client-cert), here and nowhere else.
+//
+// A caller is a mesh workload when its certificate chains to the mesh's root and carries exactly
+// one URI SAN that is a SPIFFE id (the X.509-SVID rule); anything else is refused, by reason.
+import type { IncomingMessage } from "node:http";
+import type { TLSSocket } from "node:tls";
+// @peculiar/x509 resolves its services through tsyringe, which needs the Reflect metadata polyfill.
+import "reflect-metadata";
+import { SubjectAlternativeNameExtension, X509Certificate } from "@peculiar/x509";
+
+export type RefusalReason = "no_certificate" | "untrusted" | "no_spiffe_id";
+
+export type CallerIdentity = { ok: true; spiffeId: string } | { ok: false; reason: RefusalReason; detail: string };
+
+/** spiffe://<trust domain>/<path>: the trust domain and each path segment as the SPIFFE spec allows. */
+const SPIFFE_ID = /^spiffe:\/\/[a-z0-9._-]+(\/[A-Za-z0-9._-]+)+$/;
+
+/** One answer per connection: the certificate does not change within it. */
+const known = new WeakMap<object, CallerIdentity>();
+
+/** The URI SANs of a DER certificate ([] when it has none or cannot be read). */
+function uriSans(der: Buffer): string[] {
+  try {
+    const san = new X509Certificate(new Uint8Array(der)).getExtension(SubjectAlternativeNameExtension);
+    return san ? san.names.items.filter((n) => n.type === "url").map((n) => n.value) : [];
+  } catch {
+    return [];
+  }
+}
+
+function fromSocket(socket: TLSSocket): CallerIdentity {
+  const peer = socket.getPeerCertificate();
+  if (!peer || !peer.raw) return { ok: false, reason: "no_certificate", detail: "no client certificate" };
+  if (!socket.authorized) return { ok: false, reason: "untrusted", detail: `client certificate not from the mesh's root: ${String(socket.authorizationError)}` };
+  const uris = uriSans(peer.raw);
+  if (uris.length !== 1) return { ok: false, reason: "no_spiffe_id", detail: `expected exactly one URI SAN, found ${uris.length}` };
+  if (!SPIFFE_ID.test(uris[0])) return { ok: false, reason: "no_spiffe_id", detail: `URI SAN is no SPIFFE id: ${JSON.stringify(uris[0].slice(0, 200))}` };
+  return { ok: true, spiffeId: uris[0] };
+}
+
+/** The caller of this request on the channel (a TLS connection that asked for a client certificate). */
+export function callerIdentity(req: IncomingMessage): CallerIdentity {
+  const socket = req.socket as TLSSocket;
+  if (typeof socket.getPeerCertificate !== "function") return { ok: false, reason: "no_certificate", detail: "not a TLS connection" };
+  let id = known.get(socket);
+  if (!id) {
+    id = fromSocket(socket);
+    known.set(socket, id);
+  }
+  return id;
+}

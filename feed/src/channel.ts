@@ -1,0 +1,148 @@
+// The filters' channel: `/delta/<target>` and `/snapshot/<target>` over mutual TLS, as istiod
+// serves xDS. The feed presents its own workload certificate (certFile/keyFile), asks every
+// caller for one and checks it against the mesh's trust root (caFile); the caller's SPIFFE id
+// (caller_identity.ts) must be among the target's readers (readers.ts). Everything else is
+// refused and counted in feed_channel_refused_total{reason}:
+//   handshake       the TLS handshake failed (plain HTTP, no common protocol, a broken hello)
+//   no_certificate  TLS without a client certificate
+//   untrusted       a client certificate that does not chain to the mesh's root (or expired)
+//   no_spiffe_id    a trusted certificate without exactly one SPIFFE URI SAN
+//   not_reader      a mesh identity asking for a target it may not read (or that does not exist:
+//                   the answer is the same 403, so target names are not disclosed)
+// Refusals are 403 with a one-line reason and `connection: close`; the TLS layer itself accepts
+// any client certificate so that the refusal can say why and be counted (istiod refuses in the
+// handshake; a caller here learns nothing more than the reason). The certificate files are
+// re-read when they change (tls_files.ts).
+import { createServer, type Server } from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { callerIdentity } from "./caller_identity.js";
+import type { ChannelConfig } from "./config.js";
+import type { Logger } from "./controller.js";
+import { handleDelta, handleSnapshot, type DeltaSource, type SnapshotSource } from "./http.js";
+import type { Metrics } from "./metrics.js";
+import { mayRead } from "./readers.js";
+import { TlsFiles } from "./tls_files.js";
+
+export const REFUSED = "feed_channel_refused_total";
+
+/** A channel request: which endpoint and which target (undefined for any other path). */
+function channelPath(rawUrl: string | undefined): { url: URL; endpoint: "delta" | "snapshot"; target: string } | undefined {
+  const url = new URL(rawUrl ?? "/", "https://feed");
+  const m = /^\/(delta|snapshot)\/([^/]+)$/.exec(url.pathname);
+  if (!m) return undefined;
+  try {
+    return { url, endpoint: m[1] as "delta" | "snapshot", target: decodeURIComponent(m[2]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What the channel serves once a caller may read the target: /delta/<t> and /snapshot/<t>.
+ * Exported for in-process tests of the controller's answers, which have no TLS to speak; the
+ * channel decides who may read with the same parse (channelPath), so the target authorized is
+ * the target served.
+ */
+export function routeChannel(source: SnapshotSource & DeltaSource, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    res.writeHead(405, { allow: "GET, HEAD" }).end();
+    return;
+  }
+  const path = channelPath(req.url);
+  if (!path) {
+    res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+    return;
+  }
+  if (path.endpoint === "delta") handleDelta(source, path.target, path.url, req, res, maxWaitSeconds);
+  else handleSnapshot(source, path.target, req, res);
+}
+
+export class FeedChannelServer {
+  private server: Server | undefined;
+  private readonly files: TlsFiles;
+  private readonly readers: Map<string, readonly string[]>;
+
+  constructor(
+    private readonly source: SnapshotSource & DeltaSource,
+    private readonly config: ChannelConfig,
+    targets: { name: string; readers: readonly string[] }[],
+    private readonly metrics: Metrics,
+    log: Logger,
+    private readonly maxWaitSeconds: number,
+  ) {
+    this.readers = new Map(targets.map((t) => [t.name, t.readers]));
+    metrics.declare(REFUSED, "counter", "channel callers refused, by reason (handshake, no_certificate, untrusted, no_spiffe_id, not_reader)");
+    metrics.declare("feed_channel_tls_reloads_total", "counter", "certificate sets loaded after a change of certFile, keyFile or caFile");
+    metrics.declare("feed_channel_tls_reload_errors_total", "counter", "changed certificate sets that did not load (the previous stays)");
+    this.files = new TlsFiles(config, {
+      loaded: (options) => {
+        this.server?.setSecureContext(options);
+        metrics.add("feed_channel_tls_reloads_total", {});
+        log("info", "channel: certificate files changed, new connections get the new set");
+      },
+      refused: (reason) => {
+        metrics.add("feed_channel_tls_reload_errors_total", {});
+        log("warn", `channel: certFile/keyFile/caFile: ${reason}; the previous set stays in force`);
+      },
+    });
+  }
+
+  private refuse(res: ServerResponse, reason: string, detail: string): void {
+    this.metrics.add(REFUSED, { reason });
+    res.writeHead(403, { "content-type": "text/plain", connection: "close" }).end(`refused (${reason}): ${detail}\n`);
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const caller = callerIdentity(req);
+    if (!caller.ok) {
+      this.refuse(res, caller.reason, caller.detail);
+      return;
+    }
+    const path = channelPath(req.url);
+    if (!path) {
+      res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+      return;
+    }
+    const target = path.target;
+    const readers = this.readers.get(target);
+    if (!readers || !mayRead(readers, caller.spiffeId)) {
+      this.refuse(res, "not_reader", `${caller.spiffeId} may not read target ${JSON.stringify(target)}`);
+      return;
+    }
+    routeChannel(this.source, req, res, this.maxWaitSeconds);
+  }
+
+  async listen(): Promise<AddressInfo> {
+    const server = createServer(
+      // Ask every caller for a certificate; judge it in the request (counted, with a reason).
+      { ...this.files.load(), requestCert: true, rejectUnauthorized: false, minVersion: "TLSv1.2" },
+      (req, res) => {
+        try {
+          this.handle(req, res);
+        } catch (error) {
+          res.writeHead(500, { "content-type": "text/plain" }).end(`${(error as Error).message}\n`);
+        }
+      },
+    );
+    server.on("tlsClientError", (_error, socket) => {
+      this.metrics.add(REFUSED, { reason: "handshake" });
+      socket.destroy();
+    });
+    this.server = server;
+    await new Promise<void>((done, fail) => {
+      server.once("error", fail);
+      server.listen(this.config.port, this.config.address, () => done());
+    });
+    this.files.watch(this.config.reloadMs);
+    return server.address() as AddressInfo;
+  }
+
+  async close(): Promise<void> {
+    this.files.stop();
+    const s = this.server;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((done) => s.close(() => done()));
+  }
+}
