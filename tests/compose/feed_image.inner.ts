@@ -4,7 +4,8 @@
 // local stand-in that scripts/docker-images.sh makes), then run with the settings of the shipped
 // Deployment (feed/deploy/deployment.yaml: its args, user, read-only root filesystem, dropped
 // capabilities, no privilege escalation, its config mounted read-only) against a real
-// kube-apiserver, with the in-cluster credentials a kubelet would give it (a bound
+// kube-apiserver, with its certificate from the mesh CA as the Secret would hold it and the
+// in-cluster credentials a kubelet would give it (a bound
 // ServiceAccount token of the shipped RBAC). It must turn Ready, and a real Envoy whose
 // passthrough_mtls polls it must follow a pod created in the API server.
 import assert from "node:assert/strict";
@@ -34,10 +35,13 @@ interface Container {
   image: string;
   args?: string[];
   ports: { name: string; containerPort: number }[];
-  readinessProbe: { httpGet: { path: string; port: string | number } };
+  readinessProbe: { exec: { command: string[] } };
   securityContext: { allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; capabilities?: { drop?: string[] } };
   volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
 }
+
+/** Where the test keeps each of the pod's volumes (by volume name). */
+type Volumes = Record<string, string>;
 
 /** The shipped Deployment and ConfigMap, as an operator applies them. */
 function shipped() {
@@ -57,7 +61,7 @@ function shipped() {
  * in-cluster client reads them. Host networking: the API server and Envoy are on the
  * namespace's loopback, as a pod's sidecar and the node's API endpoint would be reachable.
  */
-function runFlags(pod: any, container: Container, configDir: string, serviceAccountDir: string, apiServerPort: string): string[] {
+function runFlags(pod: any, container: Container, volumes: Volumes, serviceAccountDir: string, apiServerPort: string): string[] {
   const flags = ["--detach", "--name", CONTAINER, "--network", "host"];
   const user = pod.securityContext?.runAsUser;
   assert.ok(typeof user === "number" && user > 0, "the Deployment runs as a numeric non-root user");
@@ -65,9 +69,11 @@ function runFlags(pod: any, container: Container, configDir: string, serviceAcco
   if (container.securityContext.readOnlyRootFilesystem) flags.push("--read-only");
   for (const cap of container.securityContext.capabilities?.drop ?? []) flags.push("--cap-drop", cap);
   if (container.securityContext.allowPrivilegeEscalation === false) flags.push("--security-opt", "no-new-privileges");
-  const config = container.volumeMounts.find((m) => m.name === "config");
-  assert.ok(config, "the container mounts its config volume");
-  flags.push("--volume", `${configDir}:${config.mountPath}:ro`);
+  for (const mount of container.volumeMounts) {
+    const dir = volumes[mount.name];
+    assert.ok(dir, `the test has no stand-in for volume ${mount.name}`);
+    flags.push("--volume", `${dir}:${mount.mountPath}${mount.readOnly ? ":ro" : ""}`);
+  }
   flags.push("--volume", `${serviceAccountDir}:/var/run/secrets/kubernetes.io/serviceaccount:ro`);
   flags.push("--env", "KUBERNETES_SERVICE_HOST=127.0.0.1", "--env", `KUBERNETES_SERVICE_PORT=${apiServerPort}`);
   return flags;
@@ -130,25 +136,33 @@ describe("the feed's image, run with the shipped Deployment's settings", { concu
     assert.equal(container.image.split(":").at(-1), VERSION, "the Deployment's image tag is the package version");
     // The shipped configuration with one more target: the sidecar Envoy below polls it over meshFeed.
     const feedYaml = parse(configMap.data["feed.yaml"]);
-    feedYaml.targets.push({ name: "sidecar", filter: "passthrough_mtls", network: "" });
+    feedYaml.targets.push({ name: "sidecar", filter: "passthrough_mtls", network: "", readers: [DEMO_IDENTITIES.sidecar.replace("spiffe://", "")] });
+    feedPort = feedYaml.channel.port;
     const configDir = scratchDir("feed-image-config-");
     for (const [file, text] of Object.entries(configMap.data)) writeFileSync(join(configDir, file), file === "feed.yaml" ? stringify(feedYaml) : text, { mode: 0o644 });
+    // The Secret mesh-feed-tls: the feed's workload certificate from the mesh CA (cert-manager's layout).
+    const tlsDir = scratchDir("feed-image-tls-");
+    for (const [to, from] of [["tls.crt", "feed.crt"], ["tls.key", "feed.key"], ["ca.crt", "ca.crt"]]) writeFileSync(join(tlsDir, to), readFileSync(join(CERT_DIR, from)), { mode: 0o644 });
     // What the kubelet mounts for the pod's ServiceAccount (the shipped RBAC is applied to it).
     const kubeconfig = parse(readFileSync(await feedKubeconfig(cluster), "utf8"));
     const serviceAccountDir = scratchDir("feed-image-sa-");
     writeFileSync(join(serviceAccountDir, "token"), kubeconfig.users[0].user.token, { mode: 0o644 });
     writeFileSync(join(serviceAccountDir, "ca.crt"), Buffer.from(kubeconfig.clusters[0].cluster["certificate-authority-data"], "base64"), { mode: 0o644 });
     writeFileSync(join(serviceAccountDir, "namespace"), "mesh-feed", { mode: 0o644 });
-    // As a kubelet mounts ConfigMap and token volumes: directories and files readable by the pod's user.
-    for (const dir of [configDir, serviceAccountDir]) chmodSync(dir, 0o755);
+    // As a kubelet mounts ConfigMap, Secret and token volumes: readable by the pod's user.
+    for (const dir of [configDir, tlsDir, serviceAccountDir]) chmodSync(dir, 0o755);
     const apiServerPort = new URL(kubeconfig.clusters[0].cluster.server).port;
-    const args = container.args ?? [];
-    docker(["run", ...runFlags(pod, container, configDir, serviceAccountDir, apiServerPort), IMAGE, ...args]);
-    feedPort = container.ports.find((p) => p.name === container.readinessProbe.httpGet.port)?.containerPort ?? Number(container.readinessProbe.httpGet.port);
-    const { value: state } = await eventually("the container answers its readiness probe or stops", 60_000, async () => {
+    docker(["run", ...runFlags(pod, container, { config: configDir, tls: tlsDir }, serviceAccountDir, apiServerPort), IMAGE, ...(container.args ?? [])]);
+    // The Deployment's readiness probe, run as the kubelet runs an exec probe: inside the container.
+    const probe = container.readinessProbe.exec.command;
+    const { value: state } = await eventually("the container passes its readiness probe or stops", 60_000, async () => {
       if (docker(["inspect", "--format", "{{.State.Running}}", CONTAINER]).trim() !== "true") return "stopped";
-      const res = await fetch(`http://127.0.0.1:${feedPort}${container.readinessProbe.httpGet.path}`).catch(() => undefined);
-      return res?.status === 200 ? "ready" : undefined;
+      try {
+        docker(["exec", CONTAINER, ...probe]);
+        return "ready";
+      } catch {
+        return undefined;
+      }
     });
     assert.equal(state, "ready", `the container stopped; its log:\n${containerLog()}`);
     // The shipped WasmPlugin target is applied with the shipped RBAC (readiness says published,

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { before, describe, it } from "node:test";
 import { requireKubeBinaries } from "../support/kube.js";
-import { hostNetwork, prepare, processesIn, runInner } from "./netns_run.js";
+import { hostNetwork, prepare, processesLeftIn, runInner } from "./netns_run.js";
 
 describe("the feed's image as a container (npm run test:compose)", { concurrency: false }, () => {
   let before_ = "";
@@ -24,7 +24,7 @@ describe("the feed's image as a container (npm run test:compose)", { concurrency
     assert.match(report, /ℹ pass 3\b/, "the inner run did not pass all 3 of its tests");
     assert.match(report, /ℹ skipped 0\b/);
     assert.ok(netns, "the run never entered a private network namespace");
-    assert.deepEqual(processesIn(netns), [], `processes left in ${netns}`);
+    assert.deepEqual(await processesLeftIn(netns), [], `processes left in ${netns}`);
   });
 
   it("the machine's network is as it was before", () => {

@@ -2,7 +2,7 @@
 // network, running an inner test file inside a private network + mount namespace
 // (scripts/docker-netns.sh) and what must be true of the machine afterwards.
 import { execFileSync, spawn } from "node:child_process";
-import { readdirSync, readlinkSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { REPO_ROOT } from "../support/paths.js";
 
 export function prepare(...args: string[]): void {
@@ -31,13 +31,14 @@ export function hostNetwork(): string {
   ].join("\n---\n");
 }
 
-/** Processes whose network namespace is `netns` (a "net:[inode]" link). */
-export function processesIn(netns: string): number[] {
-  const found: number[] = [];
+/** Processes whose network namespace is `netns` (a "net:[inode]" link), as "pid command line". */
+export function processesIn(netns: string): string[] {
+  const found: string[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readlinkSync(`/proc/${entry}/ns/net`) === netns) found.push(Number(entry));
+      if (readlinkSync(`/proc/${entry}/ns/net`) !== netns) continue;
+      found.push(`${entry} ${readFileSync(`/proc/${entry}/cmdline`, "utf8").replaceAll("\0", " ").trim()}`);
     } catch {
       // exited meanwhile
     }
@@ -77,4 +78,18 @@ export function runInner(file: string): Promise<{ code: number | null; report: s
       done({ code, report, netns });
     });
   });
+}
+
+/**
+ * The processes still in `netns` once those that are on their way out have had `ms` to go: the
+ * kube harness's guards (tests/kube/harness/process.ts) end their children on stdin's end and
+ * then exit on their own, a moment after the test runner that owned them.
+ */
+export async function processesLeftIn(netns: string, ms = 15_000): Promise<string[]> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const left = processesIn(netns);
+    if (left.length === 0 || Date.now() > deadline) return left;
+    await new Promise((done) => setTimeout(done, 200));
+  }
 }
