@@ -1,0 +1,33 @@
+{{/* The image reference: by digest when one is given, else by tag (the chart's appVersion by default). */}}
+{{- define "mesh-feed.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{- define "mesh-feed.labels" -}}
+app.kubernetes.io/name: mesh-feed
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end -}}
+
+{{- define "mesh-feed.selector" -}}
+app.kubernetes.io/name: mesh-feed
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The namespaces holding WasmPlugins the feed writes, each once. */}}
+{{- define "mesh-feed.wasmPluginNamespaces" -}}
+{{- $seen := dict -}}
+{{- range .Values.config.targets -}}
+{{- if .wasmPlugin -}}{{- $_ := set $seen .wasmPlugin.namespace "" -}}{{- end -}}
+{{- end -}}
+{{- keys $seen | sortAlpha | join " " -}}
+{{- end -}}
+
+{{/* The operator port binds the pod's loopback unless Prometheus scrapes it. */}}
+{{- define "mesh-feed.operatorAddress" -}}
+{{- if .Values.metrics.scrape -}}0.0.0.0{{- else -}}127.0.0.1{{- end -}}
+{{- end -}}
