@@ -1,0 +1,28 @@
+// Pushes the images of build/images/ with crane (the one built by scripts/images-setup.sh) and
+// checks that the registry stored each under the digest the build recorded: the digest a rendered
+// manifest pins is then the one the registry serves.
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { readImageIndex, REPO_ROOT, tool, type ImageIndex } from "./images.js";
+import { checkRegistry } from "./render.js";
+
+export interface Pushed {
+  filter: string;
+  /** `<registry>/<repository>:<tag>` as pushed. */
+  tagged: string;
+  /** `<registry>/<repository>@sha256:…` as crane printed it. */
+  pinned: string;
+}
+
+export function pushImages(registry: string, index: ImageIndex = readImageIndex(), env: NodeJS.ProcessEnv = process.env): Pushed[] {
+  checkRegistry(registry);
+  const pushed: Pushed[] = [];
+  for (const [filter, image] of Object.entries(index.images)) {
+    const tagged = `${registry}/${image.repository}:${image.tag}`;
+    const pinned = execFileSync(tool("crane"), ["push", join(REPO_ROOT, image.layout), tagged], { encoding: "utf8", env }).trim();
+    const expected = `${registry}/${image.repository}@${image.digest}`;
+    if (pinned !== expected) throw new Error(`push ${tagged}: the registry stored ${pinned}, the build recorded ${expected}`);
+    pushed.push({ filter, tagged, pinned });
+  }
+  return pushed;
+}
