@@ -1,7 +1,7 @@
 // Pushes the images of build/images/ with crane (the one built by scripts/images-setup.sh) and
 // checks that the registry stored each under the digest the build recorded: the digest a rendered
 // manifest pins is then the one the registry serves.
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { readImageIndex, REPO_ROOT, tool, type ImageIndex } from "./images.js";
 import { checkRegistry } from "./render.js";
@@ -19,7 +19,9 @@ export function pushImages(registry: string, index: ImageIndex = readImageIndex(
   const pushed: Pushed[] = [];
   for (const [filter, image] of Object.entries(index.images)) {
     const tagged = `${registry}/${image.repository}:${image.tag}`;
-    const pinned = execFileSync(tool("crane"), ["push", join(REPO_ROOT, image.layout), tagged], { encoding: "utf8", env }).trim();
+    const result = spawnSync(tool("crane"), ["push", join(REPO_ROOT, image.layout), tagged], { encoding: "utf8", env, timeout: 300_000 });
+    if (result.status !== 0) throw new Error(`crane push ${tagged} failed: ${result.stderr.trim() || result.error?.message}`);
+    const pinned = result.stdout.trim();
     const expected = `${registry}/${image.repository}@${image.digest}`;
     if (pinned !== expected) throw new Error(`push ${tagged}: the registry stored ${pinned}, the build recorded ${expected}`);
     pushed.push({ filter, tagged, pinned });

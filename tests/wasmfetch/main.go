@@ -7,8 +7,10 @@
 //
 // Usage: wasm-fetch -cache DIR < resources.json > converted.json
 // Input: a JSON array of envoy.config.core.v3.TypedExtensionConfig, as istiod serves them.
-// Output: {"resources": [... converted ...], "error": "..."}; exit status 1 when the conversion
-// reported an error (the converted resources are printed all the same: that is what Envoy gets).
+// Output: {"resources": [... converted ...], "error": "..."}. A module the agent cannot fetch or
+// refuses (wrong sha256) is not an error of the conversion: like pilot-agent, it logs the reason
+// (stderr) and hands Envoy its RBAC stand-in. Exit status 1 only when the conversion itself failed
+// (the converted resources are printed all the same: that is what Envoy would get); 2 bad input.
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"istio.io/istio/pkg/log"
 	"istio.io/istio/pkg/util/protomarshal"
 	"istio.io/istio/pkg/wasm"
 )
@@ -33,6 +36,12 @@ type output struct {
 func main() {
 	cacheDir := flag.String("cache", "", "directory of istio-agent's module cache")
 	flag.Parse()
+	// The agent's log (what it fetched, why it refused) goes to stderr; stdout carries only the JSON.
+	logOptions := log.DefaultOptions()
+	logOptions.OutputPaths = []string{"stderr"}
+	if err := log.Configure(logOptions); err != nil {
+		fail(err.Error())
+	}
 	if *cacheDir == "" {
 		fail("-cache is required")
 	}
