@@ -47,7 +47,7 @@ export interface BuiltImage {
 export interface ImageRecord extends BuiltImage {
   repository: string;
   tag: string;
-  /** The OCI layout directory, relative to the repository root. */
+  /** The OCI layout directory, relative to index.json's directory (so the index is reproducible too). */
   layout: string;
 }
 
@@ -89,7 +89,7 @@ export function packageImages(options: { dir?: string; wasmDir?: string; version
     const layout = join(dir, filter);
     const built = buildImage(wasm, filter, version, layout);
     writeFileSync(join(dir, `${filter}.digest`), `${built.digest}\n`);
-    index.images[filter] = { ...built, repository: repositoryOf(filter), tag: version, layout: relative(REPO_ROOT, layout) };
+    index.images[filter] = { ...built, repository: repositoryOf(filter), tag: version, layout: relative(dir, layout) };
   }
   writeFileSync(join(dir, "index.json"), `${JSON.stringify(index, null, 2)}\n`);
   return index;

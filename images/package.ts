@@ -2,7 +2,7 @@
 // build/<filter>.wasm into build/images/ (layout, .digest, index.json), and with a registry renders
 // the manifests an operator applies into build/manifests/, pinned by those digests. The registry
 // may also come from the environment (MESH_FILTERS_REGISTRY). Exit status: 0 done, 1 failed, 2 usage.
-import { relative } from "node:path";
+import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { IMAGES_DIR, packageImages, REPO_ROOT } from "./images.js";
 import { checkRegistry, MANIFESTS_DIR, renderManifests } from "./render.js";
@@ -20,7 +20,7 @@ function main(): number {
   }
   const index = packageImages();
   for (const [filter, image] of Object.entries(index.images)) {
-    console.log(`package: ${filter} ${image.tag} ${image.digest} (${image.layout}, module ${image.moduleBytes} bytes)`);
+    console.log(`package: ${filter} ${image.tag} ${image.digest} (${relative(REPO_ROOT, join(IMAGES_DIR, image.layout))}, module ${image.moduleBytes} bytes)`);
   }
   console.log(`package: digests in ${relative(REPO_ROOT, IMAGES_DIR)}/<filter>.digest and index.json`);
   if (registry === undefined) {

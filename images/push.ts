@@ -3,7 +3,7 @@
 // manifest pins is then the one the registry serves.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { readImageIndex, REPO_ROOT, tool, type ImageIndex } from "./images.js";
+import { IMAGES_DIR, readImageIndex, tool, type ImageIndex } from "./images.js";
 import { checkRegistry } from "./render.js";
 
 export interface Pushed {
@@ -14,12 +14,14 @@ export interface Pushed {
   pinned: string;
 }
 
-export function pushImages(registry: string, index: ImageIndex = readImageIndex(), env: NodeJS.ProcessEnv = process.env): Pushed[] {
+/** Pushes the images of the index in `dir` (default build/images). */
+export function pushImages(registry: string, dir = IMAGES_DIR, env: NodeJS.ProcessEnv = process.env): Pushed[] {
+  const index: ImageIndex = readImageIndex(dir);
   checkRegistry(registry);
   const pushed: Pushed[] = [];
   for (const [filter, image] of Object.entries(index.images)) {
     const tagged = `${registry}/${image.repository}:${image.tag}`;
-    const result = spawnSync(tool("crane"), ["push", join(REPO_ROOT, image.layout), tagged], { encoding: "utf8", env, timeout: 300_000 });
+    const result = spawnSync(tool("crane"), ["push", join(dir, image.layout), tagged], { encoding: "utf8", env, timeout: 300_000 });
     if (result.status !== 0) throw new Error(`crane push ${tagged} failed: ${result.stderr.trim() || result.error?.message}`);
     const pinned = result.stdout.trim();
     const expected = `${registry}/${image.repository}@${image.digest}`;

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parseAllDocuments } from "yaml";
-import { digestHex, readImageIndex, REPO_ROOT, type ImageIndex } from "../../images/images.js";
+import { digestHex, IMAGES_DIR, readImageIndex, REPO_ROOT, type ImageIndex } from "../../images/images.js";
 import { pushImages, type Pushed } from "../../images/push.js";
 import { renderManifests } from "../../images/render.js";
 import { EnvoyProcess } from "../support/envoy.js";
@@ -78,7 +78,7 @@ describe("plugin images: registry, istio-agent's fetcher, the real Envoy", () =>
   before(async () => {
     index = readImageIndex();
     registry = await startRegistry();
-    pushed = pushImages(registry.host, index);
+    pushed = pushImages(registry.host);
     manifests = scratchDir("manifests-");
     renderManifests(registry.host, index, manifests);
   });
@@ -134,11 +134,11 @@ describe("plugin images: registry, istio-agent's fetcher, the real Envoy", () =>
     const shipped = index.images.passthrough_mtls;
     const other = index.images.probe;
     const repository = `${registry.host}/retag-${shipped.repository}`;
-    crane("push", join(REPO_ROOT, shipped.layout), `${repository}:${shipped.tag}`);
+    crane("push", join(IMAGES_DIR, shipped.layout), `${repository}:${shipped.tag}`);
     const pinned = digestHex(shipped.digest);
     fetchedConfig(agentConvert([istiodResource(probePlugin(`oci://${repository}:${shipped.tag}`, pinned, {}))]));
     // Someone re-pushes the tag with other content.
-    crane("push", join(REPO_ROOT, other.layout), `${repository}:${shipped.tag}`);
+    crane("push", join(IMAGES_DIR, other.layout), `${repository}:${shipped.tag}`);
     assertDenyAll(agentConvert([istiodResource(probePlugin(`oci://${repository}:${shipped.tag}`, pinned, {}))]), /which does not match/);
     const config = fetchedConfig(agentConvert([istiodResource(probePlugin(`oci://${repository}@${shipped.digest}`, pinned, {}))]));
     assert.deepEqual(readFileSync(config.vmConfig.code.local.filename), readFileSync(join(REPO_ROOT, "build/passthrough_mtls.wasm")));
