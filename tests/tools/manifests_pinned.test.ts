@@ -13,6 +13,7 @@ import { parseFeedConfig } from "../../feed/src/config.js";
 import { digestHex, readImageIndex, type ImageIndex } from "../../images/images.js";
 import { checkRegistry, renderManifests, TEMPLATE_MARKER, TEMPLATE_TREES } from "../../images/render.js";
 import { REPO_ROOT, scratchDir } from "../support/paths.js";
+import { validateSchema } from "./istio_support.js";
 
 const REGISTRY = "registry.test.internal:5000/mesh";
 /** Registry names that only ever stood for "put yours here". */
@@ -71,6 +72,8 @@ describe("manifests a user applies pin the plugin images by digest", () => {
       assert.equal(d.spec.url, `oci://${REGISTRY}/${image.repository}@${image.digest}`);
       assert.equal(d.spec.sha256, digestHex(image.digest));
       assert.equal(d.spec.imagePullPolicy, "IfNotPresent", "a digest never changes: pull once");
+      // Istio's CRD schema (sha256: 64 lower-case hex digits).
+      validateSchema(d);
     }
   });
 
