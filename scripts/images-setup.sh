@@ -29,6 +29,10 @@ sources_hash() { # sources_hash <file or dir>...: digest of the Go sources among
     sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12
 }
 
+prune() { # prune <name>: keep the three newest builds of a tool (other checkouts may use theirs)
+  ls -t "$bin/$1"-* 2>/dev/null | tail -n +4 | xargs -r rm -f
+}
+
 timed() { # timed <label> <command...>
   local start=$SECONDS
   "${@:2}"
@@ -50,10 +54,16 @@ link() { ln -sfn "$1" "build/tools/$2"; }
 if [[ "$what" != fetcher ]]; then
   # crane depends on the pinned module versions only; wasm-image on its own source too.
   crane="$bin/crane-$(sources_hash images/go.mod images/go.sum)"
-  [[ -x "$crane" ]] || timed "go build crane" build images "$crane" github.com/google/go-containerregistry/cmd/crane
+  if [[ ! -x "$crane" ]]; then
+    timed "go build crane" build images "$crane" github.com/google/go-containerregistry/cmd/crane
+    prune crane
+  fi
   link "$crane" crane
   wasm_image="$bin/wasm-image-$(sources_hash images)"
-  [[ -x "$wasm_image" ]] || timed "go build wasm-image" build images "$wasm_image" ./wasm-image
+  if [[ ! -x "$wasm_image" ]]; then
+    timed "go build wasm-image" build images "$wasm_image" ./wasm-image
+    prune wasm-image
+  fi
   link "$wasm_image" wasm-image
 fi
 
@@ -64,8 +74,7 @@ if [[ "$what" != tools ]]; then
   target="$bin/wasm-fetch-$(sources_hash tests/wasmfetch)"
   if [[ ! -x "$target" ]]; then
     timed "go build wasm-fetch (istio.io/istio pkg/wasm)" build tests/wasmfetch "$target" .
-    # Keep the three newest builds (other checkouts may still use theirs).
-    ls -t "$bin"/wasm-fetch-* 2>/dev/null | tail -n +4 | xargs -r rm -f
+    prune wasm-fetch
   fi
   link "$target" wasm-fetch
 fi
