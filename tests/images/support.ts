@@ -99,8 +99,8 @@ export function ecdsName(wp: WasmPluginDoc): string {
  * The ECDS resource istiod serves for a NETWORK WasmPlugin, field for field as istiod's
  * pilot/pkg/model/extensions.go builds it (buildWasmConfig, buildDataSource, buildVMConfig): the
  * url and sha256 unchanged in a remote data source (a 30 s timeout, cluster "_"), the pull policy
- * and resource version in ISTIO_META_* variables the agent strips. tests/istio/generation.test.ts
- * checks istiod's real output for the same manifests carries the url unchanged.
+ * and resource version in ISTIO_META_* variables the agent strips. That it is what istiod serves
+ * is checked against istiod's own generation for both eras (tests/istio/istiod_wasmplugin_ecds.test.ts).
  */
 export function istiodResource(wp: WasmPluginDoc, resourceVersion = "1"): object {
   const keyValues: Record<string, string> = { ISTIO_META_WASM_PLUGIN_RESOURCE_VERSION: resourceVersion };
@@ -111,12 +111,12 @@ export function istiodResource(wp: WasmPluginDoc, resourceVersion = "1"): object
     typedConfig: {
       "@type": WASM_NETWORK_TYPE,
       config: {
-        name: `${wp.metadata.namespace}.${wp.metadata.name}`,
+        name: `${wp.metadata.namespace}.${wp.metadata.name}~istio-translated-wasmplugin`,
         rootId: wp.spec.pluginName,
         configuration: { "@type": "type.googleapis.com/google.protobuf.StringValue", value: JSON.stringify(wp.spec.pluginConfig ?? {}) },
         vmConfig: {
           runtime: "envoy.wasm.runtime.v8",
-          code: { remote: { httpUri: { uri: wp.spec.url, timeout: "30s", cluster: "_" }, sha256: wp.spec.sha256 ?? "" } },
+          code: { remote: { httpUri: { uri: wp.spec.url, cluster: "_", timeout: "30s" }, ...(wp.spec.sha256 ? { sha256: wp.spec.sha256 } : {}) } },
           environmentVariables: { keyValues },
         },
         ...(failurePolicy ? { failurePolicy } : {}),
