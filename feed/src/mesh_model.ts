@@ -1,6 +1,7 @@
 // The computed mesh's shapes, shared by the computation (compute.ts, compute_service.ts) and
 // its readers (view.ts, delta/): the workloads by uid and the services by hostname, with what
 // each view needs to pick owners and gateways. Types only, so every side can import it.
+import type { CappedObject } from "./compute_caps.js";
 import type { Service, Workload } from "./schema.js";
 import type { NetworkGateway } from "./waypoints.js";
 
@@ -8,7 +9,9 @@ import type { NetworkGateway } from "./waypoints.js";
 export interface WorkloadInfo {
   workload: Workload;
   clusterId: string;
-  /** Milliseconds since the epoch (0 when unknown): a reused IP goes to the newer pod. */
+  /** Where it comes from: a Pod keeps an address over an endpoint without a Pod or a gateway. */
+  source: "pod" | "endpoint" | "gateway";
+  /** Milliseconds since the epoch (0 when unknown): of two live pods claiming one address, the older keeps it. */
   created: number;
   deleting: boolean;
   /** An east-west gateway's own pod, or a gateway workload: reachable from every network. */
@@ -27,6 +30,8 @@ export interface ComputedMesh {
   gaps: Map<string, number>;
   /** uid → hostname → its endpoint entry's port overrides: the services a workload is in. */
   memberships: Map<string, Map<string, Membership>>;
+  /** Objects left out for passing a cap (compute_caps.ts), by workload uid, service hostname or gateway uid. */
+  capped: Map<string, CappedObject>;
 }
 
 /** What an update changed (added, changed or removed): the keys a view must look at again. */
