@@ -25,11 +25,11 @@ import {
   tlsModeOf,
 } from "./istio_rules.js";
 import type { NetworkResolver } from "./mesh_networks.js";
-import type { ComputedMesh, MeshChanges, WorkloadInfo } from "./mesh_model.js";
+import type { CappedObject, ComputedMesh, MeshChanges, WorkloadInfo } from "./mesh_model.js";
 import type { Service, Workload } from "./schema.js";
 import { ClusterWaypoints, gatewayRef, networkGatewaysOf, type NetworkGateway } from "./waypoints.js";
 import { addSlice, finishService, newBuild, portSpecs, type ServiceBuild, type ServiceContext } from "./compute_service.js";
-import { DEFAULT_CAPS, serviceTextOver, workloadTextOver, type CappedObject, type FeedCaps } from "./compute_caps.js";
+import { DEFAULT_CAPS, serviceTextOver, workloadTextOver, type FeedCaps } from "./compute_caps.js";
 import { addTo, namespaceSignature, nodeSignature, removeFrom, sliceIndexOf, type ClusterState, type SliceIndex } from "./compute_index.js";
 
 export interface MeshOptions {

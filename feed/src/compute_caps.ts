@@ -9,6 +9,8 @@
 // pod is in a handful of Services; Kubernetes names are at most 253 bytes, so no text built
 // from them — SPIFFE ids, hostnames, uids — reaches 1 KiB), and low enough that the filters'
 // decode of one object stays in the milliseconds.
+import type { CappedObject, ComputedMesh, MeshChanges } from "./mesh_model.js";
+import type { Metrics } from "./metrics.js";
 import type { GatewayRef, Service, WaypointRef, Workload } from "./schema.js";
 
 export interface FeedCaps {
@@ -22,19 +24,11 @@ export interface FeedCaps {
 
 export const DEFAULT_CAPS: FeedCaps = { maxPortsPerService: 1024, maxMembershipsPerWorkload: 1024, maxTextBytes: 1024 };
 
+/** A DNS name's limit, which the filters hold hostnames to whatever the text cap says. */
+export const MAX_HOSTNAME_BYTES = 253;
+
 /** The wire format counts ports and memberships in 16 bits: no cap may pass it. */
 export const MAX_COUNT_CAP = 65_535;
-
-export type CapKind = "workload" | "service" | "gateway";
-export type CapReason = "ports" | "memberships" | "text";
-
-/** An object left out of the model, and why (one log line, one metric label pair). */
-export interface CappedObject {
-  kind: CapKind;
-  reason: CapReason;
-  /** What was over the cap, e.g. `20000 TCP ports (cap 1024)`. */
-  detail: string;
-}
 
 function bytes(text: string): number {
   return Buffer.byteLength(text, "utf8");
@@ -45,9 +39,10 @@ function refTexts(ref: WaypointRef | GatewayRef | undefined): Array<[string, str
 }
 
 /** The first text over the cap, as `field: N bytes (cap M)`, or undefined. */
-function firstOver(fields: Array<[string, string | undefined]>, max: number): string | undefined {
+function firstOver(fields: Array<[string, string | undefined]>, textMax: number): string | undefined {
   for (const [field, text] of fields) {
     if (text === undefined) continue;
+    const max = field.endsWith("hostname") ? Math.min(textMax, MAX_HOSTNAME_BYTES) : textMax;
     // Cheap bound first: a UTF-8 text has at most 3 bytes per UTF-16 unit.
     if (text.length * 3 <= max) continue;
     const n = bytes(text);
@@ -83,9 +78,52 @@ export function serviceTextOver(s: Service, max: number): string | undefined {
   );
 }
 
-/** One log line for an object that is now left out, or back in. */
+/** One log line for an object that is now left out, or back in (a key past 200 characters is cut: it may be the long text). */
 export function capLine(key: string, capped: CappedObject | undefined): string {
+  const name = key.length > 200 ? `${key.slice(0, 200)}... (${key.length} characters)` : key;
   return capped
-    ? `${capped.kind} ${key} left out of the model: ${capped.detail}; the rest of the mesh is published without it`
-    : `${key} is within the caps again and back in the model`;
+    ? `${capped.kind} ${name} left out of the model: ${capped.detail}; the rest of the mesh is published without it`
+    : `${name} is within the caps again and back in the model`;
+}
+
+export const CAPPED_METRIC = "feed_capped_objects";
+
+/**
+ * Says once per change of state that an object is left out or back in, and keeps the metric
+ * `feed_capped_objects{kind,reason}` (objects left out now).
+ */
+export class CapReporter {
+  private readonly reported = new Map<string, string>();
+
+  constructor(private readonly metrics: Metrics, private readonly log: (level: "info" | "warn", message: string) => void) {
+    metrics.declare(CAPPED_METRIC, "gauge", "objects left out of the model for passing a cap (ports per service, memberships per workload, text bytes), by kind and reason");
+  }
+
+  report(mesh: ComputedMesh, changes: MeshChanges): void {
+    // Capped keys are workload uids, service hostnames, or (on a full compute) gateway uids.
+    const keys = changes.full ? new Set([...this.reported.keys(), ...mesh.capped.keys()]) : [...changes.workloads, ...changes.services];
+    let moved = changes.full;
+    for (const key of keys) {
+      const now = mesh.capped.get(key);
+      const was = this.reported.get(key);
+      const line = now ? capLine(key, now) : undefined;
+      if (line === was) continue;
+      moved = true;
+      if (line) {
+        this.reported.set(key, line);
+        this.log("warn", line);
+      } else {
+        this.reported.delete(key);
+        this.log("info", capLine(key, undefined));
+      }
+    }
+    if (!moved) return;
+    this.metrics.clear(CAPPED_METRIC);
+    const counts = new Map<string, number>();
+    for (const c of mesh.capped.values()) counts.set(`${c.kind}\n${c.reason}`, (counts.get(`${c.kind}\n${c.reason}`) ?? 0) + 1);
+    for (const [k, n] of counts) {
+      const [kind, reason] = k.split("\n");
+      this.metrics.set(CAPPED_METRIC, { kind, reason }, n);
+    }
+  }
 }

@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse } from "yaml";
+import { DEFAULT_CAPS, MAX_COUNT_CAP, type FeedCaps } from "./compute_caps.js";
 import { NetworkResolver } from "./mesh_networks.js";
 import { FILTERS, type FilterName } from "./render.js";
 
@@ -47,6 +48,8 @@ export interface FeedConfig {
   clusters: ClusterConfig[];
   targets: TargetConfig[];
   delta: DeltaConfig;
+  /** What one object may forward to the filters (compute_caps.ts). */
+  caps: FeedCaps;
 }
 
 /** The delta channel (feed/README.md "Deltas"). */
@@ -124,7 +127,7 @@ const DNS = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 export function parseFeedConfig(text: string, path = "feed config"): FeedConfig {
   const r = new Reader(path);
   const root = obj(r, parse(text), "(root)");
-  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "http", "wasmDir", "clusters", "targets"]);
+  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "http", "wasmDir", "clusters", "targets", "caps"]);
   const base = dirname(path);
   const rel = (p: string) => (isAbsolute(p) || p === "in-cluster" ? p : resolve(base, p));
   const trustDomain = str(r, root, "trustDomain", "", "cluster.local");
@@ -156,6 +159,14 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     maxServices: int(r, dl, "maxServices", "delta.", 0, 2 ** 32 - 1, DEFAULT_DELTA.maxServices),
   };
   if (delta.maxMs < delta.quietMs) r.fail("delta.maxMs", "must be at least quietMs");
+  const cp = root.caps === undefined ? {} : obj(r, root.caps, "caps");
+  known(r, cp, "caps.", ["maxPortsPerService", "maxMembershipsPerWorkload", "maxTextBytes"]);
+  const caps: FeedCaps = {
+    maxPortsPerService: int(r, cp, "maxPortsPerService", "caps.", 1, MAX_COUNT_CAP, DEFAULT_CAPS.maxPortsPerService),
+    maxMembershipsPerWorkload: int(r, cp, "maxMembershipsPerWorkload", "caps.", 1, MAX_COUNT_CAP, DEFAULT_CAPS.maxMembershipsPerWorkload),
+    // A SPIFFE id of Kubernetes names needs ~600 bytes; the filters take at most 2,048.
+    maxTextBytes: int(r, cp, "maxTextBytes", "caps.", 256, 2048, DEFAULT_CAPS.maxTextBytes),
+  };
   let http: FeedConfig["http"];
   if (root.http !== undefined) {
     const h = obj(r, root.http, "http");
@@ -219,7 +230,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     }
     return { name, filter, network: str(r, o, "network", at, ""), config, ...(ecds && { ecds }), ...(wasmPlugin && { wasmPlugin }) };
   });
-  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, ...(http && { http }), wasmDir, clusters, targets };
+  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, caps, ...(http && { http }), wasmDir, clusters, targets };
 }
 
 export function loadFeedConfig(path: string): FeedConfig {

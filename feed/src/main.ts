@@ -25,7 +25,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   const needsApply = config.targets.some((t) => t.wasmPlugin);
   const controller = new FeedController(
     config,
-    { trustDomain: config.trustDomain, domainSuffix: config.domainSuffix, systemNamespace: config.systemNamespace, networks },
+    { trustDomain: config.trustDomain, domainSuffix: config.domainSuffix, systemNamespace: config.systemNamespace, networks, caps: config.caps },
     clusters,
     needsApply ? new WasmPluginDelivery(kubeConfigs) : undefined,
   );

@@ -1,7 +1,6 @@
 // The computed mesh's shapes, shared by the computation (compute.ts, compute_service.ts) and
 // its readers (view.ts, delta/): the workloads by uid and the services by hostname, with what
 // each view needs to pick owners and gateways. Types only, so every side can import it.
-import type { CappedObject } from "./compute_caps.js";
 import type { Service, Workload } from "./schema.js";
 import type { NetworkGateway } from "./waypoints.js";
 
@@ -20,6 +19,17 @@ export interface WorkloadInfo {
 
 /** A workload's entry in a service's endpoints: the per-port target overrides (or none). */
 export type Membership = Record<string, number> | undefined;
+
+export type CapKind = "workload" | "service" | "gateway";
+export type CapReason = "ports" | "memberships" | "text";
+
+/** An object left out of the model (compute_caps.ts), and why (one log line, one metric label pair). */
+export interface CappedObject {
+  kind: CapKind;
+  reason: CapReason;
+  /** What was over the cap, e.g. `20000 TCP ports (cap 1024)`. */
+  detail: string;
+}
 
 export interface ComputedMesh {
   workloads: Map<string, WorkloadInfo>;
