@@ -27,7 +27,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     config,
     { trustDomain: config.trustDomain, domainSuffix: config.domainSuffix, systemNamespace: config.systemNamespace, networks, caps: config.caps },
     clusters,
-    needsApply ? new WasmPluginDelivery(kubeConfigs) : undefined,
+    needsApply ? new WasmPluginDelivery(kubeConfigs, undefined, (message) => defaultLogger("warn", message)) : undefined,
   );
   let http: FeedHttpServer | undefined;
   let port: number | undefined;
