@@ -25,10 +25,11 @@ import {
   tlsModeOf,
 } from "./istio_rules.js";
 import type { NetworkResolver } from "./mesh_networks.js";
-import type { ComputedMesh, MeshChanges, WorkloadInfo } from "./mesh_model.js";
+import type { CappedObject, ComputedMesh, MeshChanges, WorkloadInfo } from "./mesh_model.js";
 import type { Service, Workload } from "./schema.js";
 import { ClusterWaypoints, gatewayRef, networkGatewaysOf, type NetworkGateway } from "./waypoints.js";
 import { addSlice, finishService, newBuild, portSpecs, type ServiceBuild, type ServiceContext } from "./compute_service.js";
+import { DEFAULT_CAPS, serviceTextOver, workloadTextOver, type FeedCaps } from "./compute_caps.js";
 import { addTo, namespaceSignature, nodeSignature, removeFrom, sliceIndexOf, type ClusterState, type SliceIndex } from "./compute_index.js";
 
 export interface MeshOptions {
@@ -37,6 +38,8 @@ export interface MeshOptions {
   /** The namespace whose topology.istio.io/network label names a cluster's network (istio-system). */
   systemNamespace: string;
   networks: NetworkResolver;
+  /** What one object may forward (compute_caps.ts); DEFAULT_CAPS when absent. */
+  caps?: FeedCaps;
 }
 
 const EMPTY_GAPS: ReadonlyMap<string, number> = new Map();
@@ -58,14 +61,22 @@ function time(t: Date | string | undefined): number {
  * so an update gives what a compute from scratch would (tests/feed/incremental.test.ts).
  */
 export class MeshComputer {
-  private mesh: ComputedMesh = { workloads: new Map(), services: new Map(), gateways: new Map(), gaps: new Map(), memberships: new Map() };
+  private mesh: ComputedMesh = emptyMesh();
   private clusterStates: ClusterState[] = [];
   private readonly objectGaps = new Map<string, Map<string, number>>();
   private gapSink: Map<string, number> | undefined;
   /** hostname → the uids of the workloads its selector-less slice endpoints made. */
   private readonly sliceWorkloads = new Map<string, string[]>();
+  /**
+   * Workloads held out of the model for passing the memberships cap: still computed, so that
+   * the services keep counting them and they come back once under the cap.
+   */
+  private readonly membershipHeld = new Map<string, WorkloadInfo>();
+  private readonly caps: FeedCaps;
 
-  constructor(private readonly options: MeshOptions) {}
+  constructor(private readonly options: MeshOptions) {
+    this.caps = options.caps ?? DEFAULT_CAPS;
+  }
 
   get current(): ComputedMesh {
     return this.mesh;
@@ -121,9 +132,10 @@ export class MeshComputer {
     const before = this.mesh;
     const changes: MeshChanges = { full: true, workloads: new Set(before.workloads.keys()), services: new Set(before.services.keys()) };
     for (const c of clusters) c.takeDirty();
-    this.mesh = { workloads: new Map(), services: new Map(), gateways: new Map(), gaps: new Map(), memberships: new Map() };
+    this.mesh = emptyMesh();
     this.objectGaps.clear();
     this.sliceWorkloads.clear();
+    this.membershipHeld.clear();
     const sorted = [...clusters].sort((a, b) => a.clusterId.localeCompare(b.clusterId));
     this.withGaps("gateways", () => {
       this.mesh.gateways = this.networkGateways(sorted);
@@ -135,7 +147,9 @@ export class MeshComputer {
     for (const st of this.clusterStates) for (const key of st.c.services.keys()) serviceKeys.add(key);
     this.computeServices([...serviceKeys].sort((a, b) => this.hostnameOf(a).localeCompare(this.hostnameOf(b))), changes);
     for (const uid of this.mesh.workloads.keys()) changes.workloads.add(uid);
+    for (const uid of this.mesh.memberships.keys()) changes.workloads.add(uid);
     for (const h of this.mesh.services.keys()) changes.services.add(h);
+    this.capMemberships(changes.workloads);
     return changes;
   }
 
@@ -242,6 +256,7 @@ export class MeshComputer {
     }
     for (const [st, pods] of podsOf) for (const key of pods) changes.workloads.add(this.computePod(st, key));
     this.computeServices([...services], changes);
+    this.capMemberships(changes.workloads);
     return { mesh: this.mesh, changes };
   }
 
@@ -260,7 +275,12 @@ export class MeshComputer {
       addTo(st.nodePods, node, key);
     } else st.podNode.delete(key);
     const w = this.withGaps(`pod ${uid}`, () => (pod ? this.podWorkload(c, pod, st.waypoints, st.systemNetwork, st.registryNetwork) : undefined));
-    if (!pod || !w) {
+    // Decided afresh: the memberships cap again after the services (capMemberships).
+    this.membershipHeld.delete(uid);
+    this.mesh.capped.delete(uid);
+    const overText = w && workloadTextOver(w, this.caps.maxTextBytes);
+    if (overText) this.mesh.capped.set(uid, { kind: "workload", reason: "text", detail: overText });
+    if (!pod || !w || overText) {
       this.mesh.workloads.delete(uid);
       return uid;
     }
@@ -270,6 +290,7 @@ export class MeshComputer {
     this.mesh.workloads.set(uid, {
       workload: w,
       clusterId: c.clusterId,
+      source: "pod",
       created: time(pod.metadata?.creationTimestamp),
       deleting: !!pod.metadata?.deletionTimestamp,
       reachableEverywhere: !!instanceOf && st.eastWest.has(`${pod.metadata?.namespace ?? ""}/${instanceOf}`),
@@ -293,7 +314,9 @@ export class MeshComputer {
    * hostname), the workloads their selector-less endpoints make, and the memberships.
    */
   private computeServices(keys: string[], changes: MeshChanges): void {
-    const ctx: ServiceContext = { gap: (reason) => this.gap(reason), trustDomain: this.options.trustDomain, workloads: this.mesh.workloads };
+    const workloads = this.mesh.workloads;
+    const held = this.membershipHeld;
+    const ctx: ServiceContext = { gap: (reason) => this.gap(reason), trustDomain: this.options.trustDomain, workload: (uid) => workloads.get(uid) ?? held.get(uid) };
     const results: Array<{ hostname: string; service?: Service; made: Map<string, WorkloadInfo> }> = [];
     for (const key of keys) {
       const hostname = this.hostnameOf(key);
@@ -323,7 +346,22 @@ export class MeshComputer {
             if (slice) addSlice(ctx, st.c, slice, b, st.network, made);
           }
         }
-        return b ? finishService(ctx, b, made) : undefined;
+        this.mesh.capped.delete(hostname);
+        if (!b) return undefined;
+        const capped = this.capService(b, made);
+        if (capped) {
+          this.mesh.capped.set(hostname, capped);
+          made.clear();
+          return undefined;
+        }
+        const service = finishService(ctx, b, made);
+        const overText = serviceTextOver(service, this.caps.maxTextBytes);
+        if (overText) {
+          this.mesh.capped.set(hostname, { kind: "service", reason: "text", detail: overText });
+          made.clear();
+          return undefined;
+        }
+        return service;
       });
       results.push({ hostname, service, made });
     }
@@ -369,15 +407,62 @@ export class MeshComputer {
     }
   }
 
+  // ------------------------------------------------------------------ caps
+
+  /** The ports cap of a service (after the merge across clusters), or undefined. */
+  private capService(b: ServiceBuild, made: Map<string, WorkloadInfo>): CappedObject | undefined {
+    if (b.ports.length > this.caps.maxPortsPerService) return { kind: "service", reason: "ports", detail: `${b.ports.length} TCP ports (cap ${this.caps.maxPortsPerService})` };
+    for (const info of made.values()) {
+      const over = workloadTextOver(info.workload, this.caps.maxTextBytes);
+      if (over) return { kind: "service", reason: "text", detail: `endpoint ${info.workload.uid.slice(0, 200)}: ${over}` };
+    }
+    return undefined;
+  }
+
+  /**
+   * The memberships cap, for the workloads whose memberships may have moved: one over it is
+   * held out of the model (its services keep counting it), one back under it returns.
+   */
+  private capMemberships(uids: Iterable<string>): void {
+    const max = this.caps.maxMembershipsPerWorkload;
+    for (const uid of uids) {
+      const n = this.mesh.memberships.get(uid)?.size ?? 0;
+      const held = this.membershipHeld.get(uid);
+      const info = this.mesh.workloads.get(uid) ?? held;
+      if (!info || n <= max) {
+        this.membershipHeld.delete(uid);
+        if (this.mesh.capped.get(uid)?.reason === "memberships") this.mesh.capped.delete(uid);
+        if (info && held) this.mesh.workloads.set(uid, info);
+        continue;
+      }
+      this.mesh.workloads.delete(uid);
+      this.membershipHeld.set(uid, info);
+      this.mesh.capped.set(uid, { kind: "workload", reason: "memberships", detail: `endpoint of ${n} services (cap ${max})` });
+    }
+  }
+
   // ------------------------------------------------------------------ gateways
 
   private networkGateways(clusters: ClusterObjects[]): Map<string, NetworkGateway> {
     const all: NetworkGateway[] = [];
     for (const c of clusters) for (const gw of c.gateways.values()) all.push(...networkGatewaysOf(c.clusterId, gw));
     // getNetworkGatewayAddress takes the first valid gateway of a network; sorted for a stable pick.
-    all.sort((a, b) => a.network.localeCompare(b.network) || a.clusterId.localeCompare(b.clusterId) || a.source.localeCompare(b.source) || a.address.localeCompare(b.address));
+    // A gateway of the system namespace first: istiod takes any one, and any namespace may
+    // declare one (its identity is that namespace's); the operator's own is the one to prefer.
+    const system = (g: NetworkGateway) => (g.source.startsWith(`${this.options.systemNamespace}/`) ? 0 : 1);
+    all.sort((a, b) => a.network.localeCompare(b.network) || system(a) - system(b) || a.clusterId.localeCompare(b.clusterId) || a.source.localeCompare(b.source) || a.address.localeCompare(b.address));
     const first = new Map<string, NetworkGateway>();
-    for (const g of all) if (!first.has(g.network)) first.set(g.network, g);
+    for (const g of all) {
+      if (first.has(g.network)) continue;
+      const key = gatewayUid(g.network, g.address, g.port);
+      const texts: Workload = { uid: key, addresses: [], network: g.network, identity: spiffeIdentity(this.options.trustDomain, g.serviceAccount.namespace, g.serviceAccount.name), waypoint: { hostname: g.address } };
+      const overText = workloadTextOver(texts, this.caps.maxTextBytes);
+      if (overText) {
+        this.mesh.capped.set(key, { kind: "gateway", reason: "text", detail: overText });
+        continue;
+      }
+      first.set(g.network, g);
+    }
     return first;
   }
 
@@ -392,7 +477,7 @@ export class MeshComputer {
       identity: spiffeIdentity(this.options.trustDomain, g.serviceAccount.namespace, g.serviceAccount.name),
       tlsMode: "istio",
     };
-    workloads.set(uid, { workload, clusterId: g.clusterId, created: 0, deleting: false, reachableEverywhere: true });
+    workloads.set(uid, { workload, clusterId: g.clusterId, source: "gateway", created: 0, deleting: false, reachableEverywhere: true });
   }
 
   // ------------------------------------------------------------------ workloads
@@ -414,7 +499,9 @@ export class MeshComputer {
     const labels = labelsOf(pod);
     const namespace = pod.metadata?.namespace ?? "";
     const addresses = [...new Set(raw.map(canonicalIp))];
-    const network = podNetwork(labels, systemNetwork, registryNetwork, () => this.options.networks.cidrNetwork(addresses[0]));
+    const network = podNetwork(systemNetwork, registryNetwork, () => this.options.networks.cidrNetwork(addresses[0]));
+    const labelled = labels[LABEL_NETWORK];
+    if (labelled !== undefined && labelled !== network) this.gap("pod topology.istio.io/network label naming another network (ignored: a pod is on its cluster's network)");
     const tlsMode = tlsModeOf(labels);
     const locality = podLocality(pod, c.nodes.get(pod.spec?.nodeName ?? ""));
     const waypoint = waypoints.forWorkload(pod);
@@ -429,6 +516,10 @@ export class MeshComputer {
       ...(waypoint && { waypoint }),
     };
   }
+}
+
+function emptyMesh(): ComputedMesh {
+  return { workloads: new Map(), services: new Map(), gateways: new Map(), gaps: new Map(), memberships: new Map(), capped: new Map() };
 }
 
 export { gatewayRef };

@@ -51,6 +51,16 @@ export function removeFrom<K, V>(index: Map<K, Set<V>>, key: K, value: V): void 
   if (set.size === 0) index.delete(key);
 }
 
+/**
+ * A slice names only pods of its own namespace: a Service selects pods in its namespace (the
+ * EndpointSlice controller never writes another), and istiod's ambient index finds a pod's
+ * services in the pod's namespace. An endpoint naming another namespace's pod is ignored (no
+ * membership, no say on that pod's health).
+ */
+export function sameNamespace(targetNamespace: string | undefined, sliceNamespace: string): boolean {
+  return targetNamespace === undefined || targetNamespace === "" || targetNamespace === sliceNamespace;
+}
+
 export function sliceIndexOf(slice: EndpointSlice | undefined): SliceIndex | undefined {
   if (!slice) return undefined;
   const namespace = slice.metadata?.namespace ?? "";
@@ -59,8 +69,8 @@ export function sliceIndexOf(slice: EndpointSlice | undefined): SliceIndex | und
   let notReady: Set<string> | undefined;
   const ipFamily = slice.addressType === "IPv4" || slice.addressType === "IPv6";
   for (const ep of slice.endpoints ?? []) {
-    if (ep.targetRef?.kind !== "Pod") continue;
-    const key = `${ep.targetRef.namespace ?? namespace}/${ep.targetRef.name ?? ""}`;
+    if (ep.targetRef?.kind !== "Pod" || !sameNamespace(ep.targetRef.namespace, namespace)) continue;
+    const key = `${namespace}/${ep.targetRef.name ?? ""}`;
     pods.push(key);
     if (ipFamily && ep.conditions?.ready === false && (ep.addresses ?? []).some((a) => isIP(a) !== 0)) (notReady ??= new Set()).add(key);
   }

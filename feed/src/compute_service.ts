@@ -18,12 +18,14 @@ import {
 } from "./istio_rules.js";
 import type { Endpoint, LoadBalancing, Service, Vip, WaypointRef, Workload } from "./schema.js";
 import type { ClusterWaypoints } from "./waypoints.js";
+import { sameNamespace } from "./compute_index.js";
 
 /** What a service's computation reads from the computer: its gap counter, the trust domain, the workloads. */
 export interface ServiceContext {
   gap(reason: string): void;
   trustDomain: string;
-  workloads: Map<string, WorkloadInfo>;
+  /** A computed workload by uid, including one held out of the model for its memberships (compute_caps.ts). */
+  workload(uid: string): WorkloadInfo | undefined;
 }
 
 export interface PortSpec {
@@ -94,16 +96,20 @@ export function addSlice(ctx: ServiceContext, c: ClusterObjects, slice: Endpoint
     const ready = ep.conditions?.ready !== false;
     let uid: string;
     if (ep.targetRef?.kind === "Pod") {
+      if (!sameNamespace(ep.targetRef.namespace, namespace)) {
+        ctx.gap("EndpointSlice endpoint naming a pod of another namespace (ignored: a Service selects pods of its own namespace only)");
+        continue;
+      }
       // The Pod must be a workload (istiod skips the endpoint otherwise); its health from the
       // slices is the pod's computation (readyInSlices).
-      uid = `${c.clusterId}//Pod/${ep.targetRef.namespace ?? namespace}/${ep.targetRef.name ?? ""}`;
-      if (!ctx.workloads.has(uid)) continue;
+      uid = `${c.clusterId}//Pod/${namespace}/${ep.targetRef.name ?? ""}`;
+      if (!ctx.workload(uid)) continue;
     } else {
       const ip = canonicalIp(addresses[0]);
       uid = sliceEndpointUid(c.clusterId, namespace, slice.metadata?.name ?? "", ip);
       if (!made.has(uid)) {
         const workload: Workload = { uid, addresses: [ip], ...(network && { network }), ...(!ready && { healthy: false }) };
-        made.set(uid, { workload, clusterId: c.clusterId, created: 0, deleting: false, reachableEverywhere: false });
+        made.set(uid, { workload, clusterId: c.clusterId, source: "endpoint", created: 0, deleting: false, reachableEverywhere: false });
       }
     }
     let targets = b.endpoints.get(uid);
@@ -155,7 +161,7 @@ export function finishService(ctx: ServiceContext, b: ServiceBuild, made: Map<st
       }
     }
     endpoints.push({ workload: uid, ...(any && { ports: overrides }) });
-    const identity = (made.get(uid) ?? ctx.workloads.get(uid))?.workload.identity;
+    const identity = (made.get(uid) ?? ctx.workload(uid))?.workload.identity;
     if (identity) sans.add(identity);
   }
   return {

@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse } from "yaml";
+import { DEFAULT_CAPS, MAX_COUNT_CAP, type FeedCaps } from "./compute_caps.js";
 import { NetworkResolver } from "./mesh_networks.js";
 import { principalPatternProblem } from "./readers.js";
 import { FILTERS, type FilterName } from "./render.js";
@@ -64,6 +65,8 @@ export interface FeedConfig {
   clusters: ClusterConfig[];
   targets: TargetConfig[];
   delta: DeltaConfig;
+  /** What one object may forward to the filters (compute_caps.ts). */
+  caps: FeedCaps;
 }
 
 /** The delta channel (feed/README.md "Deltas"). */
@@ -143,7 +146,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   const root = obj(r, parse(text), "(root)");
   // The one plain server the feed used to have served the filters and the operator alike.
   if ("http" in root) r.fail("http", "replaced: `operator` (plain, local: metrics and every snapshot) and `channel` (mutual TLS: the filters)");
-  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "operator", "channel", "wasmDir", "clusters", "targets"]);
+  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "operator", "channel", "wasmDir", "clusters", "targets", "caps"]);
   const base = dirname(path);
   const rel = (p: string) => (isAbsolute(p) || p === "in-cluster" ? p : resolve(base, p));
   const trustDomain = str(r, root, "trustDomain", "", "cluster.local");
@@ -175,6 +178,14 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     maxServices: int(r, dl, "maxServices", "delta.", 0, 2 ** 32 - 1, DEFAULT_DELTA.maxServices),
   };
   if (delta.maxMs < delta.quietMs) r.fail("delta.maxMs", "must be at least quietMs");
+  const cp = root.caps === undefined ? {} : obj(r, root.caps, "caps");
+  known(r, cp, "caps.", ["maxPortsPerService", "maxMembershipsPerWorkload", "maxTextBytes"]);
+  const caps: FeedCaps = {
+    maxPortsPerService: int(r, cp, "maxPortsPerService", "caps.", 1, MAX_COUNT_CAP, DEFAULT_CAPS.maxPortsPerService),
+    maxMembershipsPerWorkload: int(r, cp, "maxMembershipsPerWorkload", "caps.", 1, MAX_COUNT_CAP, DEFAULT_CAPS.maxMembershipsPerWorkload),
+    // A SPIFFE id of Kubernetes names needs ~600 bytes; the filters take at most 2,048.
+    maxTextBytes: int(r, cp, "maxTextBytes", "caps.", 256, 2048, DEFAULT_CAPS.maxTextBytes),
+  };
   let operator: FeedConfig["operator"];
   if (root.operator !== undefined) {
     const h = obj(r, root.operator, "operator");
@@ -266,7 +277,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     }
     return { name, filter, network: str(r, o, "network", at, ""), config, ...(ecds && { ecds }), ...(wasmPlugin && { wasmPlugin }), readers };
   });
-  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, ...(operator && { operator }), ...(channel && { channel }), wasmDir, clusters, targets };
+  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, caps, ...(operator && { operator }), ...(channel && { channel }), wasmDir, clusters, targets };
 }
 
 export function loadFeedConfig(path: string): FeedConfig {

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import type { ClusterObjects } from "./cluster_objects.js";
 import { KINDS } from "./cluster_objects.js";
 import { MeshComputer, type MeshOptions } from "./compute.js";
+import { CapReporter } from "./compute_caps.js";
 import type { FeedConfig, TargetConfig } from "./config.js";
 import { Debouncer } from "./debounce.js";
 import { EcdsFileTarget } from "./deliver/ecds.js";
@@ -64,6 +65,7 @@ interface NetworkDelta {
 export class FeedController implements SnapshotSource {
   readonly metrics = new Metrics();
   private readonly computer: MeshComputer;
+  private readonly caps: CapReporter;
   private readonly validator: FilterValidator;
   private readonly debouncer: Debouncer;
   private readonly deltaDebouncer: Debouncer;
@@ -86,6 +88,7 @@ export class FeedController implements SnapshotSource {
     private readonly log: Logger = defaultLogger,
   ) {
     this.computer = new MeshComputer(mesh);
+    this.caps = new CapReporter(this.metrics, (level, message) => this.log(level, message));
     this.validator = new FilterValidator((filter) => join(config.wasmDir, `${filter}.wasm`));
     this.debouncer = new Debouncer(config.debounce, () => this.render());
     this.deltaDebouncer = new Debouncer({ quietMs: config.delta.quietMs, maxMs: config.delta.maxMs }, async () => this.renderDeltas());
@@ -193,6 +196,7 @@ export class FeedController implements SnapshotSource {
       if (changes.full || changes.workloads.size > 0 || changes.services.size > 0) {
         this.metrics.clear("feed_model_gaps");
         for (const [reason, n] of mesh.gaps) this.metrics.set("feed_model_gaps", { reason }, n);
+        this.caps.report(mesh, changes);
       }
       for (const [network, n] of this.networks) {
         const moved = n.view.update(mesh, changes);

@@ -128,19 +128,18 @@ export function podLocality(pod: Pod, node: Node | undefined): string {
 }
 
 /**
- * A pod's network: the sidecar registry's Controller.Network
- * (kube/controller/controller.go): 1. the pod's topology.istio.io/network label, 2. the
- * system namespace's label, 3. meshNetworks (fromRegistry, then fromCidr:
- * networkManager.networkFromMeshNetworks). Other namespaces' network labels are not read by
- * istiod, and so not by the feed.
+ * A pod's network: its cluster's, as istiod's ambient index decides (ambient/workloads.go
+ * podWorkloadBuilder takes the cluster's network, networkGetter, for every pod): 1. the system
+ * namespace's topology.istio.io/network label, 2. meshNetworks fromRegistry naming the
+ * cluster, 3. meshNetworks fromCidr containing the pod's IP
+ * (networkManager.networkFromMeshNetworks). The pod's own topology.istio.io/network label is
+ * not read: anyone who can create a pod can set it, and it would place the pod in another
+ * network's view, where its address competes with that network's pods (the sidecar registry's
+ * Controller.Network reads it first; the ambient index ignores it, and so does the feed). Other
+ * namespaces' network labels are read by neither.
  */
-export function podNetwork(
-  podLabels: Record<string, string>,
-  systemNamespaceNetwork: string,
-  registryNetwork: string,
-  cidrNetwork: () => string,
-): string {
-  return podLabels[LABEL_NETWORK] || systemNamespaceNetwork || registryNetwork || cidrNetwork();
+export function podNetwork(systemNamespaceNetwork: string, registryNetwork: string, cidrNetwork: () => string): string {
+  return systemNamespaceNetwork || registryNetwork || cidrNetwork();
 }
 
 /** Service hostname: pkg/kube ServiceHostname (`<name>.<ns>.svc.<domainSuffix>`). */

@@ -32,9 +32,9 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   const needsApply = config.targets.some((t) => t.wasmPlugin);
   const controller = new FeedController(
     config,
-    { trustDomain: config.trustDomain, domainSuffix: config.domainSuffix, systemNamespace: config.systemNamespace, networks },
+    { trustDomain: config.trustDomain, domainSuffix: config.domainSuffix, systemNamespace: config.systemNamespace, networks, caps: config.caps },
     clusters,
-    needsApply ? new WasmPluginDelivery(kubeConfigs) : undefined,
+    needsApply ? new WasmPluginDelivery(kubeConfigs, undefined, (message) => defaultLogger("warn", message)) : undefined,
   );
   const log = defaultLogger;
   let http: FeedHttpServer | undefined;

@@ -8,7 +8,9 @@ import type { NetworkGateway } from "./waypoints.js";
 export interface WorkloadInfo {
   workload: Workload;
   clusterId: string;
-  /** Milliseconds since the epoch (0 when unknown): a reused IP goes to the newer pod. */
+  /** Where it comes from: a Pod keeps an address over an endpoint without a Pod or a gateway. */
+  source: "pod" | "endpoint" | "gateway";
+  /** Milliseconds since the epoch (0 when unknown): of two live pods claiming one address, the older keeps it. */
   created: number;
   deleting: boolean;
   /** An east-west gateway's own pod, or a gateway workload: reachable from every network. */
@@ -17,6 +19,17 @@ export interface WorkloadInfo {
 
 /** A workload's entry in a service's endpoints: the per-port target overrides (or none). */
 export type Membership = Record<string, number> | undefined;
+
+export type CapKind = "workload" | "service" | "gateway";
+export type CapReason = "ports" | "memberships" | "text";
+
+/** An object left out of the model (compute_caps.ts), and why (one log line, one metric label pair). */
+export interface CappedObject {
+  kind: CapKind;
+  reason: CapReason;
+  /** What was over the cap, e.g. `20000 TCP ports (cap 1024)`. */
+  detail: string;
+}
 
 export interface ComputedMesh {
   workloads: Map<string, WorkloadInfo>;
@@ -27,6 +40,8 @@ export interface ComputedMesh {
   gaps: Map<string, number>;
   /** uid → hostname → its endpoint entry's port overrides: the services a workload is in. */
   memberships: Map<string, Map<string, Membership>>;
+  /** Objects left out for passing a cap (compute_caps.ts), by workload uid, service hostname or gateway uid. */
+  capped: Map<string, CappedObject>;
 }
 
 /** What an update changed (added, changed or removed): the keys a view must look at again. */

@@ -3,7 +3,7 @@
 // does the same per service with one SplitHorizonWorkload, ambient/multicluster.go); gateways
 // and east-west gateway pods keep their addresses, since other networks dial them. Then the two
 // rules that keep the snapshot acceptable to the filters: an address appears once per network
-// (a reused IP goes to the pod that holds it now), and services only name workloads in the view.
+// (`better` picks its holder), and services only name workloads in the view.
 import type { ComputedMesh, WorkloadInfo } from "./mesh_model.js";
 import type { MeshSnapshot, Service, Workload } from "./schema.js";
 import { gatewayRef } from "./waypoints.js";
@@ -20,13 +20,20 @@ export interface ViewStats {
   vipConflicts: number;
 }
 
-/** Who keeps an address two workloads claim: a live pod over a deleting one, then ready, then newer, then uid. */
+/**
+ * Who keeps an address two workloads on one network claim: a live one over a deleting one,
+ * then a Pod over an endpoint without a Pod or a gateway's address, then the older, then the
+ * lower uid. The older wins because a reused IP has a terminal or deleting previous holder
+ * (the kubelet frees an address only once its pod's sandbox is gone, and a terminal pod is no
+ * workload): two live pods with one address are a conflict, and a newcomer must not take the
+ * address, and so the identity the sidecars verify, from the pod that holds it. Readiness does
+ * not count for the same reason (a ready newcomer would win over a briefly unready holder).
+ */
 export function better(a: WorkloadInfo, b: WorkloadInfo): boolean {
   if (a.deleting !== b.deleting) return !a.deleting;
-  const ah = a.workload.healthy !== false;
-  const bh = b.workload.healthy !== false;
-  if (ah !== bh) return ah;
-  if (a.created !== b.created) return a.created > b.created;
+  const ap = a.source === "pod";
+  if (ap !== (b.source === "pod")) return ap;
+  if (a.created !== b.created) return a.created < b.created;
   return a.workload.uid < b.workload.uid;
 }
 

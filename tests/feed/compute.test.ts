@@ -89,7 +89,7 @@ describe("feed: workloads from pods", () => {
     assert.equal(m.workloads.get("c1//Pod/ns/b")?.workload.locality, undefined);
   });
 
-  it("network: pod label, then the system namespace's label, then meshNetworks fromRegistry, then fromCidr", () => {
+  it("network: the system namespace's label, then meshNetworks fromRegistry, then fromCidr; a pod's own label is not read", () => {
     const nets = new NetworkResolver({ networks: { "cidr-net": { endpoints: [{ fromCidr: "10.9.0.0/16" }] }, "reg-net": { endpoints: [{ fromRegistry: "c2" }] } } });
     const c1 = cluster("c1", [
       ["namespaces", namespace("istio-system", { "topology.istio.io/network": "ns-net" })],
@@ -99,7 +99,8 @@ describe("feed: workloads from pods", () => {
     const c2 = cluster("c2", [["pods", pod("ns", "reg", { ip: "10.9.0.3" })]]);
     const c3 = cluster("c3", [["pods", pod("ns", "cidr", { ip: "10.9.0.4" })], ["namespaces", namespace("default", { "topology.istio.io/network": "ignored" })]]);
     const m = compute([c1, c2, c3], options(nets));
-    assert.equal(m.workloads.get("c1//Pod/ns/labelled")?.workload.network, "pod-net");
+    assert.equal(m.workloads.get("c1//Pod/ns/labelled")?.workload.network, "ns-net");
+    assert.equal(m.gaps.get("pod topology.istio.io/network label naming another network (ignored: a pod is on its cluster's network)"), 1);
     assert.equal(m.workloads.get("c1//Pod/ns/plain")?.workload.network, "ns-net");
     assert.equal(m.workloads.get("c2//Pod/ns/reg")?.workload.network, "reg-net");
     assert.equal(m.workloads.get("c3//Pod/ns/cidr")?.workload.network, "cidr-net");
@@ -281,7 +282,7 @@ describe("feed: split horizon across networks", () => {
 });
 
 describe("feed: one address per network", () => {
-  it("an IP reused by a new pod goes to the new pod; a deleting pod loses to a live one", () => {
+  it("two live pods with one IP: the older keeps it; a deleting pod loses to a live one (an IP reused)", () => {
     const c = cluster("c1", [
       ["pods", pod("ns", "old", { ip: "10.0.0.7", sa: "a", created: "2026-01-01T00:00:00Z" })],
       ["pods", pod("ns", "new", { ip: "10.0.0.7", sa: "b", created: "2026-01-01T00:05:00Z" })],
@@ -289,7 +290,7 @@ describe("feed: one address per network", () => {
       ["pods", pod("ns", "staying", { ip: "10.0.0.8", created: "2026-01-01T00:00:00Z" })],
     ]);
     const { snapshot, stats } = viewFor(compute([c]), "");
-    assert.deepEqual(snapshot.workloads.map((w) => w.uid).sort(), ["c1//Pod/ns/new", "c1//Pod/ns/staying"]);
+    assert.deepEqual(snapshot.workloads.map((w) => w.uid).sort(), ["c1//Pod/ns/old", "c1//Pod/ns/staying"]);
     assert.equal(stats.addressConflicts, 2);
   });
 
@@ -300,7 +301,7 @@ describe("feed: one address per network", () => {
       ["pods", pod("ns", "c", { ip: "::ffff:10.1.1.1" })],
     ]);
     const { snapshot } = viewFor(compute([c]), "");
-    assert.deepEqual(snapshot.workloads.map((w) => [w.uid, w.addresses]), [["c1//Pod/ns/b", ["fd00::1"]], ["c1//Pod/ns/c", ["10.1.1.1"]]]);
+    assert.deepEqual(snapshot.workloads.map((w) => [w.uid, w.addresses]), [["c1//Pod/ns/a", ["fd00::1"]], ["c1//Pod/ns/c", ["10.1.1.1"]]]);
   });
 });
 

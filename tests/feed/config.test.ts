@@ -20,6 +20,8 @@ describe("feed: configuration", () => {
     assert.equal(c.wasmDir, "/etc/feed/build");
     assert.equal(c.clusters[0].kubeconfig, "in-cluster");
     assert.equal(c.targets[0].network, "");
+    assert.deepEqual(c.caps, { maxPortsPerService: 1024, maxMembershipsPerWorkload: 1024, maxTextBytes: 1024 });
+    assert.deepEqual(parse({ ...base, caps: { maxMembershipsPerWorkload: 3 } }).caps, { maxPortsPerService: 1024, maxMembershipsPerWorkload: 3, maxTextBytes: 1024 });
   });
 
   it("a cluster read from files: the path is relative to the configuration file, no kubeconfig", () => {
@@ -68,6 +70,9 @@ describe("feed: configuration", () => {
     ["a cluster with both kubeconfig and files", { clusters: [{ id: "a", kubeconfig: "k", files: "mesh/" }] }, /clusters\[0\]\.files: give either kubeconfig \(an API server\) or files, not both/],
     ["a cluster with neither kubeconfig nor files", { clusters: [{ id: "a" }] }, /clusters\[0\]\.kubeconfig: missing: give kubeconfig \(an API server\) or files/],
     ["files that are not a path", { clusters: [{ id: "a", files: 3 }] }, /clusters\[0\]\.files: expected a string/],
+    ["a ports cap past the wire's 16-bit count", { caps: { maxPortsPerService: 70_000 } }, /caps\.maxPortsPerService: expected an integer in \[1, 65535\]/],
+    ["a text cap past what the filters take", { caps: { maxTextBytes: 4096 } }, /caps\.maxTextBytes: expected an integer in \[256, 2048\]/],
+    ["an unknown cap", { caps: { maxEndpoints: 5 } }, /caps\.maxEndpoints: unknown field/],
     ["a WasmPlugin on a cluster read from files", { clusters: [{ id: "a", files: "mesh" }], targets: [{ name: "t", filter: "tunnel_port", wasmPlugin: { cluster: "a", namespace: "n", name: "w" } }] }, /targets\[0\]\.wasmPlugin\.cluster: cluster "a" reads files: no API server to apply a WasmPlugin to/],
   ] as const) {
     it(`refuses ${what} with one line naming the field`, () => {

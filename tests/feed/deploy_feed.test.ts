@@ -1,8 +1,12 @@
 // The deployment manifests (feed/deploy/) against a real kube-apiserver: every object passes
-// the server's own validation (server-side dry run; the WasmPlugin with Istio's CRD schema), the
-// ClusterRole lets the feed list and watch exactly what it reads and nothing else, and the
-// WasmPlugin delivery applies the snapshot as spec.pluginConfig and refuses, loudly and before
-// sending, an object past etcd's request limit, which the real etcd indeed refuses.
+// the server's own validation (server-side dry run; the WasmPlugin with Istio's CRD schema; the
+// NetworkPolicy), the ClusterRole lets the feed list and watch exactly what it reads and
+// nothing else, the Role lets it write only the WasmPlugins its configuration names, and the
+// WasmPlugin delivery applies the snapshot as spec.pluginConfig without taking over a field an
+// operator set (a sha256 pin, another url), and refuses, loudly and before sending, an object
+// past etcd's request limit, which the real etcd indeed refuses. The NetworkPolicy is checked
+// by the API server's validation and against the Deployment it guards; no network plugin runs
+// here to enforce it.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -41,7 +45,7 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
   it("every manifest passes the API server's validation (server-side dry run)", async () => {
     const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
     const objects = manifests();
-    assert.deepEqual(objects.map((o) => o.kind).sort(), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount"]);
+    assert.deepEqual(objects.map((o) => o.kind).sort(), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "NetworkPolicy", "Role", "RoleBinding", "Service", "ServiceAccount"]);
     for (const o of objects) {
       const stored = await api.patch(o, undefined, "All", "feed-test", true, PatchStrategy.ServerSideApply);
       assert.equal(stored.kind, o.kind);
@@ -77,17 +81,43 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
 
   it("least privilege: the feed's ServiceAccount may list and watch what it reads, and nothing more", async () => {
     const authz = cluster.kubeConfig.makeApiClient(AuthorizationV1Api);
-    const can = async (verb: string, group: string, resource: string, namespace?: string) =>
-      (await authz.createSubjectAccessReview({ body: { spec: { user: "system:serviceaccount:mesh-feed:mesh-feed", groups: ["system:serviceaccounts", "system:serviceaccounts:mesh-feed", "system:authenticated"], resourceAttributes: { verb, group, resource, namespace } } } })).status?.allowed ?? false;
+    const can = async (verb: string, group: string, resource: string, namespace?: string, name?: string) =>
+      (await authz.createSubjectAccessReview({ body: { spec: { user: "system:serviceaccount:mesh-feed:mesh-feed", groups: ["system:serviceaccounts", "system:serviceaccounts:mesh-feed", "system:authenticated"], resourceAttributes: { verb, group, resource, namespace, name } } } })).status?.allowed ?? false;
     const read = [["", "pods"], ["", "services"], ["", "namespaces"], ["", "nodes"], ["discovery.k8s.io", "endpointslices"], ["gateway.networking.k8s.io", "gateways"], ["gateway.networking.k8s.io", "gatewayclasses"]];
     for (const [group, resource] of read) {
       for (const verb of ["list", "watch"]) assert.equal(await can(verb, group, resource), true, `${verb} ${resource}`);
       for (const verb of ["get", "create", "update", "patch", "delete"]) assert.equal(await can(verb, group, resource), false, `${verb} ${resource} must be refused`);
     }
     for (const [group, resource] of [["", "secrets"], ["", "configmaps"], ["networking.istio.io", "envoyfilters"]]) assert.equal(await can("list", group, resource), false, `list ${resource}`);
-    assert.equal(await can("patch", "extensions.istio.io", "wasmplugins", "istio-system"), true);
-    assert.equal(await can("patch", "extensions.istio.io", "wasmplugins", "default"), false);
-    assert.equal(await can("delete", "extensions.istio.io", "wasmplugins", "istio-system"), false);
+    // WasmPlugins: patch and create (server-side apply's create names the object) of the
+    // configured names only; no plain create, no get, no delete, nothing elsewhere.
+    const cm = manifests().find((o) => o.kind === "ConfigMap") as KubernetesObject & { data: Record<string, string> };
+    const names = parseFeedConfig(cm.data["feed.yaml"], "/etc/mesh-feed/feed.yaml").targets.flatMap((t) => (t.wasmPlugin ? [t.wasmPlugin.name] : []));
+    const role = manifests().find((o) => o.kind === "Role") as KubernetesObject & { rules: Array<{ resourceNames?: string[] }> };
+    assert.deepEqual(role.rules.flatMap((r) => r.resourceNames ?? []).sort(), names.sort(), "resourceNames are the configured WasmPlugins");
+    for (const name of names) {
+      for (const verb of ["patch", "create"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), true, `${verb} ${name}`);
+      for (const verb of ["get", "update", "delete"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), false, `${verb} ${name} must be refused`);
+      assert.equal(await can("patch", "extensions.istio.io", "wasmplugins", "default", name), false);
+    }
+    for (const verb of ["patch", "create"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", "someone-elses"), false, `${verb} another WasmPlugin`);
+    assert.equal(await can("create", "extensions.istio.io", "wasmplugins", "istio-system"), false, "a create without a name (POST)");
+  });
+
+  it("the NetworkPolicy guards the feed's pods: ingress to its port from sidecars and Prometheus only", () => {
+    const all = manifests();
+    const np = all.find((o) => o.kind === "NetworkPolicy") as KubernetesObject & { spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: Array<{ from: Array<Record<string, { matchLabels?: Record<string, string> }>>; ports: Array<{ port: string | number }> }> } };
+    const deployment = all.find((o) => o.kind === "Deployment") as KubernetesObject & { spec: { template: { metadata: { labels: Record<string, string> }; spec: { containers: Array<{ ports: Array<{ name: string; containerPort: number }> }> } } } };
+    const podLabels = deployment.spec.template.metadata.labels;
+    for (const [k, v] of Object.entries(np.spec.podSelector.matchLabels)) assert.equal(podLabels[k], v, `the policy selects the feed's pods (${k})`);
+    assert.deepEqual(np.spec.policyTypes, ["Ingress"]);
+    const portNames = deployment.spec.template.spec.containers.flatMap((c) => c.ports.map((p) => p.name));
+    for (const rule of np.spec.ingress) {
+      assert.ok(rule.ports.length > 0 && rule.ports.every((p) => portNames.includes(String(p.port))), "only the feed's own port");
+      assert.ok(rule.from.length > 0 && rule.from.every((peer) => Object.keys(peer.podSelector?.matchLabels ?? {}).length > 0), "every peer is selected by pod labels (never all pods)");
+    }
+    const peers = np.spec.ingress.flatMap((r) => r.from.map((peer) => peer.podSelector?.matchLabels));
+    assert.deepEqual(peers, [{ "security.istio.io/tlsMode": "istio" }, { "app.kubernetes.io/name": "prometheus" }]);
   });
 
   it("applies a target's snapshot as a WasmPlugin (Istio's schema) with the feed's own RBAC", async () => {
@@ -111,9 +141,46 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
     assert.deepEqual(updated.spec.pluginConfig, { workloads: [], services: [] });
   });
 
+  it("an operator's sha256 pin and url survive the feed's apply; the feed's own fields move; another WasmPlugin cannot be created with the feed's RBAC", async () => {
+    const wp = { apiVersion: "extensions.istio.io/v1alpha1", kind: "WasmPlugin", metadata: { namespace: "istio-system", name: "passthrough-mtls" } };
+    const sha = "a".repeat(64);
+    // The operator pins the module (kubectl apply --server-side, their own field manager).
+    await cluster.objects.patch({ ...wp, spec: { sha256: sha, url: "oci://registry.example/pm:2" } } as KubernetesObject, undefined, undefined, "operator", true, PatchStrategy.ServerSideApply);
+    const config = parseFeedConfig(
+      JSON.stringify({
+        clusters: [{ id: "c1", kubeconfig: feedConfig }],
+        targets: [{ name: "pm", filter: "passthrough_mtls", wasmPlugin: { cluster: "c1", namespace: "istio-system", name: "passthrough-mtls", spec: { url: "oci://registry.example/pm:1", type: "NETWORK", phase: "AUTHN" } } }],
+      }),
+      "/tmp/feed.json",
+    );
+    // A new feed process (its configured spec is applied once per process), with the feed's RBAC.
+    const said: string[] = [];
+    const delivery = new WasmPluginDelivery(new Map([["c1", loadKubeConfig(feedConfig)]]), undefined, (m) => said.push(m));
+    const snapshot = { workloads: [{ uid: "v", addresses: ["10.0.0.2"] }], services: [] };
+    await delivery.apply(config.targets[0], "2-1", snapshot);
+    const stored = (await cluster.objects.read(wp as KubernetesObject)) as KubernetesObject & { spec: Record<string, unknown> };
+    assert.equal(stored.spec.sha256, sha, "the operator's pin stays");
+    assert.equal(stored.spec.url, "oci://registry.example/pm:2", "the operator's url stays");
+    assert.deepEqual(stored.spec.pluginConfig, snapshot);
+    assert.equal(stored.metadata?.annotations?.["mesh-feed/version"], "2-1");
+    assert.equal(said.length, 1, said.join("\n"));
+    assert.match(said[0], /target pm: WasmPlugin istio-system\/passthrough-mtls: a field of the configured spec was set to another value by someone else; theirs is kept \(.*url/);
+    const owners = (stored.metadata?.managedFields ?? []).filter((f) => JSON.stringify(f.fieldsV1 ?? {}).includes("f:sha256")).map((f) => f.manager);
+    assert.deepEqual(owners, ["operator"], "the feed owns no sha256");
+    // Later versions move only the feed's fields, with no further line.
+    await delivery.apply(config.targets[0], "2-2", { workloads: [], services: [] });
+    const again = (await cluster.objects.read(wp as KubernetesObject)) as KubernetesObject & { spec: Record<string, unknown> };
+    assert.equal(again.spec.sha256, sha);
+    assert.deepEqual(again.spec.pluginConfig, { workloads: [], services: [] });
+    assert.equal(said.length, 1);
+    // A WasmPlugin the configuration does not name: refused by the API server (RBAC).
+    const other = { ...config.targets[0], wasmPlugin: { ...config.targets[0].wasmPlugin!, name: "someone-elses" } };
+    await assert.rejects(new WasmPluginDelivery(new Map([["c1", loadKubeConfig(feedConfig)]])).apply(other, "2-1", snapshot), (e: unknown) => (e as { code?: number }).code === 403);
+  });
+
   it(`refuses, before sending, a WasmPlugin over ${MAX_OBJECT_BYTES} bytes; etcd itself refuses one over ${ETCD_MAX_REQUEST_BYTES}`, async () => {
     const config = parseFeedConfig(
-      JSON.stringify({ clusters: [{ id: "c1", kubeconfig: feedConfig }], targets: [{ name: "pm", filter: "passthrough_mtls", wasmPlugin: { cluster: "c1", namespace: "istio-system", name: "big", spec: { url: "oci://registry.example/pm:1", type: "NETWORK" } } }] }),
+      JSON.stringify({ clusters: [{ id: "c1", kubeconfig: feedConfig }], targets: [{ name: "pm", filter: "passthrough_mtls", wasmPlugin: { cluster: "c1", namespace: "istio-system", name: "passthrough-mtls", spec: { url: "oci://registry.example/pm:1", type: "NETWORK" } } }] }),
       "/tmp/feed.json",
     );
     const workloads = Array.from({ length: 11000 }, (_, i) => ({ uid: `cluster1//Pod/default/pod-${i}`, addresses: [`10.1.${i >> 8}.${i & 255}`], identity: `spiffe://cluster.local/ns/default/sa/sa-${i}`, tlsMode: "istio" }));

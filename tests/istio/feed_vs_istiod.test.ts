@@ -38,24 +38,11 @@ export const KNOWN: Known[] = [
       "istiod's gateway workload (convertGateway) has no tunnel protocol: ztunnel always reaches a network gateway by double HBONE through the networkGateway reference. The model gives the gateway's own workload tlsMode istio, so a filter that dials the gateway's address directly uses Istio mTLS with the gateway's identity",
   },
   {
-    source: "ambient",
+    source: "sidecar",
     field: "network",
-    objects: ["default/far-0"],
+    objects: ["far.default|default/far-0"],
     reason:
-      "the ambient index puts every pod of a cluster on the cluster's network (podWorkloadBuilder: networkGetter, the system namespace's label) and ignores the pod's topology.istio.io/network label; the sidecar registry reads the pod label first (Controller.Network) and agrees with the feed (net2). The filters serve sidecars, so the feed follows the sidecar registry",
-  },
-  {
-    source: "ambient",
-    field: "addresses",
-    objects: ["default/far-0"],
-    reason:
-      "follows from the network above: in net1's view a workload on net2 has no address and is reached through its network's gateway (problem 3's split horizon); istiod's index keeps every address and lets ztunnel decide per connection",
-  },
-  {
-    source: "ambient",
-    field: "networkGateway",
-    objects: ["default/far-0"],
-    reason: "follows from the network above: the ambient index sees far-0 on net1, which has no gateway; the feed sees it on net2 and gives it net2's gateway (the istio-remote Gateway)",
+      "far-0 carries topology.istio.io/network: net2. The sidecar registry reads a pod's own label first (Controller.Network); the ambient index puts every pod of a cluster on the cluster's network (podWorkloadBuilder: networkGetter, the system namespace's label) and ignores the label, and the feed does the same: anyone who can create a pod can set that label, and on another network the pod's address would compete with that network's pods (docs/problems.md, the feed's rules)",
   },
   {
     source: "ambient",

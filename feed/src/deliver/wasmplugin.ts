@@ -1,7 +1,18 @@
 // Delivery (b): Istio's WasmPlugin resource, the plugin configuration in spec.pluginConfig,
-// applied with server-side apply (field manager "mesh-feed") through the API server. istiod
-// turns it into the ECDS resource its sidecars load (named `wasmplugin/<ns>.<name>` up to
-// 1.29, `trafficextension/<ns>.<name>~istio-translated-wasmplugin` from 1.30).
+// through the API server. istiod turns it into the ECDS resource its sidecars load (named
+// `wasmplugin/<ns>.<name>` up to 1.29, `trafficextension/<ns>.<name>~istio-translated-wasmplugin`
+// from 1.30).
+//
+// Ownership (server-side apply): the feed owns only its own fields and forces only those:
+// spec.pluginConfig, its version annotation and its managed-by label (field manager
+// "mesh-feed"). The rest of the spec from the feed's configuration (url, sha256, selector,
+// phase...) is applied under a second manager ("mesh-feed-spec") without force, once per
+// process: it creates the object, and where an operator has since set one of those fields to
+// another value (e.g. pinned a sha256 or moved the url) the API server reports a conflict, the
+// operator's value stays, and the feed says so in one line and goes on delivering.
+// RBAC (deploy/rbac.yaml): patch and create on the WasmPlugins named in the configuration only
+// (resourceNames). A create with resourceNames is authorized for server-side apply, whose
+// request names the object; a plain create (POST) of any name stays refused.
 //
 // Size: a Kubernetes object is one etcd value, and etcd refuses a request larger than its
 // --max-request-bytes, 1.5 MiB (1,572,864 bytes) by default; the apiserver adds metadata and
@@ -17,30 +28,54 @@ import type { WasmPluginApplier } from "../controller.js";
 export const ETCD_MAX_REQUEST_BYTES = 1_572_864;
 export const MAX_OBJECT_BYTES = ETCD_MAX_REQUEST_BYTES - 64 * 1024;
 export const FIELD_MANAGER = "mesh-feed";
+export const SPEC_FIELD_MANAGER = "mesh-feed-spec";
 
 export class TooLargeError extends Error {}
 
-export function wasmPluginObject(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>): KubernetesObject & { spec: Record<string, unknown> } {
+type WasmPlugin = KubernetesObject & { spec: Record<string, unknown> };
+
+function meta(target: TargetConfig): { namespace: string; name: string } {
   const w = target.wasmPlugin!;
+  return { namespace: w.namespace, name: w.name };
+}
+
+/** The object as stored: the configured spec, pluginConfig and the feed's metadata (its size is what etcd sees). */
+export function wasmPluginObject(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>): WasmPlugin {
+  const own = ownFields(target, version, pluginConfig);
+  return { ...own, spec: { ...target.wasmPlugin!.spec, pluginConfig } };
+}
+
+/** What the feed owns and forces: the plugin configuration, its version, its label. */
+export function ownFields(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>): WasmPlugin {
   return {
     apiVersion: "extensions.istio.io/v1alpha1",
     kind: "WasmPlugin",
-    metadata: { namespace: w.namespace, name: w.name, annotations: { "mesh-feed/version": version }, labels: { "app.kubernetes.io/managed-by": FIELD_MANAGER } },
-    spec: { ...w.spec, pluginConfig },
+    metadata: { ...meta(target), annotations: { "mesh-feed/version": version }, labels: { "app.kubernetes.io/managed-by": FIELD_MANAGER } },
+    spec: { pluginConfig },
   };
+}
+
+/** The configured rest of the spec, applied without force (an operator's value wins). */
+export function specFields(target: TargetConfig): WasmPlugin {
+  return { apiVersion: "extensions.istio.io/v1alpha1", kind: "WasmPlugin", metadata: meta(target), spec: { ...target.wasmPlugin!.spec } };
 }
 
 export class WasmPluginDelivery implements WasmPluginApplier {
   private readonly clients = new Map<string, KubernetesObjectApi>();
+  /** Targets whose configured spec was applied (or found conflicting) in this process. */
+  private readonly specDone = new Set<string>();
 
-  constructor(kubeConfigs: Map<string, KubeConfig>, private readonly maxBytes = MAX_OBJECT_BYTES) {
+  constructor(
+    kubeConfigs: Map<string, KubeConfig>,
+    private readonly maxBytes = MAX_OBJECT_BYTES,
+    private readonly log: (message: string) => void = () => {},
+  ) {
     for (const [id, kc] of kubeConfigs) this.clients.set(id, KubernetesObjectApi.makeApiClient(kc));
   }
 
   async apply(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>): Promise<void> {
     const w = target.wasmPlugin!;
-    const object = wasmPluginObject(target, version, pluginConfig);
-    const bytes = Buffer.byteLength(JSON.stringify(object));
+    const bytes = Buffer.byteLength(JSON.stringify(wasmPluginObject(target, version, pluginConfig)));
     if (bytes > this.maxBytes) {
       throw new TooLargeError(
         `the WasmPlugin would be ${bytes} bytes, over ${this.maxBytes} (etcd's request limit ${ETCD_MAX_REQUEST_BYTES} less 64 KiB); refused, the applied one stays: deliver this target by ECDS file or HTTP`,
@@ -48,6 +83,29 @@ export class WasmPluginDelivery implements WasmPluginApplier {
     }
     const client = this.clients.get(w.cluster);
     if (!client) throw new Error(`no API server for cluster ${w.cluster}`);
-    await client.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    // The configured spec first: it creates the object with its url before pluginConfig lands.
+    const key = `${w.cluster}/${w.namespace}/${w.name}`;
+    if (!this.specDone.has(key)) {
+      try {
+        await client.patch(specFields(target), undefined, undefined, SPEC_FIELD_MANAGER, false, PatchStrategy.ServerSideApply);
+      } catch (error) {
+        if ((error as { code?: number }).code !== 409) throw error;
+        this.log(`target ${target.name}: WasmPlugin ${w.namespace}/${w.name}: a field of the configured spec was set to another value by someone else; theirs is kept (${conflictText(error)})`);
+      }
+      this.specDone.add(key);
+    }
+    await client.patch(ownFields(target, version, pluginConfig), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
   }
+}
+
+/** The API server's conflict message (it names each field and its manager), on one line. */
+function conflictText(error: unknown): string {
+  const body = (error as { body?: unknown }).body;
+  let text = typeof body === "string" ? body : JSON.stringify(body ?? (error as Error).message);
+  try {
+    text = (JSON.parse(text) as { message?: string }).message ?? text;
+  } catch {
+    // not JSON: the text as it is
+  }
+  return text.replace(/\s+/g, " ").slice(0, 500);
 }

@@ -3,7 +3,7 @@
 // rules and tests/feed/delta_incremental.test.ts checks they agree):
 //   - a workload on this network (or reachable from everywhere) keeps the addresses it owns:
 //     an address claimed by several workloads on one network goes to the best claimant
-//     (view.ts `better`: live, then ready, then newer, then lower uid), whatever the order;
+//     (view.ts `better`: live, then a Pod, then older, then lower uid), whatever the order;
 //   - a workload on another network appears without addresses, carrying that network's
 //     gateway; none when that network has no gateway;
 //   - a VIP claimed by several services on one network goes to the first by hostname.
