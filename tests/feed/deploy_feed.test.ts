@@ -117,7 +117,9 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
       assert.ok(rule.from.length > 0 && rule.from.every((peer) => Object.keys(peer.podSelector?.matchLabels ?? {}).length > 0), "every peer is selected by pod labels (never all pods)");
     }
     const peers = np.spec.ingress.flatMap((r) => r.from.map((peer) => peer.podSelector?.matchLabels));
-    assert.deepEqual(peers, [{ "security.istio.io/tlsMode": "istio" }, { "app.kubernetes.io/name": "prometheus" }]);
+    // Prometheus is admitted only where the operator port is exposed for scraping (the chart's metrics.scrape).
+    const scraped = portNames.includes("http-operator");
+    assert.deepEqual(peers, [{ "security.istio.io/tlsMode": "istio" }, ...(scraped ? [{ "app.kubernetes.io/name": "prometheus" }] : [])]);
   });
 
   it("applies a target's snapshot as a WasmPlugin (Istio's schema) with the feed's own RBAC", async () => {
