@@ -137,6 +137,11 @@ describe("feed: trust decided by trusted objects (real API server)", () => {
       ports: [{ name: "http", port: 8080, protocol: "TCP" }],
       endpoints: [{ addresses: ["10.40.0.8"], conditions: { ready: false }, targetRef: { kind: "Pod", namespace: "victim", name: "api-0" } }],
     } as never);
+    // The tenant's slice seen (its endpoint refused and counted) before the view is judged: else
+    // "no member" could hold only because the slice had not arrived yet.
+    await eventually("the tenant's slice refused and counted", 10_000, async () =>
+      /feed_model_gaps\{reason="EndpointSlice endpoint naming a pod of another namespace \(ignored: a Service selects pods of its own namespace only\)"\} 1/.test(await metrics(run.base)) ? true : undefined,
+    );
     const seen = await eventually("both services in the view", 10_000, async () => {
       const s = await snapshot(run.base, "west");
       const own = s.services.find((x) => x.hostname === "api.victim.svc.cluster.local");
