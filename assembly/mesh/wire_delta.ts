@@ -84,6 +84,10 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   recId.length = 0;
   recAt.length = 0;
   recV4.length = 0;
+  // The columns grow to the ids the records carry, not to the header's limits (which a
+  // message only claims: 2,000,000 of each would cost ~40 MB of columns for a 64-byte delta).
+  let workloadIds = 0;
+  let serviceIds = 0;
   for (let i = 0; i < h.records; i++) {
     const type = recordHead(r, i);
     if (type == 0) return false;
@@ -95,6 +99,8 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
     recId.push(r.recordId);
     recAt.push(at);
     recV4.push(type == REC_WORKLOAD_UPSERT && workloadRec.v4Count > 0 ? workloadRec.firstV4 : 0);
+    if (type >= REC_SERVICE_UPSERT) serviceIds = max(serviceIds, r.recordId + 1);
+    else workloadIds = max(workloadIds, r.recordId + 1);
   }
   if (r.pos != r.end) return trailing(r) !== null;
   const n = h.records;
@@ -112,8 +118,8 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   if (!checkFinalState(m, r, h, last)) return false;
 
   // Apply. 1: clear every id the message names.
-  ensureWorkloads(m, <i32>h.workloadLimit);
-  ensureServices(m, <i32>h.serviceLimit);
+  ensureWorkloads(m, workloadIds);
+  ensureServices(m, serviceIds);
   m.changedServices.length = 0;
   for (let i = 0; i < n; i++) {
     const type = unchecked(recType[i]);
@@ -165,7 +171,7 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
   const vip6 = new AddrTable6(0);
   const addr4 = new AddrTable4(0);
   const addr6 = new AddrTable6(0);
-  const newNetworks = new Array<string>();
+  const newNetworks = new Map<string, i32>();
   let newTexts = 0;
   const a = scratchAddress;
   for (let i = 0; i < n; i++) {
@@ -245,16 +251,17 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
   return true;
 }
 
-/** The network's id in m, or m's count + its index among the message's new networks. */
-function networkKey(m: Mesh, ptr: usize, len: i32, fresh: Array<string>): i32 {
+/**
+ * The network's id in m, or m's count + its index among the message's new networks (a hash
+ * lookup either way: a list scan here cost O(new networks) per workload and VIP).
+ */
+function networkKey(m: Mesh, ptr: usize, len: i32, fresh: Map<string, i32>): i32 {
   const id = m.networks.findUtf8(ptr, len);
   if (id >= 0) return id;
   const text = String.UTF8.decodeUnsafe(ptr, <usize>len);
-  let k = fresh.indexOf(text);
-  if (k < 0) {
-    k = fresh.length;
-    fresh.push(text);
-  }
+  let k = fresh.size;
+  if (fresh.has(text)) k = fresh.get(text);
+  else fresh.set(text, k);
   return m.networkCount() + k;
 }
 
