@@ -44,8 +44,8 @@ export function manyMembershipsWorkload(id: number, n = MAX_LIST, repeatLast = f
   return { id, identity: "spiffe://td/ns/crafted/sa/many", istio: true, addresses: ["10.200.0.1"], memberships };
 }
 
-export function full(records: WireRecord[], version: bigint, limits: [number, number]): Uint8Array {
-  return encodeMessage({ kind: KIND.full, epoch: EPOCH, version, workloadIdLimit: limits[0], serviceIdLimit: limits[1], records });
+export function full(records: WireRecord[], version: bigint, limits: [number, number], epoch = EPOCH): Uint8Array {
+  return encodeMessage({ kind: KIND.full, epoch, version, workloadIdLimit: limits[0], serviceIdLimit: limits[1], records });
 }
 
 export function delta(base: bigint, records: WireRecord[], limits: [number, number]): Uint8Array {
@@ -68,7 +68,7 @@ export function smallBase(version: bigint, limits: [number, number] = [4, 4]): U
  * The dangling membership: a full message whose workload names service `absent`, above every
  * service id the message defines (so a check bounded by the highest stored id missed it).
  */
-export function danglingFull(version: bigint, absent = 3): Uint8Array {
+export function danglingFull(version: bigint, absent = 3, epoch = EPOCH): Uint8Array {
   return full(
     [
       { service: { id: 0, hostname: "web.crafted.svc", ports: [[80, 8080]] } },
@@ -76,6 +76,7 @@ export function danglingFull(version: bigint, absent = 3): Uint8Array {
     ],
     version,
     [4, 8],
+    epoch,
   );
 }
 
