@@ -3,6 +3,7 @@
 import { FAMILY_V4, formatIp } from "./ip";
 import {
   clearServiceContent,
+  dropMembersOfServices,
   ensureServices,
   ensureWorkloads,
   removeService,
@@ -39,6 +40,8 @@ const recId = new Array<i32>();
 const recAt = new Array<i32>();
 /** A workload upsert's first IPv4 address (0: none), for warmLines. */
 const recV4 = new Array<u32>();
+/** The service ids whose memberships the apply drops (a remove anywhere in the message). */
+const removedIds = new Array<i32>();
 /** Where warmLines puts what it loads, so the loads are kept. */
 let warmSink: u32 = 0;
 
@@ -121,6 +124,17 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   ensureWorkloads(m, workloadIds);
   ensureServices(m, serviceIds);
   m.changedServices.length = 0;
+  // The removed services' memberships first, all together (one walk per affected pod).
+  removedIds.length = 0;
+  for (let i = 0; i < n; i++) {
+    if (unchecked(recType[i]) == REC_SERVICE_REMOVE && last.get(idKey(true, unchecked(recId[i]))) == i) removedIds.push(unchecked(recId[i]));
+  }
+  for (let i = 0; i < n; i++) {
+    const id = unchecked(recId[i]);
+    // A service upserted last but removed earlier in the message loses its members too.
+    if (unchecked(recType[i]) == REC_SERVICE_UPSERT && last.get(idKey(true, id)) == i && removedServices.get(idKey(true, id)) >= 0) removedIds.push(id);
+  }
+  if (removedIds.length > 0) dropMembersOfServices(m, removedIds);
   for (let i = 0; i < n; i++) {
     const type = unchecked(recType[i]);
     const id = unchecked(recId[i]);
