@@ -6,6 +6,7 @@
 //   - many ports in one service (65,535, the most a u16 count says), full and delta;
 //   - many memberships in one workload (65,535), full (with the services it names) and delta;
 //   - the same lists with the last entry repeating the first (refused: what it costs to refuse);
+//   - 65,535 service removes in one delta, every service with the same member (5 bytes each);
 //   - maximum declared id limits (2,000,000 / 2,000,000) on an ordinary message's records.
 // Time: process CPU time of the apply call alone, the lower quartile of rounds taken in turns
 // with the ordinary message (drift on the shared machine cancels). Memory: linear memory of a
@@ -65,6 +66,12 @@ function inputs(): Input[] {
     { name: "65,535 memberships in one workload, full (with its 65,535 services)", message: full([...services, { workload: manyMembershipsWorkload(0) }], 1n, [1, MAX_LIST]), accepted: true },
     { name: "65,535 memberships in one workload, delta", base: servicesOnly, message: delta(1n, [{ workload: manyMembershipsWorkload(0) }], [1, MAX_LIST]), accepted: true },
     { name: "65,535 memberships, the last repeating the first, delta (refused)", base: servicesOnly, message: delta(1n, [{ workload: manyMembershipsWorkload(0, MAX_LIST, true) }], [1, MAX_LIST]), accepted: false },
+    {
+      name: "65,535 service removes, delta (each service had the same pod as its member)",
+      base: full([...services, { workload: manyMembershipsWorkload(0) }], 1n, [1, MAX_LIST]),
+      message: delta(1n, services.map((s) => ({ removeService: s.service.id })), [1, MAX_LIST]),
+      accepted: true,
+    },
     { name: "an ordinary message's records at the maximum id limits (2,000,000 / 2,000,000)", message: atMaxLimits(ordinaryFull(300_000)), accepted: true },
   ];
 }
