@@ -1,4 +1,4 @@
-// Reads the mesh feed's binary message, format v2 (docs: README.md "Update path"; the layout
+// Reads the mesh feed's binary message, format v2 (docs: UPDATE_PATH.md; the layout
 // is in wire_layout.ts, the full message's tables in wire_tables.ts): one record at a time,
 // every read bounds-checked and every per-record rule checked (wire_apply.ts adds the rules
 // that span records and applies). Nothing here allocates per record on the success path
