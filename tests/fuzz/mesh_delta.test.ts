@@ -25,7 +25,7 @@ import { craftedCorpus } from "./mesh_corpus.js";
 const SEED = process.env.MESH_FUZZ_SEED !== undefined ? Number(process.env.MESH_FUZZ_SEED) : 20261202;
 const CASES = process.env.MESH_FUZZ_CASES !== undefined ? Number(process.env.MESH_FUZZ_CASES) : 6_000;
 const LIMITS = { workloads: 24, services: 8 };
-const REFUSAL = /^(header|record \d+ \((workload upsert|workload remove|service upsert|service remove|type \d+)( id \d+)?\))(\.[A-Za-z]+(\[\d+\])?(\.[A-Za-z]+(\[\d+\])?)*)?: \S/;
+const REFUSAL = /^(header|tables|record \d+ \((workload upsert|workload remove|service upsert|service remove|type \d+)( id \d+)?\))(\.[A-Za-z]+(\[\d+\])?(\.[A-Za-z]+(\[\d+\])?)*)?: \S/;
 
 class State {
   workloads = new Map<number, WireWorkload>();
