@@ -40,6 +40,10 @@ const recId = new Array<i32>();
 const recAt = new Array<i32>();
 /** A workload upsert's first IPv4 address (0: none), for warmLines. */
 const recV4 = new Array<u32>();
+/** Per record: whether it is its id's last record in the message (its state after it). */
+const recLast = new Array<bool>();
+/** Whether the message has service records at all (else no membership needs the index). */
+let lastHasServices = false;
 /** The service ids whose memberships the apply drops (a remove anywhere in the message). */
 const removedIds = new Array<i32>();
 /** Where warmLines puts what it loads, so the loads are kept. */
@@ -118,6 +122,15 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
     last.add(key, i);
     if (type == REC_SERVICE_REMOVE) removedServices.add(key, i);
   }
+  // Whether each record is its id's last, looked up once (every loop below asks).
+  recLast.length = n;
+  let serviceRecords = 0;
+  for (let i = 0; i < n; i++) {
+    const type = unchecked(recType[i]);
+    if (type >= REC_SERVICE_UPSERT) serviceRecords++;
+    unchecked((recLast[i] = last.get(idKey(type >= REC_SERVICE_UPSERT, unchecked(recId[i]))) == i));
+  }
+  lastHasServices = serviceRecords > 0;
   if (!checkFinalState(m, r, h, last)) return false;
 
   // Apply. 1: clear every id the message names.
@@ -127,19 +140,19 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   // The removed services' memberships first, all together (one walk per affected pod).
   removedIds.length = 0;
   for (let i = 0; i < n; i++) {
-    if (unchecked(recType[i]) == REC_SERVICE_REMOVE && last.get(idKey(true, unchecked(recId[i]))) == i) removedIds.push(unchecked(recId[i]));
+    if (unchecked(recType[i]) == REC_SERVICE_REMOVE && unchecked(recLast[i])) removedIds.push(unchecked(recId[i]));
   }
   for (let i = 0; i < n; i++) {
     const id = unchecked(recId[i]);
     // A service upserted last but removed earlier in the message loses its members too.
-    if (unchecked(recType[i]) == REC_SERVICE_UPSERT && last.get(idKey(true, id)) == i && removedServices.get(idKey(true, id)) >= 0) removedIds.push(id);
+    if (unchecked(recType[i]) == REC_SERVICE_UPSERT && unchecked(recLast[i]) && removedServices.get(idKey(true, id)) >= 0) removedIds.push(id);
   }
   if (removedIds.length > 0) dropMembersOfServices(m, removedIds);
   for (let i = 0; i < n; i++) {
     const type = unchecked(recType[i]);
     const id = unchecked(recId[i]);
     const service = type >= REC_SERVICE_UPSERT;
-    if (last.get(idKey(service, id)) != i) continue;
+    if (!unchecked(recLast[i])) continue;
     if (service) m.changedServices.push(id);
     if (!service) removeWorkload(m, id);
     else if (removedServices.get(idKey(true, id)) >= 0) removeService(m, id);
@@ -152,7 +165,7 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
       const type = unchecked(recType[i]);
       if (type != (pass == 0 ? REC_SERVICE_UPSERT : REC_WORKLOAD_UPSERT)) continue;
       const id = unchecked(recId[i]);
-      if (last.get(idKey(pass == 0, id)) != i) continue;
+      if (!unchecked(recLast[i])) continue;
       r.record = i;
       r.recordType = type;
       r.recordId = id;
@@ -192,7 +205,7 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
     const type = unchecked(recType[i]);
     const id = unchecked(recId[i]);
     const service = type >= REC_SERVICE_UPSERT;
-    if (last.get(idKey(service, id)) != i) continue;
+    if (!unchecked(recLast[i])) continue;
     if (type != REC_SERVICE_UPSERT && type != REC_WORKLOAD_UPSERT) continue;
     r.record = i;
     r.recordType = type;
@@ -254,7 +267,8 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
       for (let k = 0; k < w.memberCount; k++) {
         const s = <i32>r.u32At(at);
         const nov = <i32>r.u8At(at + 4);
-        const final = last.get(idKey(true, s));
+        // A message without service records leaves every service as the model has it.
+        const final = lastHasServices ? last.get(idKey(true, s)) : -1;
         const live = final >= 0 ? unchecked(recType[final]) == REC_SERVICE_UPSERT : m.serviceLive(s);
         if (!live) return r.fail(indexed("memberships", k) + ".service", "service " + s.toString() + " is not live after this message");
         at += 5 + nov * 4;
