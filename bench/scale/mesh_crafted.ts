@@ -7,6 +7,7 @@
 //   - many memberships in one workload (65,535), full (with the services it names) and delta;
 //   - the same lists with the last entry repeating the first (refused: what it costs to refuse);
 //   - 65,535 service removes in one delta, every service with the same member (5 bytes each);
+//   - the largest text table a full message may declare (1,048,576 empty texts);
 //   - maximum declared id limits (2,000,000 / 2,000,000) on an ordinary message's records.
 // Time: process CPU time of the apply call alone, the lower quartile of rounds taken in turns
 // with the ordinary message (drift on the shared machine cancels). Memory: linear memory of a
@@ -27,6 +28,7 @@ import {
   ordinaryFull,
   plainServices,
   smallBase,
+  textTableFull,
 } from "../../tests/support/mesh_crafted.js";
 
 const TIME_TARGET = 2;
@@ -72,6 +74,7 @@ function inputs(): Input[] {
       message: delta(1n, services.map((s) => ({ removeService: s.service.id })), [1, MAX_LIST]),
       accepted: true,
     },
+    { name: "1,048,576 empty texts in a full message's table (the most it may declare), no records", message: textTableFull(), accepted: true },
     { name: "an ordinary message's records at the maximum id limits (2,000,000 / 2,000,000)", message: atMaxLimits(ordinaryFull(300_000)), accepted: true },
   ];
 }

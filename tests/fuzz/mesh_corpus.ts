@@ -15,6 +15,7 @@ import {
   MAX_LIST,
   plainServices,
   smallBase,
+  textTableFull,
   upsertAbsentService,
 } from "../support/mesh_crafted.js";
 
@@ -31,6 +32,7 @@ export function craftedCorpus(): CraftedCase[] {
   const servicesOnly = full(services, 1n, [1, MAX_LIST]);
   return [
     { name: "empty full at the maximum id limits", message: emptyFullAtMaxLimits(), expect: "" },
+    { name: "the largest text table, all texts empty", message: textTableFull(), expect: "" },
     { name: "empty delta at the maximum id limits", base: smallBase(1n), message: emptyDeltaAtMaxLimits(1n), expect: "" },
     { name: "65,535 ports, full", message: full([{ service: manyPortsService(0) }], 1n, [1, 1]), expect: "" },
     { name: "65,535 ports, delta", base: smallBase(1n), message: delta(1n, [{ service: manyPortsService(1) }], [4, 4]), expect: "" },

@@ -20,6 +20,7 @@ import {
   MAX_LIST,
   plainServices,
   smallBase,
+  textTableFull,
   upsertAbsentService,
 } from "../support/mesh_crafted.ts";
 
@@ -70,6 +71,18 @@ describe("crafted messages: declared limits", () => {
     assert.deepEqual(vm.live(), { workloads: 0, services: 0, memberships: 0 });
     // It took 161 MB when the columns were sized from the header's limits.
     assert.ok(growth <= PAGE, `linear memory grew ${growth} bytes for a ${message.length}-byte message`);
+  });
+
+  it("a full message whose text table declares the most texts (1,048,576, all empty) costs in proportion to its bytes", async () => {
+    const vm = await vmWith();
+    const message = textTableFull();
+    const { error, growth } = measure(vm, message);
+    assert.equal(error, "");
+    assert.deepEqual(vm.live(), { workloads: 0, services: 0, memberships: 0 });
+    assertBounded(growth, message, "the largest text table");
+    // One text more than the table may hold is refused before anything is reserved for it.
+    const over = textTableFull(1_048_577);
+    assert.equal(vm.apply(over), "tables.textCount: 1048577 texts exceed the limit of 1048576");
   });
 
   it("an empty delta declaring the same limits does not grow the model's columns to them", async () => {

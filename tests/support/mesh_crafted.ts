@@ -4,7 +4,7 @@
 // (tests/host/mesh_crafted.test.ts), the fuzzer (tests/fuzz/mesh_delta.test.ts feeds them,
 // damaged and whole) and the benchmark (bench/scale/mesh_crafted.ts), so all three measure
 // the same inputs.
-import { encodeMessage, KIND, WireRecord, WireService, WireWorkload } from "./mesh_wire.ts";
+import { encodeMessage, HEADER, HEADER_BYTES, KIND, WireRecord, WireService, WireWorkload } from "./mesh_wire.ts";
 
 export const EPOCH = 11n;
 /** The most a u16 count can say: ports of one service, memberships of one workload. */
@@ -15,6 +15,23 @@ export const MAX_IDS = 2_000_000;
 /** A full message with no records that declares the largest id limits the decoder accepts. */
 export function emptyFullAtMaxLimits(version = 1n): Uint8Array {
   return encodeMessage({ kind: KIND.full, epoch: EPOCH, version, workloadIdLimit: MAX_IDS, serviceIdLimit: MAX_IDS, records: [] });
+}
+
+/** The most texts a full message's table may declare (MAX_TABLE_TEXTS). */
+export const MAX_TEXTS = 1_048_576;
+
+/**
+ * A full message whose text table holds `n` empty texts and no records: the table's own
+ * declared count, as large as it may be, with the bytes to back it (2 per text).
+ */
+export function textTableFull(n = MAX_TEXTS, version = 1n): Uint8Array {
+  const empty = emptyFullAtMaxLimits(version); // header, text count 0, reference count 0
+  const out = new Uint8Array(empty.length + 2 * n);
+  out.set(empty.subarray(0, HEADER_BYTES));
+  const view = new DataView(out.buffer);
+  view.setUint32(HEADER_BYTES, n, true); // then n zero-length texts, then 0 references
+  view.setUint32(HEADER.bodyLength, out.length - HEADER_BYTES, true);
+  return out;
 }
 
 /** The same claim in a delta (no records): the columns must not grow to the limits. */
