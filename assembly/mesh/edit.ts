@@ -5,16 +5,13 @@
 // leave the model untouched). Every primitive still bounds its indexes, so a caller's mistake
 // cannot trap the VM. Costs are O(what changes): a workload upsert / remove touches its
 // columns, its address-table slots and its memberships (each an O(1) swap-remove from the
-// service's member list); a service remove also drops each of its memberships.
+// service's member list: edit_members.ts); a service remove also drops each of its memberships.
 import { Address, FAMILY_V4 } from "./ip";
+import { grown, growU16, growU32, growU8 } from "./edit_grow";
+import { dropMemberships, dropServiceMembers, markHeadlessMembers } from "./edit_members";
+export { addMembership, dropMembersOfServices, ensureMemberships, markHeadlessMembers, reserveMembers } from "./edit_members";
 import {
   IDENTITY_MASK,
-  M_OVERRIDES,
-  M_POS_MASK,
-  MEM_NEXT,
-  MEM_POS,
-  MEM_SERVICE,
-  MEM_STRIDE,
   Mesh,
   portKey,
   S_HEADLESS,
@@ -24,31 +21,6 @@ import {
   W_LIVE,
   W_V4,
 } from "./model";
-
-/** Next power-of-two-ish capacity covering `need` (doubling from `current`). */
-function grown(current: i32, need: i32): i32 {
-  let cap = max(current, 8);
-  while (cap < need) cap = cap << 1;
-  return cap;
-}
-
-function growU32(a: StaticArray<u32>, n: i32): StaticArray<u32> {
-  const next = new StaticArray<u32>(n);
-  memory.copy(changetype<usize>(next), changetype<usize>(a), <usize>min(a.length, n) << 2);
-  return next;
-}
-
-function growU16(a: StaticArray<u16>, n: i32): StaticArray<u16> {
-  const next = new StaticArray<u16>(n);
-  memory.copy(changetype<usize>(next), changetype<usize>(a), <usize>min(a.length, n) << 1);
-  return next;
-}
-
-function growU8(a: StaticArray<u8>, n: i32): StaticArray<u8> {
-  const next = new StaticArray<u8>(n);
-  memory.copy(changetype<usize>(next), changetype<usize>(a), <usize>min(a.length, n));
-  return next;
-}
 
 // ==================================================================== capacity
 
@@ -72,16 +44,6 @@ export function ensureServices(m: Mesh, n: i32, exact: bool = false): void {
     m.sLbPrefs = growU32(m.sLbPrefs, cap);
   }
   while (m.sHostname.length < n) m.sHostname.push("");
-}
-
-/** Room for `n` more membership ids. */
-export function ensureMemberships(m: Mesh, extra: i32, exact: bool = false): void {
-  const need = m.memTotal + extra;
-  const have = m.memCapacity();
-  if (need > have) {
-    const cap = exact ? need : grown(have, need);
-    m.mem = growU32(m.mem, cap * MEM_STRIDE);
-  }
 }
 
 /** Room for `n` more port slots. */
@@ -220,154 +182,6 @@ export function setWorkloadRefs(m: Mesh, w: i32, waypoint: i32, gateway: i32): v
   const span = m.workloadCapacity();
   m.wWaypoint.put(w, <u32>(waypoint + 1), span);
   m.wGateway.put(w, <u32>(gateway + 1), span);
-}
-
-// ==================================================================== memberships
-
-/**
- * Adds workload w as an endpoint of service s (at the end of s's member list); the membership
- * id. `overrides` are (service port << 16 | target port) words.
- */
-export function addMembership(m: Mesh, w: i32, s: i32, overrides: Array<u32> | null = null): i32 {
-  if (w < 0 || w >= m.workloadCapacity() || s < 0 || s >= m.sFlags.length) return -1;
-  let g = m.memFree - 1;
-  if (g >= 0 && g < m.memCapacity()) {
-    m.memFree = <i32>m.mem3(g, MEM_NEXT);
-  } else {
-    ensureMemberships(m, 1);
-    g = m.memTotal++;
-  }
-  // Append w to s's member list: [count, ids...], doubling the chunk when full.
-  const pool = m.sMembers;
-  let at = pool.offset(s);
-  let cap = pool.capacityOf(s);
-  let count = at < 0 ? 0 : <i32>pool.word(at);
-  if (count + 1 >= cap) {
-    at = pool.resize(s, max(4, cap * 2), m.sFlags.length);
-    if (cap == 0) pool.setWord(at, 0);
-  }
-  pool.setWord(at + 1 + count, <u32>w);
-  pool.setWord(at, <u32>(count + 1));
-  m.setMem(g, MEM_SERVICE, <u32>s + 1);
-  m.setMem(g, MEM_POS, <u32>count);
-  m.setMem(g, MEM_NEXT, m.wChain(w));
-  m.setWChain(w, <u32>g + 1);
-  if ((unchecked(m.sFlags[s]) & S_HEADLESS) != 0) markHeadless(m, w);
-  m.memLive++;
-  if (overrides !== null && overrides.length > 0) {
-    const o = m.memOverrides;
-    const oat = o.alloc(g, overrides.length, m.memCapacity());
-    for (let i = 0; i < overrides.length; i++) o.setWord(oat + i, unchecked(overrides[i]));
-    m.setMem(g, MEM_POS, m.mem3(g, MEM_POS) | M_OVERRIDES);
-  }
-  return g;
-}
-
-/**
- * The build's form: service s's member list gets exactly `count` slots up front (the JSON
- * build knows each service's endpoints before adding them), so no doubling garbage.
- */
-export function reserveMembers(m: Mesh, s: i32, count: i32): void {
-  if (s < 0 || s >= m.sFlags.length) return;
-  const at = m.sMembers.alloc(s, count + 1, m.sFlags.length);
-  m.sMembers.setWord(at, 0);
-}
-
-/** Frees membership g (already unlinked from its workload's chain): swap-remove from s. */
-function freeMembership(m: Mesh, g: i32): void {
-  const s = <i32>m.mem3(g, MEM_SERVICE) - 1;
-  const pos = <i32>(m.mem3(g, MEM_POS) & M_POS_MASK);
-  const pool = m.sMembers;
-  const at = pool.offset(s);
-  if (at >= 0) {
-    const count = <i32>pool.word(at);
-    const last = count - 1;
-    if (pos < last) {
-      const moved = <i32>pool.word(at + 1 + last);
-      pool.setWord(at + 1 + pos, <u32>moved);
-      const mg = m.membershipOf(moved, s);
-      if (mg >= 0) m.setMem(mg, MEM_POS, (m.mem3(mg, MEM_POS) & M_OVERRIDES) | <u32>pos);
-    }
-    if (count > 0) pool.setWord(at, <u32>last);
-  }
-  if ((m.mem3(g, MEM_POS) & M_OVERRIDES) != 0) m.memOverrides.free(g);
-  m.setMem(g, MEM_SERVICE, 0);
-  m.setMem(g, MEM_POS, 0);
-  m.setMem(g, MEM_NEXT, <u32>m.memFree);
-  m.memFree = g + 1;
-  m.memLive--;
-}
-
-/** Sets w's bit in wHeadless (model_columns.ts): w may be an endpoint of a headless service. */
-function markHeadless(m: Mesh, w: i32): void {
-  const word = w >> 5;
-  if (w < 0 || word >= m.wHeadless.length) return;
-  unchecked((m.wHeadless[word] |= <u32>1 << (<u32>w & 31)));
-}
-
-/**
- * Marks every current member of service s in wHeadless: for a service that is (or just became)
- * headless while members joined it before (a service upsert keeps its members; the JSON build
- * adds endpoints before it writes the service's flags).
- */
-export function markHeadlessMembers(m: Mesh, s: i32): void {
-  const pool = m.sMembers;
-  const at = pool.offset(s);
-  if (at < 0) return;
-  const count = min(<i32>pool.word(at), pool.capacityOf(s) - 1);
-  for (let i = 0; i < count; i++) markHeadless(m, <i32>pool.word(at + 1 + i));
-}
-
-/** Drops every membership of workload w. */
-function dropMemberships(m: Mesh, w: i32): void {
-  let g = <i32>m.wChain(w) - 1;
-  m.setWChain(w, 0);
-  // No memberships left, so no headless one: the only place the hint is cleared.
-  const word = w >> 5;
-  if (word < m.wHeadless.length) unchecked((m.wHeadless[word] &= ~(<u32>1 << (<u32>w & 31))));
-  for (let guard = 0; g >= 0 && g < m.memTotal && guard < m.memTotal; guard++) {
-    const next = <i32>m.mem3(g, MEM_NEXT) - 1;
-    // Unlinked already (the whole chain goes), so the swap-remove's membershipOf on other
-    // workloads is unaffected.
-    freeMembership(m, g);
-    g = next;
-  }
-}
-
-/** Drops every membership in service s (a service remove). */
-function dropServiceMembers(m: Mesh, s: i32): void {
-  const pool = m.sMembers;
-  while (true) {
-    const at = pool.offset(s);
-    if (at < 0) break;
-    const count = <i32>pool.word(at);
-    if (count <= 0) break;
-    const w = <i32>pool.word(at + count); // the last one: its removal moves nothing
-    const g = m.membershipOf(w, s);
-    if (g < 0) {
-      pool.setWord(at, <u32>(count - 1)); // inconsistent entry: drop it
-      continue;
-    }
-    unlink(m, w, g);
-    freeMembership(m, g);
-  }
-  pool.free(s);
-}
-
-/** Removes g from w's chain. */
-function unlink(m: Mesh, w: i32, g: i32): void {
-  let prev = -1;
-  let cur = <i32>m.wChain(w) - 1;
-  for (let guard = 0; cur >= 0 && cur < m.memTotal && guard < m.memTotal; guard++) {
-    const next = m.mem3(cur, MEM_NEXT);
-    if (cur == g) {
-      if (prev < 0) m.setWChain(w, next);
-      else m.setMem(prev, MEM_NEXT, next);
-      return;
-    }
-    prev = cur;
-    cur = <i32>next - 1;
-  }
 }
 
 // ==================================================================== services

@@ -33,6 +33,7 @@ export {
   MEM_POS,
   MEM_SERVICE,
   MEM_STRIDE,
+  MEM_WORKLOAD,
   portKey,
   Ref,
   RefTarget,

@@ -74,10 +74,13 @@ export class MeshColumns {
   /** Free membership ids, chained through memNext (head + 1; 0 = none). */
   memFree: i32 = 0;
   /**
-   * Per membership, three words side by side (MEM_SERVICE: service id + 1, 0 = a free id;
+   * Per membership, four words side by side (MEM_SERVICE: service id + 1, 0 = a free id;
    * MEM_POS: position in the service's member list | M_OVERRIDES when it has port overrides;
-   * MEM_NEXT: next membership of the same workload + 1, 0 ends the chain), so an update that
-   * touches a membership touches one cache line rather than three arrays.
+   * MEM_NEXT: next membership of the same workload + 1, 0 ends the chain; MEM_WORKLOAD: the
+   * workload), so an update that touches a membership touches one cache line rather than four
+   * arrays. A service's member list holds membership ids, so the swap-remove that fills a gap
+   * finds the moved member's membership at once (a walk of that workload's memberships, once
+   * per removed membership, made removing a pod in thousands of services quadratic).
    */
   mem: StaticArray<u32> = new StaticArray<u32>(0);
   /** Per-membership target-port overrides: words (service port << 16 | target port). */

@@ -74,7 +74,8 @@ export const W_CHAIN: i32 = 3;
 export const MEM_SERVICE: i32 = 0;
 export const MEM_POS: i32 = 1;
 export const MEM_NEXT: i32 = 2;
-export const MEM_STRIDE: i32 = 3;
+export const MEM_WORKLOAD: i32 = 3;
+export const MEM_STRIDE: i32 = 4;
 /** MEM_POS bit: the membership has port overrides (a memOverrides chunk). */
 export const M_OVERRIDES: u32 = 0x80000000;
 export const M_POS_MASK: u32 = 0x7fffffff;

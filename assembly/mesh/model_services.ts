@@ -2,7 +2,7 @@
 // ports, cluster names, endpoints, SANs, VIPs and load-balancing preference.
 import { Address, FAMILY_V4, FAMILY_V6 } from "./ip";
 import { MeshWorkloads } from "./model_workloads";
-import { inRange, LbMode, M_OVERRIDES, M_POS_MASK, MEM_POS, portKey, S_HEADLESS, S_LB_STANDARD, S_LIVE, Scope, validPort, VIP_WORDS } from "./model_layout";
+import { inRange, LbMode, M_OVERRIDES, M_POS_MASK, MEM_POS, MEM_WORKLOAD, portKey, S_HEADLESS, S_LB_STANDARD, S_LIVE, Scope, validPort, VIP_WORDS } from "./model_layout";
 
 /** Mesh's service accessors (see model.ts). */
 export class MeshServices extends MeshWorkloads {
@@ -89,7 +89,7 @@ export class MeshServices extends MeshWorkloads {
   globalEndpointWorkload(g: i32): i32 {
     const s = this.membershipService(g);
     if (s < 0) return -1;
-    return this.endpointWorkload(s, <i32>(this.mem3(g, MEM_POS) & M_POS_MASK));
+    return <i32>this.mem3(g, MEM_WORKLOAD);
   }
 
   /** The service global endpoint g belongs to, or -1 (O(1)). */
@@ -109,7 +109,18 @@ export class MeshServices extends MeshWorkloads {
     const pool = this.sMembers;
     const at = pool.offset(s);
     if (at < 0 || !inRange(e, <i32>pool.word(at))) return -1;
-    return <i32>pool.word(at + 1 + e);
+    const g = <i32>pool.word(at + 1 + e);
+    return inRange(g, this.memTotal) ? <i32>this.mem3(g, MEM_WORKLOAD) : -1;
+  }
+
+  /** The membership id of endpoint e (0-based within s), or -1. */
+  endpointMembership(s: i32, e: i32): i32 {
+    if (!inRange(s, this.serviceTotal)) return -1;
+    const pool = this.sMembers;
+    const at = pool.offset(s);
+    if (at < 0 || !inRange(e, <i32>pool.word(at))) return -1;
+    const g = <i32>pool.word(at + 1 + e);
+    return inRange(g, this.memTotal) ? g : -1;
   }
 
   /**
@@ -120,9 +131,8 @@ export class MeshServices extends MeshWorkloads {
   targetPort(s: i32, e: i32, servicePort: i32): i32 {
     const slot = this.portSlot(s, servicePort);
     if (!inRange(slot, this.slotTarget.length)) return -1;
-    const w = this.endpointWorkload(s, e);
-    if (w < 0) return -1;
-    const g = this.membershipOf(w, s);
+    const g = this.endpointMembership(s, e);
+    if (g < 0) return -1;
     const t = this.overrideOf(g, servicePort);
     return t >= 0 ? t : <i32>unchecked(this.slotTarget[slot]);
   }

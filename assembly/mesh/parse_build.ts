@@ -69,8 +69,8 @@ export function reserveBuildMemory(scan: MeshScan, limits: MeshLimits): void {
   // Per port slot: port 2, target 2, its id in the service's chunk 4; the (service, port) index.
   bytes += scan.slots * 4 + ChunkPool.bytesFor(scan.slots, scan.servicesWithPorts, ns);
   bytes += <i64>tableCapacity(<i32>min(scan.slots, MAX_SERVICE_ITEMS)) * 16;
-  // Per endpoint (membership): service 4, position 4, next of the workload 4.
-  bytes += scan.endpoints * 12;
+  // Per endpoint (membership): service 4, position 4, next of the workload 4, workload 4.
+  bytes += scan.endpoints * 16;
   bytes += ChunkPool.bytesFor(scan.overrides, scan.overriddenEndpoints, <i32>min(scan.endpoints, MAX_SERVICE_ITEMS));
   bytes += ChunkPool.bytesFor(scan.vips * VIP_WORDS, scan.servicesWithVips, ns);
   bytes += ChunkPool.bytesFor(scan.sans, scan.servicesWithSans, ns);

@@ -1,10 +1,12 @@
-// Reads the mesh feed's binary message, format v2 (docs: README.md "Update path"; the layout
+// Reads the mesh feed's binary message, format v2 (docs: UPDATE_PATH.md; the layout
 // is in wire_layout.ts, the full message's tables in wire_tables.ts): one record at a time,
 // every read bounds-checked and every per-record rule checked (wire_apply.ts adds the rules
 // that span records and applies). Nothing here allocates per record on the success path
 // except the decoding of texts the model does not know yet.
 import { findInvalidUtf8At } from "../json/utf8";
 import { Address, FAMILY_NONE, FAMILY_V4, FAMILY_V6 } from "./ip";
+import { AddrTable4, AddrTable6, ADDED } from "./table";
+import { portMarks, serviceMarks } from "./wire_marks";
 import { isHostname, isLocality, isSanText, isSpiffeIdentity, LOCALITY_SHAPE, SAN_COMMA, SPIFFE_SHAPE } from "./validate";
 
 export * from "./wire_layout";
@@ -45,7 +47,6 @@ export class WireReader {
    */
   trusted: bool = false;
   private scratch: Address = new Address();
-  private other: Address = new Address();
   /** The tables of the message being read (empty outside a full message). */
   tables: WireTables = new WireTables();
   /** Set while the tables are read: failures are named `tables.<field>`. */
@@ -286,12 +287,23 @@ export class WireReader {
     w.addressAt = this.pos;
     const a = this.scratch;
     let v4 = 0;
+    // Duplicates within the workload: each address marked in a scratch table as it is read,
+    // the marks taken back before returning (O(1) per address).
+    let marked = 0;
+    let repeated = -1;
     for (let i = 0; i < count; i++) {
-      if (!this.address("addresses", a, i)) return false;
+      if (!this.address("addresses", a, i)) break;
       if (a.family == FAMILY_V4 && v4++ == 0) w.firstV4 = a.v4;
-      // Duplicates within the workload (the message is small per workload: pairwise).
-      if (i > 0 && !this.trusted && this.addressRepeats(w.addressAt, i, a)) return this.fail(indexed("addresses", i), "duplicate address");
+      if (this.trusted) continue;
+      if (!markAddress(a)) {
+        repeated = i;
+        break;
+      }
+      marked++;
     }
+    if (marked > 0) unmarkAddresses(this.base + <usize>w.addressAt, marked);
+    if (this.bad) return false;
+    if (repeated >= 0) return this.fail(indexed("addresses", repeated), "duplicate address");
     w.v4Count = v4;
     const members = <i32>this.u16();
     if (this.over()) return this.truncated("memberships");
@@ -315,31 +327,49 @@ export class WireReader {
         return this.fail(indexed("memberships", i) + ".service", s.toString() + " is not below the service id limit " + serviceLimit.toString());
       }
       if (!this.has(overrides * 4)) return this.truncated(indexed("memberships", i) + ".overrides");
-      for (let k = 0; k < overrides; k++) {
-        const port = this.u16();
-        const target = this.u16();
-        if (port == 0 || target == 0) {
-          return this.fail(indexed(indexed("memberships", i) + ".overrides", k), "not a port number (1..65535): 0");
-        }
-        for (let j = 0; j < k; j++) {
-          if (this.u16At(this.pos - 4 - (k - j) * 4) == port) {
-            return this.fail(indexed(indexed("memberships", i) + ".overrides", k), "duplicate service port " + port.toString());
-          }
-        }
+      const first = this.pos;
+      const bad = this.overridePorts(overrides);
+      unmarkPorts(this.base + <usize>first, bad < 0 ? overrides : bad);
+      if (bad >= 0) {
+        const port = this.u16At(first + bad * 4);
+        const reason = port == 0 || this.u16At(first + bad * 4 + 2) == 0 ? "not a port number (1..65535): 0" : "duplicate service port " + port.toString();
+        return this.fail(indexed(indexed("memberships", i) + ".overrides", bad), reason);
       }
     }
-    // Each service once: pairwise over the (few) memberships of one pod.
+    // Each service once: the services marked in a bit set as they are walked, then unmarked.
     let at = w.memberAt;
+    let repeatedService = -1;
     for (let i = 0; i < members; i++) {
-      const s = this.u32At(at);
-      let other = w.memberAt;
-      for (let j = 0; j < i; j++) {
-        if (this.u32At(other) == s) return this.fail(indexed("memberships", i) + ".service", "service " + s.toString() + " is listed twice");
-        other += 5 + <i32>load<u8>(this.base + <usize>other + 4) * 4;
+      if (!serviceMarks.mark(this.u32At(at))) {
+        repeatedService = i;
+        break;
       }
       at += 5 + <i32>load<u8>(this.base + <usize>at + 4) * 4;
     }
+    at = w.memberAt;
+    for (let i = 0, n = repeatedService < 0 ? members : repeatedService; i < n; i++) {
+      serviceMarks.unmark(this.u32At(at));
+      at += 5 + <i32>load<u8>(this.base + <usize>at + 4) * 4;
+    }
+    if (repeatedService >= 0) {
+      const s = this.u32At(at);
+      return this.fail(indexed("memberships", repeatedService) + ".service", "service " + s.toString() + " is listed twice");
+    }
     return true;
+  }
+
+  /**
+   * Reads `n` (service port, target) pairs (bounds already checked), marking each service port
+   * in portMarks: the index of the first zero or repeated port, or -1. The caller unmarks the
+   * pairs before it (unmarkPorts), so the marks never outlive the list.
+   */
+  private overridePorts(n: i32): i32 {
+    for (let k = 0; k < n; k++) {
+      const port = this.u16();
+      const target = this.u16();
+      if (port == 0 || target == 0 || !portMarks.mark(port)) return k;
+    }
+    return -1;
   }
 
   /** A compact record's texts and references: table indexes, each resolved to where it is. */
@@ -402,24 +432,6 @@ export class WireReader {
     return i;
   }
 
-  /** Whether address i (just read into `a`) equals an earlier one of the same workload. */
-  private addressRepeats(first: i32, i: i32, a: Address): bool {
-    let at = first;
-    const b = this.other;
-    const save = this.pos;
-    for (let j = 0; j < i; j++) {
-      this.pos = at;
-      this.address("", b);
-      at = this.pos;
-      if (b.sameIp(a)) {
-        this.pos = save;
-        return true;
-      }
-    }
-    this.pos = save;
-    return false;
-  }
-
   /** A service upsert's body into `s`, every per-record rule checked. */
   service(s: WireService, serviceLimit: u32): bool {
     s.id = this.recordId;
@@ -460,12 +472,15 @@ export class WireReader {
     if (this.over() || !this.has(ports * 4)) return this.truncated("ports");
     s.portCount = ports;
     s.portAt = this.pos;
-    for (let i = 0; i < ports; i++) {
-      const port = this.u16();
-      const target = this.u16();
-      if (port == 0 || target == 0) return this.fail(indexed("ports", i), "not a port number (1..65535): 0");
-      for (let j = 0; j < i; j++) {
-        if (this.u16At(s.portAt + j * 4) == port) return this.fail(indexed("ports", i), "duplicate service port " + port.toString());
+    if (this.trusted) this.pos += ports * 4;
+    else {
+      // Each port once: marked in a bit set of every port number as read, then unmarked.
+      const bad = this.overridePorts(ports);
+      unmarkPorts(this.base + <usize>s.portAt, bad < 0 ? ports : bad);
+      if (bad >= 0) {
+        const port = this.u16At(s.portAt + bad * 4);
+        if (port == 0 || this.u16At(s.portAt + bad * 4 + 2) == 0) return this.fail(indexed("ports", bad), "not a port number (1..65535): 0");
+        return this.fail(indexed("ports", bad), "duplicate service port " + port.toString());
       }
     }
     const vips = <i32>this.u16();
@@ -503,6 +518,38 @@ export class WireReader {
     if (isLocality(text)) return true;
     return this.fail("locality", "not a locality (expected " + LOCALITY_SHAPE + "): " + quoted(ptr, len));
   }
+}
+
+// One workload's addresses (at most 255), marked while its record is checked.
+const addressMarks4 = new AddrTable4(255);
+const addressMarks6 = new AddrTable6(255);
+
+/** Marks address `a`; false when this record already listed it. */
+function markAddress(a: Address): bool {
+  const added = a.family == FAMILY_V4 ? addressMarks4.insert(a.v4, 0, 0) : addressMarks6.insert(a.hi, a.lo, 0, 0);
+  return added == ADDED;
+}
+
+/** Takes back the marks of the first `n` addresses at `p` (read and checked before). */
+function unmarkAddresses(p: usize, n: i32): void {
+  for (let i = 0; i < n; i++) {
+    if (load<u8>(p) == 4) {
+      addressMarks4.remove(bswap<u32>(load<u32>(p + 1)), 0, 0);
+      p += 5;
+      continue;
+    }
+    const hi = bswap<u64>(load<u64>(p + 1));
+    const lo = bswap<u64>(load<u64>(p + 9));
+    // IPv4-mapped IPv6 was marked as IPv4 (address()).
+    if (hi == 0 && (lo >> 32) == 0xffff) addressMarks4.remove(<u32>lo, 0, 0);
+    else addressMarks6.remove(hi, lo, 0, 0);
+    p += 17;
+  }
+}
+
+/** Takes back the port marks of the first `n` (port, target) pairs at `p`. */
+function unmarkPorts(p: usize, n: i32): void {
+  for (let i = 0; i < n; i++) portMarks.unmark(<u32>load<u16>(p + <usize>i * 4));
 }
 
 /** `field[index].sub` (index < 0 and sub "" left out); failure paths only. */

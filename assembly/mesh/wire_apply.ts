@@ -1,9 +1,10 @@
 // applyMeshMessage: the feed's binary messages (wire.ts) applied to the Mesh.
 //
-// - full: "the model is exactly these records". Built into a new Mesh sized from the header's
-//   id limits, in three passes over the message: every record checked (and the texts it
-//   names interned into the new model), then the services stored, then the workloads (whose
-//   addresses and memberships are checked against what is stored). Any problem refuses the
+// - full: "the model is exactly these records". Built into a new Mesh sized from what the
+//   records carry (never from the header's id limits, which only bound the ids), in two passes
+//   over the message: every record checked (and the texts it names interned into the new
+//   model; every membership must name a service of the message), then every record stored in
+//   message order (addresses and VIPs checked against what is stored). Any problem refuses the
 //   message and the new model is dropped: the caller keeps its old one.
 // - delta: checked whole before the model is touched: every record (as for a full load), then
 //   what spans records, on the state after the message (the last record of each id wins): an

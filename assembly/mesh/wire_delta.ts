@@ -3,6 +3,7 @@
 import { FAMILY_V4, formatIp } from "./ip";
 import {
   clearServiceContent,
+  dropMembersOfServices,
   ensureServices,
   ensureWorkloads,
   removeService,
@@ -39,6 +40,12 @@ const recId = new Array<i32>();
 const recAt = new Array<i32>();
 /** A workload upsert's first IPv4 address (0: none), for warmLines. */
 const recV4 = new Array<u32>();
+/** Per record: whether it is its id's last record in the message (its state after it). */
+const recLast = new Array<bool>();
+/** Whether the message has service records at all (else no membership needs the index). */
+let lastHasServices = false;
+/** The service ids whose memberships the apply drops (a remove anywhere in the message). */
+const removedIds = new Array<i32>();
 /** Where warmLines puts what it loads, so the loads are kept. */
 let warmSink: u32 = 0;
 
@@ -84,6 +91,10 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   recId.length = 0;
   recAt.length = 0;
   recV4.length = 0;
+  // The columns grow to the ids the records carry, not to the header's limits (which a
+  // message only claims: 2,000,000 of each would cost ~40 MB of columns for a 64-byte delta).
+  let workloadIds = 0;
+  let serviceIds = 0;
   for (let i = 0; i < h.records; i++) {
     const type = recordHead(r, i);
     if (type == 0) return false;
@@ -95,6 +106,8 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
     recId.push(r.recordId);
     recAt.push(at);
     recV4.push(type == REC_WORKLOAD_UPSERT && workloadRec.v4Count > 0 ? workloadRec.firstV4 : 0);
+    if (type >= REC_SERVICE_UPSERT) serviceIds = max(serviceIds, r.recordId + 1);
+    else workloadIds = max(workloadIds, r.recordId + 1);
   }
   if (r.pos != r.end) return trailing(r) !== null;
   const n = h.records;
@@ -109,17 +122,37 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
     last.add(key, i);
     if (type == REC_SERVICE_REMOVE) removedServices.add(key, i);
   }
+  // Whether each record is its id's last, looked up once (every loop below asks).
+  recLast.length = n;
+  let serviceRecords = 0;
+  for (let i = 0; i < n; i++) {
+    const type = unchecked(recType[i]);
+    if (type >= REC_SERVICE_UPSERT) serviceRecords++;
+    unchecked((recLast[i] = last.get(idKey(type >= REC_SERVICE_UPSERT, unchecked(recId[i]))) == i));
+  }
+  lastHasServices = serviceRecords > 0;
   if (!checkFinalState(m, r, h, last)) return false;
 
   // Apply. 1: clear every id the message names.
-  ensureWorkloads(m, <i32>h.workloadLimit);
-  ensureServices(m, <i32>h.serviceLimit);
+  ensureWorkloads(m, workloadIds);
+  ensureServices(m, serviceIds);
   m.changedServices.length = 0;
+  // The removed services' memberships first, all together (one walk per affected pod).
+  removedIds.length = 0;
+  for (let i = 0; i < n; i++) {
+    if (unchecked(recType[i]) == REC_SERVICE_REMOVE && unchecked(recLast[i])) removedIds.push(unchecked(recId[i]));
+  }
+  for (let i = 0; i < n; i++) {
+    const id = unchecked(recId[i]);
+    // A service upserted last but removed earlier in the message loses its members too.
+    if (unchecked(recType[i]) == REC_SERVICE_UPSERT && unchecked(recLast[i]) && removedServices.get(idKey(true, id)) >= 0) removedIds.push(id);
+  }
+  if (removedIds.length > 0) dropMembersOfServices(m, removedIds);
   for (let i = 0; i < n; i++) {
     const type = unchecked(recType[i]);
     const id = unchecked(recId[i]);
     const service = type >= REC_SERVICE_UPSERT;
-    if (last.get(idKey(service, id)) != i) continue;
+    if (!unchecked(recLast[i])) continue;
     if (service) m.changedServices.push(id);
     if (!service) removeWorkload(m, id);
     else if (removedServices.get(idKey(true, id)) >= 0) removeService(m, id);
@@ -132,7 +165,7 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
       const type = unchecked(recType[i]);
       if (type != (pass == 0 ? REC_SERVICE_UPSERT : REC_WORKLOAD_UPSERT)) continue;
       const id = unchecked(recId[i]);
-      if (last.get(idKey(pass == 0, id)) != i) continue;
+      if (!unchecked(recLast[i])) continue;
       r.record = i;
       r.recordType = type;
       r.recordId = id;
@@ -165,14 +198,14 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
   const vip6 = new AddrTable6(0);
   const addr4 = new AddrTable4(0);
   const addr6 = new AddrTable6(0);
-  const newNetworks = new Array<string>();
+  const newNetworks = new Map<string, i32>();
   let newTexts = 0;
   const a = scratchAddress;
   for (let i = 0; i < n; i++) {
     const type = unchecked(recType[i]);
     const id = unchecked(recId[i]);
     const service = type >= REC_SERVICE_UPSERT;
-    if (last.get(idKey(service, id)) != i) continue;
+    if (!unchecked(recLast[i])) continue;
     if (type != REC_SERVICE_UPSERT && type != REC_WORKLOAD_UPSERT) continue;
     r.record = i;
     r.recordType = type;
@@ -234,7 +267,8 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
       for (let k = 0; k < w.memberCount; k++) {
         const s = <i32>r.u32At(at);
         const nov = <i32>r.u8At(at + 4);
-        const final = last.get(idKey(true, s));
+        // A message without service records leaves every service as the model has it.
+        const final = lastHasServices ? last.get(idKey(true, s)) : -1;
         const live = final >= 0 ? unchecked(recType[final]) == REC_SERVICE_UPSERT : m.serviceLive(s);
         if (!live) return r.fail(indexed("memberships", k) + ".service", "service " + s.toString() + " is not live after this message");
         at += 5 + nov * 4;
@@ -245,16 +279,17 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
   return true;
 }
 
-/** The network's id in m, or m's count + its index among the message's new networks. */
-function networkKey(m: Mesh, ptr: usize, len: i32, fresh: Array<string>): i32 {
+/**
+ * The network's id in m, or m's count + its index among the message's new networks (a hash
+ * lookup either way: a list scan here cost O(new networks) per workload and VIP).
+ */
+function networkKey(m: Mesh, ptr: usize, len: i32, fresh: Map<string, i32>): i32 {
   const id = m.networks.findUtf8(ptr, len);
   if (id >= 0) return id;
   const text = String.UTF8.decodeUnsafe(ptr, <usize>len);
-  let k = fresh.indexOf(text);
-  if (k < 0) {
-    k = fresh.length;
-    fresh.push(text);
-  }
+  let k = fresh.size;
+  if (fresh.has(text)) k = fresh.get(text);
+  else fresh.set(text, k);
   return m.networkCount() + k;
 }
 

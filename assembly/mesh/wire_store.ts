@@ -16,7 +16,7 @@ import {
 } from "./edit";
 import { IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, W_HEALTHY, W_ISTIO } from "./model";
 import { MAX_LOCALITIES, MAX_NETWORKS } from "./parse";
-import { defaultClusterName } from "./parse_text";
+import { defaultClusterNameUtf8 } from "./parse_text";
 import { RefTable } from "./refs";
 import {
   indexed,
@@ -250,7 +250,7 @@ export function storeService(r: WireReader, m: Mesh, s: WireService): bool {
     const port = r.u16At(s.portAt + i * 4);
     const target = r.u16At(s.portAt + i * 4 + 2);
     words.push((port << 16) | target);
-    clusters.push(explicit !== null ? explicit : defaultClusterName(<i32>port, hostname));
+    clusters.push(explicit !== null ? explicit : defaultClusterNameUtf8(<i32>port, s.hostPtr, s.hostLen));
   }
   setPorts(m, id, words, clusters);
   // VIPs.

@@ -4,6 +4,7 @@ import { readFile } from "node:fs/promises";
 import { openConnections } from "./open_connections.js";
 import { podsCurve } from "./pods_curve.js";
 import { meshUpdateBench } from "./mesh_update.js";
+import { meshCraftedBench } from "./mesh_crafted.js";
 import { SUBJECTS } from "./subjects.js";
 import { log } from "./vm.js";
 
@@ -26,5 +27,8 @@ export async function scaleBench({ quick }: { quick: boolean }): Promise<void> {
   }
   // The mesh model's update path (issue 15): full loads, delta batches, memory under churn.
   await meshUpdateBench({ quick });
+  // The decoder's worst inputs (largest lists, maximum declared limits) against ordinary full
+  // messages of the same size: time and memory per byte.
+  await meshCraftedBench({ quick });
   log(`done in ${Math.round((performance.now() - began) / 1000)} s`);
 }

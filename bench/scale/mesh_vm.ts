@@ -124,6 +124,15 @@ export class MeshVm {
     };
   }
 
+  /** Service s's port count (-1 when s is not live), and the target of one of its ports (-1: none). */
+  servicePorts(s: number): number {
+    return this.x.servicePorts(s);
+  }
+
+  serviceTargetPort(s: number, port: number): number {
+    return this.x.serviceTargetPort(s, port);
+  }
+
   /** Per-connection lookups of pseudo-random pods 10.x.y.z; returns hits. */
   lookups(iterations: number, pods: number): number {
     return this.x.lookups(iterations, pods);

@@ -9,6 +9,10 @@
 //     digest lists looks up to its owner, every membership is in its service's endpoints;
 //   - an undamaged delta is accepted and gives the model a full load of the same state gives;
 //   - VM memory does not keep growing over the run.
+// Every 300 cases it also feeds one of the crafted messages of mesh_corpus.ts (the largest
+// lists, maximum declared limits, a dangling membership), whole and damaged, to a second VM:
+// the whole one decodes or is refused as the corpus says, a damaged one never traps and is
+// refused with a named field or applied, and that VM's memory stays bounded.
 // The seed is fixed (MESH_FUZZ_SEED / MESH_FUZZ_CASES override it to explore further).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -16,11 +20,12 @@ import { MeshVm } from "../../bench/scale/mesh_vm.js";
 import { encodeMessage, KIND, WireRecord, WireService, WireWorkload } from "../support/mesh_wire.js";
 import { caseSeed, Rng } from "./rng.js";
 import { damageBytes } from "./properties.js";
+import { craftedCorpus } from "./mesh_corpus.js";
 
 const SEED = process.env.MESH_FUZZ_SEED !== undefined ? Number(process.env.MESH_FUZZ_SEED) : 20261202;
 const CASES = process.env.MESH_FUZZ_CASES !== undefined ? Number(process.env.MESH_FUZZ_CASES) : 6_000;
 const LIMITS = { workloads: 24, services: 8 };
-const REFUSAL = /^(header|record \d+ \((workload upsert|workload remove|service upsert|service remove|type \d+)( id \d+)?\))(\.[A-Za-z]+(\[\d+\])?(\.[A-Za-z]+(\[\d+\])?)*)?: \S/;
+const REFUSAL = /^(header|tables|record \d+ \((workload upsert|workload remove|service upsert|service remove|type \d+)( id \d+)?\))(\.[A-Za-z]+(\[\d+\])?(\.[A-Za-z]+(\[\d+\])?)*)?: \S/;
 
 class State {
   workloads = new Map<number, WireWorkload>();
@@ -138,6 +143,10 @@ describe("mesh feed messages (fuzz)", () => {
   it(`${CASES} cases with seed ${SEED}: no trap, refusals name the field and change nothing, accepted models stay consistent`, async (t) => {
     const vm = await MeshVm.create();
     const oracle = await MeshVm.create();
+    const side = await MeshVm.create();
+    const corpus = craftedCorpus();
+    let craftedFed = 0;
+    let sideMemoryFirstRound = 0;
     let state = new State(new Rng(SEED));
     let applied = 0;
     let refused = 0;
@@ -157,6 +166,23 @@ describe("mesh feed messages (fuzz)", () => {
         if (error !== "") assert.match(error, REFUSAL, `case ${i}: full refusal ${error}`);
         vm.reset();
         assert.equal(vm.apply(full), "", `case ${i}: the undamaged full message`);
+      }
+      if (i % 300 === 150) {
+        // A crafted case, whole then damaged (the corpus comes round again every
+        // corpus.length × 300 cases).
+        const crafted = corpus[Math.floor(i / 300) % corpus.length]!;
+        for (const input of [crafted.message, damageBytes(rng, crafted.message)]) {
+          side.reset();
+          if (crafted.base !== undefined) assert.equal(side.apply(crafted.base), "", `case ${i}: ${crafted.name}: the base loads`);
+          const error = side.apply(input);
+          if (input === crafted.message) {
+            if (crafted.expect === "") assert.equal(error, "", `case ${i}: ${crafted.name}`);
+            else assert.match(error, crafted.expect, `case ${i}: ${crafted.name}`);
+          } else if (error !== "") assert.match(error, REFUSAL, `case ${i}: ${crafted.name}, damaged: ${error}`);
+          craftedFed++;
+        }
+        side.collect();
+        if (craftedFed === 2 * corpus.length) sideMemoryFirstRound = side.memoryBytes();
       }
       const before = vm.digest();
       const snapshot = { workloads: new Map(state.workloads), services: new Map(state.services), version: state.version };
@@ -197,6 +223,11 @@ describe("mesh feed messages (fuzz)", () => {
     }
     vm.collect();
     t.diagnostic(`${applied} applied, ${refused} refused, ${reasons.size} distinct refusal shapes; VM memory ${vm.memoryBytes()} bytes`);
+    t.diagnostic(`${craftedFed} crafted inputs (${corpus.length} cases, whole and damaged); their VM's memory ${side.memoryBytes()} bytes`);
+    assert.ok(craftedFed >= 2 * Math.min(corpus.length, Math.floor(CASES / 300)), "the crafted corpus is fed");
+    // The whole corpus once round leaves the crafted VM at its high-water mark: later rounds
+    // (same inputs, other damage) must not keep growing it.
+    if (sideMemoryFirstRound > 0) assert.ok(side.memoryBytes() <= sideMemoryFirstRound * 2, `crafted VM memory grew from ${sideMemoryFirstRound} to ${side.memoryBytes()}`);
     assert.ok(applied > CASES / 10 && refused > CASES / 10, "both outcomes are exercised");
     assert.ok(reasons.size > 30, `refusals reach many checks (${reasons.size})`);
     if (memoryAfterWarmup > 0) assert.ok(vm.memoryBytes() <= memoryAfterWarmup * 2, `VM memory grew from ${memoryAfterWarmup} to ${vm.memoryBytes()}`);

@@ -255,6 +255,15 @@ export function digestUtf8(): ArrayBuffer {
   return String.UTF8.encode(out.join("\n"));
 }
 
+/** Service s's port count and the target of one port (-1: none), without a whole digest. */
+export function servicePorts(s: i32): i32 {
+  return mesh.serviceLive(s) ? mesh.servicePortCount(s) : -1;
+}
+
+export function serviceTargetPort(s: i32, port: i32): i32 {
+  return mesh.serviceTargetPort(s, port);
+}
+
 /** Live workloads, services and memberships, for the tests and the benchmark. */
 export function liveCounts(): Int32Array {
   const out = new Int32Array(3);
