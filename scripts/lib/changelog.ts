@@ -113,7 +113,7 @@ export interface Section {
 export function sections(text: string): Section[] {
   const out: Section[] = [];
   const lines = text.split("\n");
-  let current: { section: Section; body: string[] } | undefined;
+  let current: { section: Omit<Section, "body">; body: string[] } | undefined;
   const close = (): void => {
     if (current) out.push({ ...current.section, body: current.body.join("\n") });
   };
