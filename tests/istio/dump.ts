@@ -10,7 +10,7 @@ export type Json = any; // xDS JSON; each test asserts the shape it relies on
 /** The Istio eras the Go module proxy serves (release tags are not served: see istio/README.md). */
 export const ERAS = [
   { era: "1.30", module: "v0.0.0-20260423205519-b01690e6db7d", label: "1.30 (master 2026-04-23)" },
-  { era: "1.31", module: "v0.0.0-20260827124520-eed52ebb66ad", label: "1.31 (master 2026-08-27, istio.io/api 1.31.0-rc.0)" },
+  { era: "1.31", module: "v0.0.0-20260827124520-eed52ebb66ad", label: "1.31 (release-1.31 branch 2026-08-27, istio.io/api 1.31.0-rc.0)" },
 ] as const;
 
 export const WASM_TYPE = "type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm";

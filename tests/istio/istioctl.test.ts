@@ -42,7 +42,7 @@ function acceptedWarnings(): Set<string> {
   return new Set(rows);
 }
 
-describe("istioctl 1.31 (master 2026-08-27), built from the pinned module", () => {
+describe("istioctl 1.31 (release-1.31 branch 2026-08-27), built from the pinned module", () => {
   it("every route's files are a README route and every manifest belongs to one", () => {
     assert.deepEqual([...new Set(Object.values(ROUTES).flat())].sort(), manifests);
   });
