@@ -41,26 +41,34 @@ function save(dir: string, name: string, cert: string, key: string): PemPair {
   return { certPath, keyPath, cert, key };
 }
 
-/** Creates a CA named `name` in `dir`. */
-export async function createCa(dir: string, name = "mesh-ca"): Promise<TestCa> {
+/**
+ * A fresh key pair and a certificate it signs itself, valid from an hour ago for a day, saved as
+ * `<dir>/<name>.crt` and `.key`: a CA (`extensions` make it one) or a self-signed leaf.
+ */
+async function selfSigned(dir: string, name: string, extensions: x509.Extension[]): Promise<PemPair & { cert509: x509.X509Certificate; keys: CryptoKeyPair }> {
   mkdirSync(dir, { recursive: true });
   const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ["sign", "verify"])) as CryptoKeyPair;
   const now = Date.now();
-  const caCert = await x509.X509CertificateGenerator.createSelfSigned({
+  const cert509 = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: nextSerial(),
     name: `CN=${name}`,
     notBefore: new Date(now - 3600_000),
     notAfter: new Date(now + 24 * 3600_000),
     keys,
     signingAlgorithm: ALGORITHM,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-    ],
+    extensions,
   });
-  const caKey = pem("PRIVATE KEY", await webcrypto.subtle.exportKey("pkcs8", keys.privateKey));
-  const saved = save(dir, name, caCert.toString("pem") + "\n", caKey);
-  return { ...saved, issue: issuer(dir, caCert, keys.privateKey) };
+  const key = pem("PRIVATE KEY", await webcrypto.subtle.exportKey("pkcs8", keys.privateKey));
+  return { ...save(dir, name, cert509.toString("pem") + "\n", key), cert509, keys };
+}
+
+/** Creates a CA named `name` in `dir`. */
+export async function createCa(dir: string, name = "mesh-ca"): Promise<TestCa> {
+  const { cert509, keys, ...saved } = await selfSigned(dir, name, [
+    new x509.BasicConstraintsExtension(true, undefined, true),
+    new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+  ]);
+  return { ...saved, issue: issuer(dir, cert509, keys.privateKey) };
 }
 
 /** An existing CA (`<dir>/<name>.crt` and `.key`, as createCa wrote them) that issues into `outDir`. */
@@ -104,25 +112,13 @@ function issuer(dir: string, caCert: x509.X509Certificate, caKey: CryptoKey): Te
 
 /** A self-signed leaf certificate (its own issuer, no CA behind it) with these URI SANs. */
 export async function createSelfSigned(dir: string, name: string, uris: string[]): Promise<PemPair> {
-  mkdirSync(dir, { recursive: true });
-  const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ["sign", "verify"])) as CryptoKeyPair;
-  const now = Date.now();
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: nextSerial(),
-    name: `CN=${name}`,
-    notBefore: new Date(now - 3600_000),
-    notAfter: new Date(now + 24 * 3600_000),
-    keys,
-    signingAlgorithm: ALGORITHM,
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
-      new x509.SubjectAlternativeNameExtension(uris.map((value) => ({ type: "url" as const, value }))),
-    ],
-  });
-  const key = pem("PRIVATE KEY", await webcrypto.subtle.exportKey("pkcs8", keys.privateKey));
-  return save(dir, name, cert.toString("pem") + "\n", key);
+  const { cert509: _, keys: __, ...saved } = await selfSigned(dir, name, [
+    new x509.BasicConstraintsExtension(false, undefined, true),
+    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+    new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+    new x509.SubjectAlternativeNameExtension(uris.map((value) => ({ type: "url" as const, value }))),
+  ]);
+  return saved;
 }
 
 /** SPIFFE identity of a service account. */
