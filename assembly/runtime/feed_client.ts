@@ -7,7 +7,8 @@
 //             is thrown away, and at Envoy start-up the cluster may not exist yet.
 //   Polling   a GET /delta/<target>?epoch=E&version=V&wait=W is in flight (timeout W + 5 s).
 //   Waiting   the last attempt failed: the next one is sent by a tick after the backoff
-//             (1 s, doubling to 30 s).
+//             (1 s, doubling to 30 s), with equal jitter: a retry waits between half and all
+//             of it (jitter.ts), so VMs that failed together do not retry together.
 // A response: 200 + application/x-mesh-delta + a valid header, then
 //   full      → the sink applies it (the model becomes exactly that), epoch/version adopted;
 //   delta     → only when its epoch and base version are this VM's; the sink applies it;
@@ -30,6 +31,7 @@ import {
   lastHttpCallToken,
 } from "./http_call";
 import { logDebug, logEnabled, logInfo, logWarn } from "./log";
+import { Jitter } from "./jitter";
 import { nowMilliseconds, setTickPeriod } from "./timer";
 import { LogLevel, WasmResult } from "./types";
 
@@ -98,7 +100,10 @@ export class FeedClient {
   token: u32 = 0;
   /** Failed attempts since the feed last answered well. */
   failures: u32 = 0;
+  /** The nominal backoff (1 s doubling to 30 s); the wait itself is jittered below it. */
   backoffMs: u32 = 0;
+  /** The wait before the next attempt: in [backoffMs / 2, backoffMs]. */
+  retryDelayMs: u32 = 0;
   private sentAt: u64 = 0;
   private retryAt: u64 = 0;
   /** After a refused message: ask for a full model (epoch=0&version=0) next time. */
@@ -107,9 +112,12 @@ export class FeedClient {
   private readonly header: FeedHeader = new FeedHeader();
   private readonly cluster: ArrayBuffer;
   private readonly timeoutMs: u32;
+  private readonly jitter: Jitter;
   readonly counters: FeedCounters;
 
-  constructor(readonly config: FeedConfig, readonly sink: MeshSink, readonly prefix: string) {
+  /** `salt` tells this client's jitter apart from other VMs' (the root context id). */
+  constructor(readonly config: FeedConfig, readonly sink: MeshSink, readonly prefix: string, salt: u32 = 0) {
+    this.jitter = new Jitter(<u64>salt);
     this.cluster = String.UTF8.encode(config.cluster);
     this.timeoutMs = config.waitSeconds * 1000 + CALL_MARGIN_MS;
     this.counters = new FeedCounters(prefix);
@@ -251,7 +259,8 @@ export class FeedClient {
     }
     this.failures++;
     this.backoffMs = this.backoffMs == 0 ? FIRST_BACKOFF_MS : min(this.backoffMs * 2, MAX_BACKOFF_MS);
-    this.retryAt = now + <u64>this.backoffMs;
+    this.retryDelayMs = this.jitter.equal(this.backoffMs);
+    this.retryAt = now + <u64>this.retryDelayMs;
     this.state = FeedState.Waiting;
     if (condition != this.condition) {
       const what = condition == Condition.Refused ? "refused a message" : "unavailable";
