@@ -91,8 +91,10 @@ class TunnelRoot extends MeshRootContext<TunnelConfig> {
 class TunnelConnection extends RootConnection<TunnelRoot, TunnelConfig> {
   onConnection(config: TunnelConfig): FilterStatus {
     const dst = this.root.destination;
-    const found = readDestination(dst) && dst.port > 0;
-    return config.client ? this.client(config, found, dst) : this.server(config, found, dst);
+    // Port 0 is a destination: the client treats it as any port its service does not list (unknown,
+    // refused under unknownDestination: refuse); the server refuses it as a port it does not serve.
+    const found = readDestination(dst);
+    return config.client ? this.client(config, found, dst) : this.server(config, found && dst.port > 0, dst);
   }
 
   private client(config: TunnelConfig, found: bool, dst: Address): FilterStatus {

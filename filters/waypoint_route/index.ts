@@ -75,7 +75,9 @@ class WaypointConnection extends RootConnection<WaypointRoot, WaypointConfig> {
   onConnection(config: WaypointConfig): FilterStatus {
     const root = this.root;
     const dst = root.destination;
-    const found = readDestination(dst) && dst.port > 0;
+    // Port 0 is a destination like any other: a VIP dialled on it falls under the unlisted-port
+    // rule (its waypoint, else refused), never the plain "no destination" passthrough.
+    const found = readDestination(dst);
     const d = root.decision;
     if (found) decide(config, dst, root.scratch, d);
     else d.reset(); // Outcome.Unknown, rule 0
