@@ -80,6 +80,11 @@ export class FeedCounters {
   readonly unavailable: Counter;
   /** The version this VM decides with (a gauge is one stat for all of Envoy's VMs: the last write). */
   readonly version: Gauge;
+  /**
+   * Seconds since the model last changed or the feed last confirmed it (a no-change answer), or
+   * since configuration before the feed first answered; written every tick by each VM.
+   */
+  readonly modelAge: Gauge;
 
   constructor(prefix: string) {
     this.appliedFull = new Counter(prefix + ".feed.applied_full");
@@ -88,6 +93,7 @@ export class FeedCounters {
     this.refused = new Counter(prefix + ".feed.refused");
     this.unavailable = new Counter(prefix + ".feed.unavailable");
     this.version = new Gauge(prefix + ".feed.version");
+    this.modelAge = new Gauge(prefix + ".feed.model_age_seconds");
   }
 }
 
@@ -106,6 +112,8 @@ export class FeedClient {
   retryDelayMs: u32 = 0;
   private sentAt: u64 = 0;
   private retryAt: u64 = 0;
+  /** When the model in force last changed or was confirmed by the feed (configuration: start). */
+  private confirmedAt: u64 = 0;
   /** After a refused message: ask for a full model (epoch=0&version=0) next time. */
   private resync: bool = false;
   private condition: Condition = Condition.Unknown;
@@ -126,12 +134,20 @@ export class FeedClient {
   /** From the root's configure: the first tick sends the first poll. */
   start(): void {
     this.state = FeedState.Starting;
+    this.confirmedAt = nowMilliseconds();
+    this.counters.modelAge.set(0);
     setTickPeriod(START_TICK_MS);
+  }
+
+  /** Seconds since the model in force last changed or was confirmed (the gauge's value). */
+  modelAgeSeconds(now: u64): u64 {
+    return now > this.confirmedAt ? (now - this.confirmedAt) / 1000 : 0;
   }
 
   /** From the root's proxy_on_tick. */
   onTick(): void {
     const now = nowMilliseconds();
+    this.counters.modelAge.set(this.modelAgeSeconds(now));
     if (this.state == FeedState.Starting) {
       setTickPeriod(TICK_MS);
       this.poll(now);
@@ -197,6 +213,7 @@ export class FeedClient {
         return "no-change message for epoch " + header.epoch.toString() + " version " + header.version.toString() + ", but this VM is at " + this.position();
       }
       this.counters.noChange.inc();
+      this.confirmed();
       return "";
     }
     if (header.kind == KIND_DELTA && (header.epoch != this.epoch || header.base != this.version)) {
@@ -207,6 +224,7 @@ export class FeedClient {
     const full = header.kind == KIND_FULL;
     if (full) this.counters.appliedFull.inc();
     else this.counters.appliedDelta.inc();
+    this.confirmed();
     const first = this.epoch == 0;
     this.epoch = header.epoch;
     this.version = header.version;
@@ -214,6 +232,11 @@ export class FeedClient {
     if (first) logInfo("mesh feed " + this.config.target + ": full model applied at " + this.position());
     else if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": " + (full ? "full model" : "delta") + " applied, now at " + this.position());
     return "";
+  }
+
+  private confirmed(): void {
+    this.confirmedAt = nowMilliseconds();
+    this.counters.modelAge.set(0);
   }
 
   private position(): string {

@@ -206,7 +206,10 @@ describe("feed client: long poll from the root context", () => {
       [{ target: "a/b" }, "meshFeed.target: expected 1-253 of A-Z a-z 0-9 - . _ ~ (one URL path segment)"],
       [{ path: "/delta/x?y=1" }, "meshFeed.path: expected an absolute path without query or fragment (the client adds ?epoch=&version=&wait=)"],
       [{ authority: "a b" }, "meshFeed.authority: expected a host[:port] (1-253 visible ASCII characters)"],
-      [{ extra: 1 }, "meshFeed.extra: unknown field (known: cluster, authority, target, path, waitSeconds)"],
+      [{ extra: 1 }, "meshFeed.extra: unknown field (known: cluster, authority, target, path, waitSeconds, startupWaitMs, maxWaitingConnections, noModelPolicy)"],
+      [{ startupWaitMs: 60001 }, "meshFeed.startupWaitMs: expected an integer in [0, 60000]"],
+      [{ maxWaitingConnections: -1 }, "meshFeed.maxWaitingConnections: expected an integer in [0, 65536]"],
+      [{ noModelPolicy: "allow" }, "meshFeed.noModelPolicy: expected one of: close, passthrough"],
     ];
     for (const [fields, message] of cases) {
       host = await ProxyWasmHost.fromFile(ensureBuilt("feed_probe"), { rootId: "feed_probe", pluginConfiguration: feedConfig(fields), canary: false });
