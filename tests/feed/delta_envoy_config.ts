@@ -6,13 +6,14 @@ import { parse, stringify } from "yaml";
 import { staticCluster } from "../support/envoy_config.js";
 import { shippedConfig } from "../support/envoy_yaml.js";
 
-export function meshFeedSidecarConfig(feedPort: number, target: string, waitSeconds = 5): string {
+/** `meshFeed` holds more meshFeed fields (startupWaitMs, noModelPolicy, ...). */
+export function meshFeedSidecarConfig(feedPort: number, target: string, waitSeconds = 5, meshFeed: Record<string, unknown> = {}): string {
   const config = parse(shippedConfig("passthrough_mtls.yaml"));
   let replaced = 0;
   const visit = (node: any): void => {
     if (!node || typeof node !== "object") return;
     if (node.name === "passthrough_mtls" && node.configuration?.value !== undefined) {
-      node.configuration.value = JSON.stringify({ workloads: [], services: [], meshFeed: { cluster: "mesh_feed", target, waitSeconds } });
+      node.configuration.value = JSON.stringify({ workloads: [], services: [], meshFeed: { cluster: "mesh_feed", target, waitSeconds, ...meshFeed } });
       replaced++;
     }
     for (const v of Object.values(node)) visit(v);
