@@ -13,6 +13,9 @@
 // Node is read only when the value is ambiguous: 8 bytes that are all text ("network1", or a
 // number whose double happens to be printable) are checked against the Value's kind in the
 // Node (node_value_kind.ts); a number refuses the configuration like any non-text NETWORK.
+// (A JSON bootstrap, as Istio's, keeps such a number a number; Envoy's YAML loader turns a
+// non-integer or large number into the text of its digits before any filter sees it:
+// tests/envoy/node_metadata_kind.test.ts.)
 import { ConfigReader, JsonValue } from "../json";
 import { findInvalidUtf8At } from "../json/utf8";
 import { fetchProperty, hostValuePtr, hostValueSize, propertyPath, releaseHostValue, WasmResult } from "../runtime";
