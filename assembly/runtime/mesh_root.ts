@@ -116,6 +116,8 @@ export class MeshRootContext<C> extends FeedRootContext<C> {
   onTick(): void {
     super.onTick();
     this.gate.expire(nowMilliseconds());
+    // The feed client sets its own period on its first tick: while connections wait, ours holds.
+    if (this.fastTicks && this.gate.state == Gate.Waiting) setTickPeriod(WAIT_TICK_MS);
     this.settle();
   }
 

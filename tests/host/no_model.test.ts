@@ -119,6 +119,20 @@ describe("passthrough_mtls with meshFeed and an empty snapshot", () => {
     assert.deepEqual(envoyWrites(after)[0], [SAN, sa("app")]);
   });
 
+  it("ticks every 100 ms while connections wait, also when one waits before the feed's first tick, then every second", async () => {
+    host = await startFilter("passthrough_mtls", { meshFeed: { cluster: "mesh_feed", target: "node-a", waitSeconds: 20, startupWaitMs: 1000 } }, { clock, clusters: { mesh_feed: {} } });
+    const held = connect("10.0.0.1:443"); // before the first tick
+    assertHeld(held);
+    assert.equal(host.tickPeriodMs, 100);
+    host.tick(); // the feed's first tick (its first poll) sets its own 1 s period
+    assert.equal(host.tickPeriodMs, 100, "the wait keeps its 100 ms tick");
+    tickAfter(600);
+    assert.equal(held.closed, false);
+    tickAfter(500);
+    assert.equal(held.closed, true, "closed within a tick of the wait's end");
+    assert.equal(host.tickPeriodMs, 1000);
+  });
+
   it("passes through plain under noModelPolicy passthrough, counted as no_model", async () => {
     await start("passthrough_mtls", {}, { startupWaitMs: 500, noModelPolicy: "passthrough" });
     const held = connect("10.0.0.1:443");
