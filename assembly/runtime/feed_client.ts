@@ -17,7 +17,8 @@
 //   unavailable (refused call, status ≠ 200, reset, timeout) or refused (bad content type,
 //   header or body, a delta for another base, the sink refusing it: the next request then asks
 //   for a full resync with epoch=0&version=0). One log line per change of condition, never one
-//   per retry; every failure counts. Connections never wait for any of this.
+//   per retry; every failure counts. Connections never wait for any of this (before a filter has
+//   a first model, the mesh root's model gate holds them: model_gate.ts).
 import { Counter, Gauge } from "./metrics";
 import { FeedConfig } from "./feed_config";
 import { CONTENT_TYPE, FeedHeader, isMessageContentType, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, readFeedHeader } from "./feed_message";
