@@ -73,11 +73,24 @@ function feedError(json: string): string {
   return feed === null ? "<absent>" : "<ok " + feed.cluster + " " + feed.authority + " " + feed.path + " " + feed.waitSeconds.toString() + ">";
 }
 
+function gateSettings(json: string): string {
+  const reader = new ConfigReader();
+  const feed = readFeedConfig(reader, parseJsonString(json).value);
+  if (reader.failed()) return reader.error();
+  if (feed === null) return "<absent>";
+  return feed.startupWaitMs.toString() + " " + feed.maxWaitingConnections.toString() + " " + (feed.noModelPassthrough ? "passthrough" : "close");
+}
+
 describe("meshFeed configuration", () => {
   it("is optional, and defaults authority, path and waitSeconds", () => {
     expect(feedError(`{}`)).toBe("<absent>");
     expect(feedError(`{"meshFeed": {"cluster": "mesh_feed", "target": "node-1"}}`)).toBe("<ok mesh_feed mesh_feed /delta/node-1 25>");
     expect(feedError(`{"meshFeed": {"cluster": "c", "target": "t", "authority": "feed:80", "path": "/v1/t", "waitSeconds": 300}}`)).toBe("<ok c feed:80 /v1/t 300>");
+  });
+
+  it("waits 5 s for a first model, holds up to 1024 connections, and closes without one by default", () => {
+    expect(gateSettings(`{"meshFeed": {"cluster": "c", "target": "t"}}`)).toBe("5000 1024 close");
+    expect(gateSettings(`{"meshFeed": {"cluster": "c", "target": "t", "startupWaitMs": 0, "maxWaitingConnections": 7, "noModelPolicy": "passthrough"}}`)).toBe("0 7 passthrough");
   });
 
   it("refuses a bad field with one line naming it", () => {
@@ -87,6 +100,9 @@ describe("meshFeed configuration", () => {
     expect(feedError(`{"meshFeed": {"cluster": "c", "target": "t", "waitSeconds": 301}}`)).toBe("meshFeed.waitSeconds: expected an integer in [1, 300]");
     expect(feedError(`{"meshFeed": {"cluster": "c", "target": "a b"}}`)).toBe("meshFeed.target: expected 1-253 of A-Z a-z 0-9 - . _ ~ (one URL path segment)");
     expect(feedError(`{"meshFeed": {"cluster": "c", "target": "t", "path": "x"}}`)).toBe("meshFeed.path: expected an absolute path without query or fragment (the client adds ?epoch=&version=&wait=)");
-    expect(feedError(`{"meshFeed": {"cluster": "c", "target": "t", "wait": 1}}`)).toBe("meshFeed.wait: unknown field (known: cluster, authority, target, path, waitSeconds)");
+    expect(gateSettings(`{"meshFeed": {"cluster": "c", "target": "t", "noModelPolicy": "open"}}`)).toBe("meshFeed.noModelPolicy: expected one of: close, passthrough");
+    expect(gateSettings(`{"meshFeed": {"cluster": "c", "target": "t", "startupWaitMs": 1.5}}`)).toBe("meshFeed.startupWaitMs: expected an integer in [0, 60000]");
+    expect(gateSettings(`{"meshFeed": {"cluster": "c", "target": "t", "maxWaitingConnections": 65537}}`)).toBe("meshFeed.maxWaitingConnections: expected an integer in [0, 65536]");
+    expect(feedError(`{"meshFeed": {"cluster": "c", "target": "t", "wait": 1}}`)).toBe("meshFeed.wait: unknown field (known: cluster, authority, target, path, waitSeconds, startupWaitMs, maxWaitingConnections, noModelPolicy)");
   });
 });

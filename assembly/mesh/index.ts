@@ -43,6 +43,7 @@ export {
   NODE_NETWORK_PATH,
   NodeNetwork,
   nodeNetworkFromHost,
+  networkOfKind,
   readNodeNetwork,
   resolveLocalNetwork,
 } from "./local_network";

@@ -9,12 +9,22 @@
 // framing; "" as an empty value). A number comes back as an 8-byte double, a bool as one byte,
 // a null as SERIALIZATION_FAILURE, a missing key as NOT_FOUND. The old top-level
 // `node\0metadata\0NETWORK` is NOT_FOUND. Reading the sub-field is also far cheaper than
-// decoding `xds\0node` (the whole Node message: ~60 KB with Envoy's extension list).
+// decoding `xds\0node` (the whole Node message: ~60 KB with Envoy's extension list), so the
+// Node is read only when the value is ambiguous: 8 bytes that are all text ("network1", or a
+// number whose double happens to be printable) are checked against the Value's kind in the
+// Node (node_value_kind.ts); a number refuses the configuration like any non-text NETWORK.
+// (A JSON bootstrap, as Istio's, keeps such a number a number; Envoy's YAML loader turns a
+// non-integer or large number into the text of its digits before any filter sees it:
+// tests/envoy/node_metadata_kind.test.ts.)
 import { ConfigReader, JsonValue } from "../json";
 import { findInvalidUtf8At } from "../json/utf8";
 import { fetchProperty, hostValuePtr, hostValueSize, propertyPath, releaseHostValue, WasmResult } from "../runtime";
+import { nodeMetadataKind, VALUE_NUMBER, VALUE_STRING } from "./node_value_kind";
 
 export const NODE_NETWORK_PATH = propertyPath(["xds", "node", "metadata", "NETWORK"]);
+const NODE_PATH = propertyPath(["xds", "node"]);
+/** Envoy serves a number as exactly this many bytes: only then can a text be a number. */
+const NUMBER_BYTES = 8;
 /** The plugin configuration field that pins the network, in every filter. */
 export const LOCAL_NETWORK_FIELD = "localNetwork";
 /** Longer than any Kubernetes label value (63) or DNS name (253): not a network name. */
@@ -55,9 +65,22 @@ export class NodeNetwork {
  */
 export function readNodeNetwork(): NodeNetwork {
   const status = fetchProperty(NODE_NETWORK_PATH);
-  const result = nodeNetworkFromHost(status, hostValuePtr(), <i32>hostValueSize());
+  const size = <i32>hostValueSize();
+  const result = nodeNetworkFromHost(status, hostValuePtr(), size);
   releaseHostValue();
-  return result;
+  if (status != WasmResult.Ok || size != NUMBER_BYTES || result.error.length > 0) return result;
+  // Eight printable bytes: a name, or a number's double. The Node's Value says which.
+  const nodeStatus = fetchProperty(NODE_PATH);
+  const kind = nodeStatus == WasmResult.Ok ? nodeMetadataKind(hostValuePtr(), <i32>hostValueSize(), "NETWORK") : -1;
+  releaseHostValue();
+  return networkOfKind(result, kind);
+}
+
+/** An 8-byte NETWORK checked against its Value kind in the Node (pure: unit-tested on its own). */
+export function networkOfKind(read: NodeNetwork, kind: i32): NodeNetwork {
+  if (kind == VALUE_STRING) return read;
+  if (kind == VALUE_NUMBER) return new NodeNetwork(true, "", "is a number, not a network name");
+  return new NodeNetwork(true, "", "could not be told apart from a number (xds.node did not show its type)");
 }
 
 /** readNodeNetwork's decision over a host status and value (pure: unit-tested on its own). */

@@ -25,6 +25,8 @@ export {
   proxy_get_header_map_value,
   proxy_get_header_map_pairs,
   proxy_get_status,
+  // A root acting for one of its connections (connections held until a model: mesh_root.ts).
+  proxy_set_effective_context,
 } from "@solo-io/proxy-runtime/assembly/imports";
 
 // @ts-ignore: decorator

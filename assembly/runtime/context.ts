@@ -14,6 +14,13 @@ export class ConnectionContext {
   onNewConnection(): FilterStatus {
     return FilterStatus.Continue;
   }
+  /**
+   * A connection its root held (on_new_connection answered StopIteration) is decided now; the
+   * root acts for it. Continue resumes it; a filter that closes it returns StopIteration.
+   */
+  onResume(): FilterStatus {
+    return FilterStatus.Continue;
+  }
   onDownstreamData(size: usize, endOfStream: bool): FilterStatus {
     return FilterStatus.Continue;
   }

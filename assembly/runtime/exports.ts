@@ -11,6 +11,7 @@
 import "./abort";
 import { ConnectionContext } from "./context";
 import { connections } from "./connections";
+import { forgetHeld } from "./held";
 import { configureRoot, createRoot, httpCallResponseRoot, roots, startRoot, tickRoot } from "./roots";
 import { FilterStatus, PeerType } from "./types";
 
@@ -85,6 +86,7 @@ export function proxy_on_log(contextId: u32): void {
 export function proxy_on_delete(contextId: u32): void {
   const context = connections.delete(contextId);
   if (context !== null) {
+    forgetHeld(contextId); // a connection that went away while its root held it
     context.onDelete();
     // A reusable context waits for the next connection of its root (at most as many wait as
     // were ever open at once).

@@ -17,6 +17,7 @@
 // configuration with one log line: its close/done/log/delete callbacks would never run.
 import "./abort";
 import { ConnectionContext, RootContext } from "./context";
+import { forgetHeld } from "./held";
 import { logError } from "./log";
 import { configureRoot, createRoot, httpCallResponseRoot, roots, startRoot, tickRoot } from "./roots";
 import { FilterStatus } from "./types";
@@ -79,7 +80,10 @@ export function proxy_on_new_connection(contextId: u32): FilterStatus {
 }
 
 export function proxy_on_delete(contextId: u32): void {
-  if (!roots.has(contextId)) return;
+  if (!roots.has(contextId)) {
+    forgetHeld(contextId); // a connection that went away while its root held it
+    return;
+  }
   roots.get(contextId).onDelete();
   roots.delete(contextId);
 }

@@ -7,7 +7,8 @@
 //             is thrown away, and at Envoy start-up the cluster may not exist yet.
 //   Polling   a GET /delta/<target>?epoch=E&version=V&wait=W is in flight (timeout W + 5 s).
 //   Waiting   the last attempt failed: the next one is sent by a tick after the backoff
-//             (1 s, doubling to 30 s).
+//             (1 s, doubling to 30 s), with equal jitter: a retry waits between half and all
+//             of it (jitter.ts), so VMs that failed together do not retry together.
 // A response: 200 + application/x-mesh-delta + a valid header, then
 //   full      → the sink applies it (the model becomes exactly that), epoch/version adopted;
 //   delta     → only when its epoch and base version are this VM's; the sink applies it;
@@ -16,7 +17,8 @@
 //   unavailable (refused call, status ≠ 200, reset, timeout) or refused (bad content type,
 //   header or body, a delta for another base, the sink refusing it: the next request then asks
 //   for a full resync with epoch=0&version=0). One log line per change of condition, never one
-//   per retry; every failure counts. Connections never wait for any of this.
+//   per retry; every failure counts. Connections never wait for any of this (before a filter has
+//   a first model, the mesh root's model gate holds them: model_gate.ts).
 import { Counter, Gauge } from "./metrics";
 import { FeedConfig } from "./feed_config";
 import { CONTENT_TYPE, FeedHeader, isMessageContentType, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, readFeedHeader } from "./feed_message";
@@ -30,6 +32,7 @@ import {
   lastHttpCallToken,
 } from "./http_call";
 import { logDebug, logEnabled, logInfo, logWarn } from "./log";
+import { Jitter } from "./jitter";
 import { nowMilliseconds, setTickPeriod } from "./timer";
 import { LogLevel, WasmResult } from "./types";
 
@@ -78,6 +81,11 @@ export class FeedCounters {
   readonly unavailable: Counter;
   /** The version this VM decides with (a gauge is one stat for all of Envoy's VMs: the last write). */
   readonly version: Gauge;
+  /**
+   * Seconds since the model last changed or the feed last confirmed it (a no-change answer), or
+   * since configuration before the feed first answered; written every tick by each VM.
+   */
+  readonly modelAge: Gauge;
 
   constructor(prefix: string) {
     this.appliedFull = new Counter(prefix + ".feed.applied_full");
@@ -86,6 +94,7 @@ export class FeedCounters {
     this.refused = new Counter(prefix + ".feed.refused");
     this.unavailable = new Counter(prefix + ".feed.unavailable");
     this.version = new Gauge(prefix + ".feed.version");
+    this.modelAge = new Gauge(prefix + ".feed.model_age_seconds");
   }
 }
 
@@ -98,18 +107,26 @@ export class FeedClient {
   token: u32 = 0;
   /** Failed attempts since the feed last answered well. */
   failures: u32 = 0;
+  /** The nominal backoff (1 s doubling to 30 s); the wait itself is jittered below it. */
   backoffMs: u32 = 0;
+  /** The wait before the next attempt: in [backoffMs / 2, backoffMs]. */
+  retryDelayMs: u32 = 0;
   private sentAt: u64 = 0;
   private retryAt: u64 = 0;
+  /** When the model in force last changed or was confirmed by the feed (configuration: start). */
+  private confirmedAt: u64 = 0;
   /** After a refused message: ask for a full model (epoch=0&version=0) next time. */
   private resync: bool = false;
   private condition: Condition = Condition.Unknown;
   private readonly header: FeedHeader = new FeedHeader();
   private readonly cluster: ArrayBuffer;
   private readonly timeoutMs: u32;
+  private readonly jitter: Jitter;
   readonly counters: FeedCounters;
 
-  constructor(readonly config: FeedConfig, readonly sink: MeshSink, readonly prefix: string) {
+  /** `salt` tells this client's jitter apart from other VMs' (the root context id). */
+  constructor(readonly config: FeedConfig, readonly sink: MeshSink, readonly prefix: string, salt: u32 = 0) {
+    this.jitter = new Jitter(<u64>salt);
     this.cluster = String.UTF8.encode(config.cluster);
     this.timeoutMs = config.waitSeconds * 1000 + CALL_MARGIN_MS;
     this.counters = new FeedCounters(prefix);
@@ -118,12 +135,20 @@ export class FeedClient {
   /** From the root's configure: the first tick sends the first poll. */
   start(): void {
     this.state = FeedState.Starting;
+    this.confirmedAt = nowMilliseconds();
+    this.counters.modelAge.set(0);
     setTickPeriod(START_TICK_MS);
+  }
+
+  /** Seconds since the model in force last changed or was confirmed (the gauge's value). */
+  modelAgeSeconds(now: u64): u64 {
+    return now > this.confirmedAt ? (now - this.confirmedAt) / 1000 : 0;
   }
 
   /** From the root's proxy_on_tick. */
   onTick(): void {
     const now = nowMilliseconds();
+    this.counters.modelAge.set(this.modelAgeSeconds(now));
     if (this.state == FeedState.Starting) {
       setTickPeriod(TICK_MS);
       this.poll(now);
@@ -189,6 +214,7 @@ export class FeedClient {
         return "no-change message for epoch " + header.epoch.toString() + " version " + header.version.toString() + ", but this VM is at " + this.position();
       }
       this.counters.noChange.inc();
+      this.confirmed();
       return "";
     }
     if (header.kind == KIND_DELTA && (header.epoch != this.epoch || header.base != this.version)) {
@@ -199,6 +225,7 @@ export class FeedClient {
     const full = header.kind == KIND_FULL;
     if (full) this.counters.appliedFull.inc();
     else this.counters.appliedDelta.inc();
+    this.confirmed();
     const first = this.epoch == 0;
     this.epoch = header.epoch;
     this.version = header.version;
@@ -206,6 +233,11 @@ export class FeedClient {
     if (first) logInfo("mesh feed " + this.config.target + ": full model applied at " + this.position());
     else if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": " + (full ? "full model" : "delta") + " applied, now at " + this.position());
     return "";
+  }
+
+  private confirmed(): void {
+    this.confirmedAt = nowMilliseconds();
+    this.counters.modelAge.set(0);
   }
 
   private position(): string {
@@ -251,7 +283,8 @@ export class FeedClient {
     }
     this.failures++;
     this.backoffMs = this.backoffMs == 0 ? FIRST_BACKOFF_MS : min(this.backoffMs * 2, MAX_BACKOFF_MS);
-    this.retryAt = now + <u64>this.backoffMs;
+    this.retryDelayMs = this.jitter.equal(this.backoffMs);
+    this.retryAt = now + <u64>this.retryDelayMs;
     this.state = FeedState.Waiting;
     if (condition != this.condition) {
       const what = condition == Condition.Refused ? "refused a message" : "unavailable";

@@ -5,8 +5,16 @@
 import { ConfigReader, JsonValue } from "../json";
 
 export const MESH_FEED_FIELD = "meshFeed";
-const FEED_FIELDS = ["cluster", "authority", "target", "path", "waitSeconds"];
+const FEED_FIELDS = ["cluster", "authority", "target", "path", "waitSeconds", "startupWaitMs", "maxWaitingConnections", "noModelPolicy"];
 export const DEFAULT_WAIT_SECONDS: i64 = 25;
+/** How long new connections wait for a first model: a feed on the same cluster answers in milliseconds. */
+export const DEFAULT_STARTUP_WAIT_MS: i64 = 5000;
+export const MAX_STARTUP_WAIT_MS: i64 = 60000;
+/** Held connections per VM and filter; more are decided by the policy at once. */
+export const DEFAULT_MAX_WAITING: i64 = 1024;
+export const MAX_MAX_WAITING: i64 = 65536;
+export const POLICY_CLOSE = "close";
+export const POLICY_PASSTHROUGH = "passthrough";
 /** An Envoy cluster name or an :authority is short; a longer one is a mistake. */
 const MAX_NAME = 253;
 
@@ -22,6 +30,12 @@ export class FeedConfig {
     readonly path: string,
     /** How long the feed may hold a request with no change (the call's timeout is this + 5 s). */
     readonly waitSeconds: u32,
+    /** How long after configuration new connections wait for a first model (0: none wait). */
+    readonly startupWaitMs: u32 = <u32>DEFAULT_STARTUP_WAIT_MS,
+    /** At most this many connections wait at once (per VM); the next ones follow the policy at once. */
+    readonly maxWaitingConnections: u32 = <u32>DEFAULT_MAX_WAITING,
+    /** Without a model (or with one that lacks this proxy's network): pass through plain, or close (default). */
+    readonly noModelPassthrough: bool = false,
   ) {}
 }
 
@@ -59,6 +73,9 @@ export function readFeedConfig(reader: ConfigReader, root: JsonValue | null): Fe
   const authority = reader.optionalString(feed, "authority", path, cluster);
   const requestPath = reader.optionalString(feed, "path", path, "/delta/" + target);
   const wait = reader.optionalInteger(feed, "waitSeconds", path, 1, 300, DEFAULT_WAIT_SECONDS);
+  const startupWait = reader.optionalInteger(feed, "startupWaitMs", path, 0, MAX_STARTUP_WAIT_MS, DEFAULT_STARTUP_WAIT_MS);
+  const maxWaiting = reader.optionalInteger(feed, "maxWaitingConnections", path, 0, MAX_MAX_WAITING, DEFAULT_MAX_WAITING);
+  const policy = reader.optionalEnum(feed, "noModelPolicy", path, [POLICY_CLOSE, POLICY_PASSTHROUGH], POLICY_CLOSE);
   if (reader.failed()) return null;
   if (cluster.length == 0 || cluster.length > MAX_NAME || !isVisibleAscii(cluster)) {
     reader.fail(path + ".cluster", "expected an Envoy cluster name (1-253 visible ASCII characters)");
@@ -70,5 +87,5 @@ export function readFeedConfig(reader: ConfigReader, root: JsonValue | null): Fe
     reader.fail(path + ".path", "expected an absolute path without query or fragment (the client adds ?epoch=&version=&wait=)");
   }
   if (reader.failed()) return null;
-  return new FeedConfig(cluster, authority, target, requestPath, <u32>wait);
+  return new FeedConfig(cluster, authority, target, requestPath, <u32>wait, <u32>startupWait, <u32>maxWaiting, policy == POLICY_PASSTHROUGH);
 }

@@ -14,7 +14,7 @@ export class FeedRootContext<C> extends ConfiguredRoot<C> {
   /** Starts polling the feed when `config` is set; `prefix` names the client's counters and log lines. */
   protected startFeed(config: FeedConfig | null, sink: MeshSink, prefix: string): void {
     if (config === null) return;
-    const client = new FeedClient(config, sink, prefix);
+    const client = new FeedClient(config, sink, prefix, this.id);
     this.feed = client;
     client.start();
   }

@@ -18,3 +18,10 @@ export function nowMilliseconds(): u64 {
   if (proxy_get_current_time_nanoseconds(clockSlot) != WasmResult.Ok) return 0;
   return load<u64>(clockSlot) / 1_000_000;
 }
+
+/** The host's wall clock in nanoseconds (0 if the host refuses): the low bits differ between VMs. */
+export function nowNanoseconds(): u64 {
+  store<u64>(clockSlot, 0);
+  if (proxy_get_current_time_nanoseconds(clockSlot) != WasmResult.Ok) return 0;
+  return load<u64>(clockSlot);
+}

@@ -163,6 +163,11 @@ export class FeedController implements SnapshotSource {
     this.changed();
   }
 
+  /** Every cluster's initial lists are in (watch.ts, file_source.ts): only then is anything published. */
+  allSynced(): boolean {
+    return this.clusters.every((c) => this.synced.has(c.clusterId));
+  }
+
   /** Renders now (start-up after the initial lists; tests). */
   flush(): Promise<void> {
     return this.debouncer.flush();
@@ -189,6 +194,10 @@ export class FeedController implements SnapshotSource {
    * (nothing else runs in between), cheap when little changed.
    */
   renderDeltas(): void {
+    // Nothing is computed, let alone published, from caches still filling: a feed restarted
+    // mid-list would otherwise push a model without the pods not listed yet. markSynced of the
+    // last cluster renders.
+    if (!this.allSynced()) return;
     const started = performance.now();
     try {
       for (const c of this.clusters) for (const [kind, n] of Object.entries(c.count())) this.metrics.set("feed_objects", { cluster: c.clusterId, kind }, n);
@@ -248,6 +257,10 @@ export class FeedController implements SnapshotSource {
 
   /** The snapshot path: the delta path first (so both see the same mesh), then every eager target's JSON. */
   private async render(): Promise<void> {
+    if (!this.allSynced()) {
+      for (const w of this.waiters.splice(0)) w();
+      return;
+    }
     const started = performance.now();
     const changeSeen = this.oldestPending;
     this.oldestPending = 0;

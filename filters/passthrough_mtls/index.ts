@@ -6,8 +6,7 @@ import { Address, formatAddress, Mesh, readDestination, writeAddress } from "../
 import { ByteText, ConnectionContext, Counter, FilterStatus, logDebug, logEnabled, logError, logInfo, LogLevel, logWarn } from "../../assembly/runtime";
 import { ORIGINAL_DST_ADDRESS, propertyPath, registerRootContext, RootContext, setEnvoyFilterStateBytes, setEnvoyFilterStateText } from "../../assembly/runtime";
 import { setPropertyBytes, setPropertyText, TCP_PROXY_CLUSTER, UPSTREAM_SUBJECT_ALT_NAMES, WasmResult } from "../../assembly/runtime";
-import { RootConnection } from "../../assembly/runtime/config_root";
-import { MeshRootContext } from "../../assembly/runtime/mesh_root";
+import { MeshConnection, MeshRootContext } from "../../assembly/runtime/mesh_root";
 import { adoptMesh, parsePassthroughConfigFrom, PassthroughConfig } from "./config";
 import { Decision, decide, Route } from "./decision";
 // Decides in on_new_connection and keeps nothing per connection: the lean export set.
@@ -36,7 +35,8 @@ class PassthroughRoot extends MeshRootContext<PassthroughConfig> {
   readonly decision: Decision = new Decision();
   /** The destination's `IP:PORT`, formatted in place for every connection. */
   readonly lbAddress: ByteText = new ByteText();
-  // One counter per outcome; every connection bumps exactly one of these four or `rejected`.
+  // One counter per outcome; every connection bumps exactly one of these four, `rejected`, or
+  // (with meshFeed, before a model or with one that lacks this network) `no_model` / `no_network`.
   readonly mtls: Counter = new Counter("passthrough_mtls.mtls");
   readonly headless: Counter = new Counter("passthrough_mtls.headless");
   readonly passthrough: Counter = new Counter("passthrough_mtls.passthrough");
@@ -44,7 +44,8 @@ class PassthroughRoot extends MeshRootContext<PassthroughConfig> {
   // Extra detail, counted on top of the outcome.
   readonly localNetworkWins: Counter = new Counter("passthrough_mtls.local_network_wins");
   readonly plaintextPod: Counter = new Counter("passthrough_mtls.plaintext_pod");
-  // `rejected` (passthrough_mtls.rejected) is MeshRootContext's: Envoy refused a write, closed.
+  // `rejected` (passthrough_mtls.rejected) is MeshRootContext's: Envoy refused a write, closed;
+  // so are `waited_for_model`, `no_model` and `no_network` (the model gate, model_gate.ts).
 
   constructor(id: u32) {
     super(id, "passthrough_mtls", parsePassthroughConfigFrom);
@@ -66,12 +67,16 @@ class PassthroughRoot extends MeshRootContext<PassthroughConfig> {
     return adoptMesh(config, mesh);
   }
 
+  ownNetwork(config: PassthroughConfig): string {
+    return config.localNetworkName;
+  }
+
   newConnection(id: u32): ConnectionContext {
     return new PassthroughConnection(id, this);
   }
 }
 
-class PassthroughConnection extends RootConnection<PassthroughRoot, PassthroughConfig> {
+class PassthroughConnection extends MeshConnection<PassthroughRoot, PassthroughConfig> {
   onConnection(config: PassthroughConfig): FilterStatus {
     const root = this.root;
     const dst = root.destination;

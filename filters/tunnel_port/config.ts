@@ -104,12 +104,15 @@ function readServer(reader: ConfigReader, root: JsonValue, config: TunnelConfig)
 /**
  * The configuration's check of the server's own workload: an IP address, on a workload of this
  * network that serves some port. A configuration failing it is refused (the operator's form:
- * the previous configuration stays). Models from the feed are not held to it (adoptMesh).
+ * the previous configuration stays). Models from the feed are not held to it (adoptMesh), and
+ * with meshFeed an empty snapshot is taken (the workload comes with the feed's first model;
+ * until then connections wait: the runtime's model gate).
  */
 function deriveServer(config: TunnelConfig): string {
   const text = config.localWorkloadText;
   if (parseIpString(text, config.localAddress) != IpParse.Ok) return "not an IP address: \"" + text + "\"";
   const w = findLocalWorkload(config);
+  if (w < 0 && config.feed !== null && config.mesh.workloadCount() == 0 && config.mesh.serviceCount() == 0) return "";
   if (w < 0) return "no workload has address " + text + " on this network" + config.network.origin();
   if (!config.mesh.servesAnyPort(w)) return "workload " + text + " is an endpoint of no service: it serves no port";
   return "";

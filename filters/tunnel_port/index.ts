@@ -10,8 +10,7 @@ import { ByteText, closeDownstream, ConnectionContext, Counter, FilterStatus, lo
 import { DISABLE_TUNNELING, fetchProperty, hostValuePtr, hostValueSize, releaseHostValue, ORIGINAL_DST_ADDRESS, propertyPath } from "../../assembly/runtime";
 import { registerRootContext, RootContext, setEnvoyFilterStateBytes, setEnvoyFilterStateText, setPropertyText } from "../../assembly/runtime";
 import { TCP_PROXY_CLUSTER, TRUE_VALUE, UPSTREAM_SUBJECT_ALT_NAMES, WasmResult } from "../../assembly/runtime";
-import { RootConnection } from "../../assembly/runtime/config_root";
-import { MeshRootContext } from "../../assembly/runtime/mesh_root";
+import { MeshConnection, MeshRootContext } from "../../assembly/runtime/mesh_root";
 import { ClientDecision, ClientOutcome, Cursors, decideClient, preferServicePort } from "./client";
 import { adoptMesh, parseTunnelConfigFrom, TunnelConfig } from "./config";
 import { AuthorityText, checkServer, parseCanonicalPort, PORT_ABSENT, sameBytes, ServerVerdict } from "./server";
@@ -83,16 +82,28 @@ class TunnelRoot extends MeshRootContext<TunnelConfig> {
     return "";
   }
 
+  ownNetwork(config: TunnelConfig): string {
+    return config.network.name;
+  }
+
+  /** noModelPolicy passthrough: the client's tcp_proxy would tunnel its own cluster, so tunnelling is turned off. */
+  passWithoutModel(config: TunnelConfig): FilterStatus {
+    if (config.client && setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
+    return FilterStatus.Continue;
+  }
+
   newConnection(id: u32): ConnectionContext {
     return new TunnelConnection(id, this);
   }
 }
 
-class TunnelConnection extends RootConnection<TunnelRoot, TunnelConfig> {
+class TunnelConnection extends MeshConnection<TunnelRoot, TunnelConfig> {
   onConnection(config: TunnelConfig): FilterStatus {
     const dst = this.root.destination;
-    const found = readDestination(dst) && dst.port > 0;
-    return config.client ? this.client(config, found, dst) : this.server(config, found, dst);
+    // Port 0 is a destination: the client treats it as any port its service does not list (unknown,
+    // refused under unknownDestination: refuse); the server refuses it as a port it does not serve.
+    const found = readDestination(dst);
+    return config.client ? this.client(config, found, dst) : this.server(config, found && dst.port > 0, dst);
   }
 
   private client(config: TunnelConfig, found: bool, dst: Address): FilterStatus {

@@ -136,7 +136,10 @@ function configOf(doc: MeshDocument, node: NodeNetwork): ConfigResult<WaypointCo
 
 /**
  * The configuration's config for `mesh`: this sidecar's own workload must be in it (the
- * operator's form: a configuration without it is refused, the previous one stays in force).
+ * operator's form: a configuration without it is refused, the previous one stays in force),
+ * unless the configuration has meshFeed and an empty snapshot: then the workload comes with the
+ * feed's first model (an empty snapshot is no model: connections wait for the feed, see the
+ * runtime's model gate, assembly/runtime/model_gate.ts).
  */
 export function deriveWaypoint(mesh: Mesh, settings: WaypointSettings): ConfigResult<WaypointConfig> {
   const reader = new ConfigReader();
@@ -148,6 +151,9 @@ export function deriveWaypoint(mesh: Mesh, settings: WaypointSettings): ConfigRe
     return refuseConfig<WaypointConfig>(reader.error());
   }
   const source = findSource(mesh, settings, address);
+  if (source < 0 && settings.feed !== null && mesh.workloadCount() == 0 && mesh.serviceCount() == 0) {
+    return acceptConfig<WaypointConfig>(configFor(mesh, settings, -1, max(0, mesh.networkId(network.name))));
+  }
   if (source < 0) {
     const where = network.source == NetworkSource.Default ? "" : " on network " + network.describe();
     reader.fail("localWorkload", "no workload has address " + local + where);

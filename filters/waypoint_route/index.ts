@@ -7,8 +7,7 @@ import { Address, destinationText, formatAddress, Mesh, NetworkSource, readDesti
 import { ByteText, closeDownstream, ConnectionContext, Counter, DISABLE_TUNNELING, FilterStatus, logDebug, logEnabled, logInfo, LogLevel, logWarn } from "../../assembly/runtime";
 import { ORIGINAL_DST_ADDRESS, propertyPath, registerRootContext, RootContext, setEnvoyFilterStateBytes, setEnvoyFilterStateText } from "../../assembly/runtime";
 import { setPropertyText, TCP_PROXY_CLUSTER, TRUE_VALUE, UPSTREAM_SUBJECT_ALT_NAMES, WasmResult } from "../../assembly/runtime";
-import { RootConnection } from "../../assembly/runtime/config_root";
-import { MeshRootContext } from "../../assembly/runtime/mesh_root";
+import { MeshConnection, MeshRootContext } from "../../assembly/runtime/mesh_root";
 import { adoptWaypointMesh, parseWaypointConfigFrom, WaypointConfig } from "./config";
 import { Decision, decide, Outcome, OUTCOME_NAMES, outcomeName, Scratch } from "./decide";
 // Decides in on_new_connection and keeps nothing per connection: the lean export set.
@@ -66,16 +65,29 @@ class WaypointRoot extends MeshRootContext<WaypointConfig> {
     this.scratch.ensure(most);
   }
 
+  /** The source workload's network when the model has it, else the configured one. */
+  ownNetwork(config: WaypointConfig): string {
+    return config.source >= 0 ? config.mesh.networkName(config.network) : config.localNetwork.name;
+  }
+
+  /** noModelPolicy passthrough: plain TCP as dialled (tcp_proxy would tunnel its own cluster). */
+  passWithoutModel(config: WaypointConfig): FilterStatus {
+    if (setEnvoyFilterStateBytes(DISABLE_TUNNELING, TRUE_VALUE) != WasmResult.Ok) return this.reject();
+    return FilterStatus.Continue;
+  }
+
   newConnection(id: u32): ConnectionContext {
     return new WaypointConnection(id, this);
   }
 }
 
-class WaypointConnection extends RootConnection<WaypointRoot, WaypointConfig> {
+class WaypointConnection extends MeshConnection<WaypointRoot, WaypointConfig> {
   onConnection(config: WaypointConfig): FilterStatus {
     const root = this.root;
     const dst = root.destination;
-    const found = readDestination(dst) && dst.port > 0;
+    // Port 0 is a destination like any other: a VIP dialled on it falls under the unlisted-port
+    // rule (its waypoint, else refused), never the plain "no destination" passthrough.
+    const found = readDestination(dst);
     const d = root.decision;
     if (found) decide(config, dst, root.scratch, d);
     else d.reset(); // Outcome.Unknown, rule 0

@@ -19,14 +19,15 @@ export function meshFeedCluster(feedPort: number): any {
   return feed;
 }
 
-export function meshFeedSidecarConfig(feedPort: number, target: string, waitSeconds = 5): string {
+/** `meshFeed` holds more meshFeed fields (startupWaitMs, noModelPolicy, ...). */
+export function meshFeedSidecarConfig(feedPort: number, target: string, waitSeconds = 5, meshFeed: Record<string, unknown> = {}): string {
   const config = parse(shippedConfig(MESH_FEED_CONFIG));
   let replaced = 0;
   const visit = (node: any): void => {
     if (!node || typeof node !== "object") return;
     if (node.name === "passthrough_mtls" && node.configuration?.value !== undefined) {
       const own = JSON.parse(node.configuration.value);
-      node.configuration.value = JSON.stringify({ ...own, meshFeed: { ...own.meshFeed, target, waitSeconds } });
+      node.configuration.value = JSON.stringify({ ...own, meshFeed: { ...own.meshFeed, target, waitSeconds, ...meshFeed } });
       replaced++;
     }
     for (const v of Object.values(node)) visit(v);

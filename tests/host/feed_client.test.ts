@@ -109,15 +109,16 @@ describe("feed client: long poll from the root context", () => {
     // Connections never wait for the feed.
     for (let i = 0; i < 3; i++) assert.equal(host.connect({ destination: "10.0.0.1:80" }).status, "Continue");
     assert.equal(host.metrics().get("feed_probe.connections"), 3);
-    // Backoff 1 s, 2 s, 4 s ... 30 s, 30 s: a tick before the retry time sends nothing.
+    // Backoff 1 s, 2 s, 4 s ... 30 s, 30 s, each with equal jitter: the retry comes between half
+    // the backoff and all of it; a tick before the retry time sends nothing.
     const expected = [1000, 2000, 4000, 8000, 16000, 30000, 30000];
     for (const backoff of expected) {
-      // Half the backoff later (wall time adds a few ms to the clock): nothing; the other half: the retry.
+      // Just under half the backoff later (wall time adds a few ms): nothing; by the whole backoff: the retry.
       const before = calls();
-      tickAfter(backoff / 2);
-      assert.equal(calls(), before, `no retry before ${backoff} ms`);
-      tickAfter(backoff / 2);
-      assert.equal(calls(), before + 1, `a retry after ${backoff} ms`);
+      tickAfter(backoff / 2 - 50);
+      assert.equal(calls(), before, `no retry before half of ${backoff} ms`);
+      tickAfter(backoff / 2 + 50);
+      assert.equal(calls(), before + 1, `a retry by ${backoff} ms`);
       const unavailable = metric("unavailable");
       await until("the retry to fail", () => metric("unavailable") === unavailable + 1);
     }
@@ -141,7 +142,7 @@ describe("feed client: long poll from the root context", () => {
     await until("the 500", () => metric("unavailable") === 2 + expected.length);
     const before = calls();
     tickAfter(1000);
-    assert.equal(calls(), before + 1, "backoff reset to 1 s after the recovery");
+    assert.equal(calls(), before + 1, "backoff reset to 1 s (a retry within [0.5 s, 1 s]) after the recovery");
     assert.equal(host.logLines("warn").length, 2, "a new transition, a new line");
   });
 
@@ -205,7 +206,10 @@ describe("feed client: long poll from the root context", () => {
       [{ target: "a/b" }, "meshFeed.target: expected 1-253 of A-Z a-z 0-9 - . _ ~ (one URL path segment)"],
       [{ path: "/delta/x?y=1" }, "meshFeed.path: expected an absolute path without query or fragment (the client adds ?epoch=&version=&wait=)"],
       [{ authority: "a b" }, "meshFeed.authority: expected a host[:port] (1-253 visible ASCII characters)"],
-      [{ extra: 1 }, "meshFeed.extra: unknown field (known: cluster, authority, target, path, waitSeconds)"],
+      [{ extra: 1 }, "meshFeed.extra: unknown field (known: cluster, authority, target, path, waitSeconds, startupWaitMs, maxWaitingConnections, noModelPolicy)"],
+      [{ startupWaitMs: 60001 }, "meshFeed.startupWaitMs: expected an integer in [0, 60000]"],
+      [{ maxWaitingConnections: -1 }, "meshFeed.maxWaitingConnections: expected an integer in [0, 65536]"],
+      [{ noModelPolicy: "allow" }, "meshFeed.noModelPolicy: expected one of: close, passthrough"],
     ];
     for (const [fields, message] of cases) {
       host = await ProxyWasmHost.fromFile(ensureBuilt("feed_probe"), { rootId: "feed_probe", pluginConfiguration: feedConfig(fields), canary: false });

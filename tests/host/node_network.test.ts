@@ -222,6 +222,17 @@ describe("every filter: a NETWORK that is no network name", () => {
       await assertRefusedOn(filter, config, null, "localNetwork: not set, and the node metadata NETWORK is not a string: set localNetwork or fix the proxy's NETWORK");
       await startFilter(filter, { ...config, localNetwork: "west" }, onNetwork(7));
     });
+
+    // A double whose 8 little-endian bytes spell "network1": Envoy serves it exactly as it serves
+    // the text "network1" (tests/mesh/node_network.test.ts measures both), so only the Node's
+    // Value kind tells them apart.
+    it(`${filter}: refuses a number whose 8 bytes are printable text, and takes the 8-character name`, async () => {
+      const printable = Buffer.from("network1").readDoubleLE(0);
+      await assertRefusedOn(filter, config, printable, "localNetwork: not set, and the node metadata NETWORK is a number, not a network name: set localNetwork or fix the proxy's NETWORK");
+      const renamed = JSON.parse(JSON.stringify(config).replaceAll('"west"', '"network1"')) as Json;
+      const host = await startFilter(filter, renamed, onNetwork("network1"));
+      assert.deepEqual(errorLines(host), []);
+    });
   }
 
   it("no xds.node value traps a filter (random bytes, random NETWORK bytes)", async () => {

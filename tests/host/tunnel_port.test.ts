@@ -556,6 +556,7 @@ const UNKNOWN: [string, ConnectOptions][] = [
   ["a connection without destination", {}],
   ["an unparsable destination", { destination: "not-an-ip" }],
   ["a destination without port", { destination: "10.96.0.10" }],
+  ["a VIP dialled on port 0, a port no service lists", { destination: "10.96.0.10:0" }],
 ];
 
 describe("tunnel_port client: unknown destinations", () => {

@@ -1172,6 +1172,23 @@ describe("waypoint_route rule 6: a service VIP dialled on a port the service doe
     assert.ok(linesOf(h, conn, "warn")[0]!.includes(host("pp")));
     assertCounters(h, { error_unlisted_port: 1 });
   });
+
+  // Port 0 is a port like any other: a VIP dialled on it is an unlisted port, never "no destination".
+  it("sends a VIP dialled on port 0 to the service's waypoint (an unlisted port), not plain", async () => {
+    const { host: h, conn } = await one(WORLD, "10.2.0.10:0");
+    assertSingle(h, conn, { sans: LOCAL_WP_SANS, nextHop: "10.1.0.41:15008", authority: "10.2.0.10:0" });
+    assertCounters(h, { hbone_waypoint: 1 });
+  });
+
+  it("refuses (unlisted port) a VIP dialled on port 0 of a service without a waypoint", async () => {
+    const configuration = config(
+      [pod("backend", ["10.1.1.1"], "net1", "r1/z1")],
+      [{ hostname: host("pp"), vips: [{ network: "net1", address: "10.2.0.20" }], ports: { "80": 8080 }, endpoints: [{ workload: "backend" }] }],
+    );
+    const { host: h, conn } = await one(configuration, "10.2.0.20:0");
+    assertError(h, conn, "error_unlisted_port", "10.2.0.20:0");
+    assertCounters(h, { error_unlisted_port: 1 });
+  });
 });
 
 describe("waypoint_route rule 7: endpoints without HBONE", () => {

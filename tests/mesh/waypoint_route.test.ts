@@ -3,6 +3,7 @@
 // layers with test-made SPIFFE certificates, sidecar-style capture in a private netns, and
 // configuration updates pushed to the running client by ECDS.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
@@ -159,6 +160,28 @@ describe("waypoint_route: single and double HBONE in the real Envoy", () => {
     assert.ok((stats.get("extension_config_discovery.network_filter.waypoint_route.update_rejected") ?? 0) >= 1);
     const reply = await dial(VIP, "after a bad update");
     assert.equal(reply.received.toString(), "backend-net2\nafter a bad update");
+  });
+
+  it("sends a VIP dialled on port 0 to its waypoint (an unlisted port, rule 6), never plain as 'no destination'", async () => {
+    // Node refuses to dial port 0; the kernel does not: Python's socket sends the SYN, which the
+    // capture redirects to the sidecar with VIP:0 as the original destination.
+    const before = await mesh.client.stats();
+    const dialled = spawnSync("python3", ["-c", [
+      "import socket, sys",
+      "s = socket.socket(); s.settimeout(5); s.bind((sys.argv[1], 0))",
+      "s.connect((sys.argv[2], 0)); s.sendall(b'port zero'); s.shutdown(socket.SHUT_WR)",
+      "try:\n  while s.recv(65536): pass\nexcept Exception: pass",
+    ].join("\n"), CLIENT_ADDRESS, VIP], { encoding: "utf8", timeout: 15_000 });
+    assert.equal(dialled.status, 0, dialled.stderr);
+    const after = await mesh.client.stats();
+    assert.equal(counter(after, "unknown") - counter(before, "unknown"), 0, "not passed through plain");
+    // Rule 6: through the service's waypoint, local (HBONE, :authority VIP:0) or, once an earlier
+    // test marked the local one unhealthy, remote (double HBONE, :authority <hostname>:0).
+    const waypointed = (stats: Map<string, number>) => counter(stats, "hbone_waypoint") + counter(stats, "double_hbone_waypoint");
+    assert.equal(waypointed(after) - waypointed(before), 1, "decided by rule 6: through the service's waypoint");
+    const vip = VIP.replaceAll(".", "\\.");
+    const line = new RegExp(`client dst=${vip}:0 cluster=waypoint_route_(hbone|double_hbone) \\S+ authority=(${vip}|my-svc\\.default\\.svc\\.cluster\\.local):0 `);
+    assert.match(await mesh.client.waitForAccessLog(line, 15_000), line);
   });
 
   it("closes a connection whose only waypoint is on a network without a gateway, and counts the rule", async () => {

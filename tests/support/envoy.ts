@@ -36,6 +36,12 @@ export interface EnvoyOptions {
   readyTimeoutMs?: number;
   /** Worker threads (`--concurrency`). Default 1. */
   concurrency?: number;
+  /**
+   * "json": the bootstrap is written as envoy.json and Envoy parses it as protobuf JSON (as
+   * Istio's envoy-rev.json): numbers in node metadata stay numbers (its YAML loader turns a
+   * non-integer or large number into a string). Default "yaml".
+   */
+  format?: "yaml" | "json";
 }
 
 export class EnvoyProcess {
@@ -51,9 +57,10 @@ export class EnvoyProcess {
   static async start(options: EnvoyOptions): Promise<EnvoyProcess> {
     const binary = requireEnvoy();
     const dir = scratchDir(`${options.name}-`);
-    const configPath = join(dir, "envoy.yaml");
+    const json = options.format === "json";
+    const configPath = join(dir, json ? "envoy.json" : "envoy.yaml");
     const logPath = join(dir, "envoy.log");
-    const text = typeof options.config === "string" ? options.config : stringify(options.config);
+    const text = typeof options.config === "string" ? options.config : json ? JSON.stringify(options.config) : stringify(options.config);
     writeFileSync(configPath, text);
     const args = [
       "-c", configPath,

@@ -1,0 +1,122 @@
+// The feed publishes nothing before every informer of every cluster has its initial list: a
+// feed started (or restarted) against an API server that already holds 10,000 mesh pods must
+// answer /delta with 503 until then, and every model it serves afterwards must hold all of them.
+// Without that rule the lists of the small kinds (namespaces, services, nodes) come in first,
+// the debounced render fires, and version 1 goes out with the pods that were listed so far
+// (none): every filter polling then would adopt a model without pods.
+// A client polls /delta for a full message (epoch=0) every few milliseconds from the moment the
+// feed is started, then follows each version with long polls: every answer is checked, not only
+// the last. The same again after a restart (a new epoch, caches filled from nothing).
+// Run: node --import tsx --test tests/feed/synced_publish.test.ts
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { startKubeCluster, type KubeCluster } from "../support/kube.js";
+import { freePort } from "../support/ports.js";
+import { decodeMessage } from "./delta_wire_decode.js";
+import { runFeed, sleep, type FeedRun } from "./harness.js";
+
+const PODS = 10_000;
+const WRITERS = 24;
+const LABELS = { "security.istio.io/tlsMode": "istio", app: "app" };
+
+const ipOf = (i: number) => `10.${40 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`;
+
+interface Served {
+  status: number;
+  kind: string | null;
+  version: number;
+  epoch: number;
+  workloads: number;
+}
+
+async function fetchDelta(base: string, epoch: number, version: number, wait: number): Promise<Served> {
+  const r = await fetch(`${base}/delta/mesh?epoch=${epoch}&version=${version}&wait=${wait}`);
+  const body = Buffer.from(await r.arrayBuffer());
+  if (r.status !== 200) return { status: r.status, kind: null, version: 0, epoch: 0, workloads: 0 };
+  const message = decodeMessage(body);
+  const workloads = message.records.filter((rec) => rec.type === "workload").length;
+  return { status: 200, kind: r.headers.get("x-feed-kind"), version: Number(message.version), epoch: Number(message.epoch), workloads };
+}
+
+/**
+ * Starts the feed and polls it from the first moment: full-message requests every few ms until
+ * one is served, then long polls that follow each new version for `followMs`. Returns every answer.
+ */
+async function startAndWatch(cluster: KubeCluster, followMs: number): Promise<{ run: FeedRun; answers: Served[] }> {
+  const answers: Served[] = [];
+  // A fixed port, so the client can poll while startFeed is still listing (it resolves only
+  // after the initial lists; its HTTP server answers from the start).
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  let started: FeedRun | undefined;
+  let failed: unknown;
+  const starting = runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }], { http: { address: "127.0.0.1", port } }).then(
+    (r) => (started = r),
+    (error) => (failed = error),
+  );
+  // Before anything is published: 503, as many times as the lists take (or no listener yet).
+  let first: Served | undefined;
+  while (!first) {
+    if (failed) throw failed;
+    const a = await fetchDelta(base, 0, 0, 0).catch(() => undefined);
+    if (a) answers.push(a);
+    if (a?.status === 200) first = a;
+    else await sleep(5);
+  }
+  await starting;
+  if (!started) throw failed;
+  // Then every version it publishes, each one checked: the full message a new client would
+  // get at each of them, and the long poll from the previous one.
+  const until = Date.now() + followMs;
+  let at = first;
+  while (Date.now() < until) {
+    const next = await fetchDelta(base, at.epoch, at.version, 1);
+    if (next.status === 200 && next.kind !== "no-change") {
+      answers.push(await fetchDelta(base, 0, 0, 0));
+      at = next;
+    }
+  }
+  return { run: started, answers };
+}
+
+describe(`the feed publishes only after every informer has listed (${PODS} pods in a real API server)`, () => {
+  let cluster: KubeCluster;
+  let run: FeedRun | undefined;
+
+  before(async () => {
+    cluster = await startKubeCluster({ name: "feed-synced" });
+    await cluster.createNamespace("default");
+    await cluster.createService({ namespace: "default", name: "app", selector: { app: "app" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] });
+    let next = 0;
+    const writer = async () => {
+      for (let i = next++; i < PODS; i = next++) {
+        await cluster.createPod({ namespace: "default", name: `pod-${i}`, labels: LABELS, serviceAccountName: "app" });
+        await cluster.setPodStatus("default", `pod-${i}`, { podIP: ipOf(i) });
+      }
+    };
+    await Promise.all(Array.from({ length: WRITERS }, writer));
+  });
+
+  after(async () => {
+    await run?.feed.stop();
+    await cluster?.stop();
+  });
+
+  for (const round of ["started", "restarted"]) {
+    it(`${round}: 503 until the lists are in, then every model served holds all ${PODS} pods`, async (t) => {
+      await run?.feed.stop();
+      const watched = await startAndWatch(cluster, 3000);
+      run = watched.run;
+      const refused = watched.answers.filter((a) => a.status === 503).length;
+      const served = watched.answers.filter((a) => a.status === 200);
+      t.diagnostic(`${round}: ${refused} answers 503 before the first model, then ${served.length} models served (versions ${[...new Set(served.map((a) => a.version))].join(", ")})`);
+      assert.ok(watched.answers.every((a) => a.status === 200 || a.status === 503), `only 200 or 503: ${watched.answers.map((a) => a.status)}`);
+      assert.ok(served.length >= 1);
+      assert.ok(refused >= 1, "the client asked while the lists were coming in, and got 503");
+      for (const a of served) {
+        assert.equal(a.kind, "full");
+        assert.equal(a.workloads, PODS, `version ${a.version} of epoch ${a.epoch} holds ${a.workloads} of ${PODS} pods`);
+      }
+    });
+  }
+});
