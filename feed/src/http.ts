@@ -17,6 +17,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { DeltaAnswer } from "./delta/channel.js";
+import { admitBody, ServerGuard, type ServerLimits } from "./server_guard.js";
+import { Metrics } from "./metrics.js";
+import { DEFAULT_OPERATOR_LIMITS } from "./config.js";
 
 export interface PublishedSnapshot {
   target: string;
@@ -70,6 +73,8 @@ export function handleDelta(source: SnapshotSource & DeltaSource, target: string
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "1" }).end(`nothing published yet for target ${JSON.stringify(target)}\n`);
       return;
     }
+    // A client that cannot take more is dropped instead (server_guard.ts).
+    if (req.method !== "HEAD" && !admitBody(res, a.body)) return;
     res.writeHead(200, {
       "content-type": DELTA_CONTENT_TYPE,
       "content-length": String(a.body.length),
@@ -152,24 +157,54 @@ export function handleSnapshot(source: SnapshotSource, target: string, req: Inco
     res.writeHead(304, headers).end();
     return;
   }
-  res.writeHead(200, { ...headers, "content-type": "application/json", "content-length": String(snap.bytes) });
-  res.end(req.method === "HEAD" ? undefined : snap.text);
+  if (req.method === "HEAD") {
+    res.writeHead(200, { ...headers, "content-type": "application/json", "content-length": String(snap.bytes) }).end();
+    return;
+  }
+  const body = snapshotBody(snap);
+  if (!admitBody(res, body)) return;
+  res.writeHead(200, { ...headers, "content-type": "application/json", "content-length": String(body.length) }).end(body);
+}
+
+/**
+ * A published snapshot's bytes, encoded once: every request for that version writes the same
+ * Buffer (a string body would be encoded anew, and held, per request).
+ */
+const bodies = new WeakMap<PublishedSnapshot, Buffer>();
+function snapshotBody(snap: PublishedSnapshot): Buffer {
+  let b = bodies.get(snap);
+  if (!b) {
+    b = Buffer.from(snap.text);
+    bodies.set(snap, b);
+  }
+  return b;
 }
 
 /** The operator's plain server (no /delta: the filters read only over the channel). */
 export class FeedHttpServer {
   private server: Server | undefined;
+  private readonly guard: ServerGuard;
 
-  constructor(private readonly source: SnapshotSource) {}
+  constructor(
+    private readonly source: SnapshotSource,
+    limits: ServerLimits = DEFAULT_OPERATOR_LIMITS,
+    metrics: Metrics = new Metrics(),
+  ) {
+    this.guard = new ServerGuard("operator", limits, metrics);
+  }
 
   async listen(port: number, host: string): Promise<AddressInfo> {
-    const server = createServer((req, res) => {
-      try {
-        handleOperator(this.source, req, res);
-      } catch (error) {
-        res.writeHead(500, { "content-type": "text/plain" }).end(`${(error as Error).message}\n`);
-      }
-    });
+    const server = createServer(
+      this.guard.serverOptions(),
+      this.guard.wrap((req, res) => {
+        try {
+          handleOperator(this.source, req, res);
+        } catch (error) {
+          res.writeHead(500, { "content-type": "text/plain" }).end(`${(error as Error).message}\n`);
+        }
+      }),
+    );
+    this.guard.attach(server);
     this.server = server;
     await new Promise<void>((done, fail) => {
       server.once("error", fail);
