@@ -3,7 +3,7 @@
 //   - connections: a total cap (refused at accept by the kernel-facing server: `maxConnections`)
 //     and, on the channel, a cap per caller identity (the TLS peer's SPIFFE id; every caller
 //     without one shares one bucket): the connection past it gets a one-line 503 and is closed;
-//   - time: the TLS handshake and the request headers within `headersTimeoutMs`, a socket idle
+//   - time: the TLS handshake and the request headers within `headersTimeoutMs` (else 408), a socket idle
 //     for `idleTimeoutMs` is closed (a held long poll is no idleness: the config keeps
 //     `idleTimeoutMs` above the longest wait), each response body taken within `writeTimeoutMs`;
 //   - memory: a response body is the feed's shared Buffer of that version (delta/channel.ts), so
@@ -67,7 +67,7 @@ export class ServerGuard {
     private readonly metrics: Metrics,
   ) {
     metrics.declare(CONNECTIONS_REFUSED, "counter", "connections refused, by server and reason (total: past maxConnections, per_caller: past maxConnectionsPerCaller)");
-    metrics.declare(CLIENTS_DROPPED, "counter", "clients dropped, by server and reason (idle, write_timeout, unsent_bytes, buffer_budget)");
+    metrics.declare(CLIENTS_DROPPED, "counter", "clients dropped, by server and reason (idle, header_timeout, bad_request, write_timeout, unsent_bytes, buffer_budget)");
     metrics.declare("feed_connections", "gauge", "open connections, by server");
     metrics.declare("feed_buffered_bytes", "gauge", "distinct response bodies being written (pinned by clients still reading them), by server");
     metrics.set("feed_connections", { server: name }, 0);
@@ -80,7 +80,8 @@ export class ServerGuard {
     return {
       headersTimeout: l.headersTimeoutMs,
       requestTimeout: l.headersTimeoutMs,
-      keepAliveTimeout: l.idleTimeoutMs,
+      // Past the counted idle timeout (attach), so that the one that closes is the counted one.
+      keepAliveTimeout: l.idleTimeoutMs + 1000,
       // Node checks header and request timeouts on this period (30 s by default).
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(l.headersTimeoutMs / 4))),
       handshakeTimeout: l.headersTimeoutMs,
@@ -100,6 +101,15 @@ export class ServerGuard {
       });
     });
     server.setTimeout(this.limits.idleTimeoutMs, (socket: Socket) => this.drop(socket, "idle"));
+    // Node reports a request not received within headersTimeoutMs (and unparsable ones) here.
+    server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
+      const timeout = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
+      this.metrics.add(CLIENTS_DROPPED, { server: this.name, reason: timeout ? "header_timeout" : "bad_request" });
+      if (socket.writable && error.code !== "ECONNRESET") {
+        socket.end(timeout ? "HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n" : "HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+        setTimeout(() => socket.destroy(), 1000).unref();
+      } else socket.destroy();
+    });
   }
 
   /**
@@ -135,8 +145,9 @@ export class ServerGuard {
   }
 
   admit(res: ServerResponse, body: Buffer): boolean {
-    const socket = res.socket;
-    if (!socket || socket.destroyed) return false;
+    // The request's socket: a pipelined response has none of its own until those before it end.
+    const socket = res.req.socket;
+    if (socket.destroyed) return false;
     let state = this.sockets.get(socket);
     if (!state) {
       state = { unsent: 0 };
