@@ -82,7 +82,7 @@ export const DEFAULT_CHANNEL_LIMITS: ServerLimits = {
   headersTimeoutMs: 10_000,
   writeTimeoutMs: 15_000,
   maxUnsentBytes: 1 << 20,
-  maxBufferedBytes: 64 << 20,
+  maxBufferedBytes: 32 << 20,
 };
 
 /** The operator port: a few scrapers and operators, never thousands. */

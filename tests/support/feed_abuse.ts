@@ -32,12 +32,21 @@ function ipOf(i: number): string {
   return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${(i & 255) + 1 > 254 ? 254 : (i & 255) + 1}`;
 }
 
-/** Writes `pods` pods (each its own service account: long SPIFFE ids) into `dir` as JSON Lists. */
+/**
+ * Each pod its own service account with a long name (~200 characters, Kubernetes allows 253):
+ * a full message of ~300 bytes per pod, so that a few tens of thousands of pods make one larger
+ * than what the kernel's socket buffers take for a client that does not read (~4 MB on Linux).
+ */
+function serviceAccount(i: number): string {
+  return `service-account-of-workload-${i}-`.padEnd(200, "x");
+}
+
+/** Writes `pods` pods into `dir` as JSON Lists (10,000 a file), and the churned pod. */
 export function writeMesh(dir: string, pods: number): void {
   mkdirSync(dir, { recursive: true });
   for (let f = 0; f * PODS_PER_FILE < pods; f++) {
     const items = [];
-    for (let i = f * PODS_PER_FILE; i < Math.min(pods, (f + 1) * PODS_PER_FILE); i++) items.push(podJson(i, `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, `service-account-of-workload-${i}`));
+    for (let i = f * PODS_PER_FILE; i < Math.min(pods, (f + 1) * PODS_PER_FILE); i++) items.push(podJson(i, `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, serviceAccount(i)));
     writeFileSync(join(dir, `pods-${f}.json`), JSON.stringify({ apiVersion: "v1", kind: "List", items }));
   }
   churn(dir, 0);
