@@ -91,6 +91,7 @@ export async function abuseBench(): Promise<void> {
         deltaP99Ms: ms(percentile(lags, 99)),
         deltaTargetMs: 1000,
         pollerErrors: p.reduce((s, x) => s + x.errors, 0),
+        pollerLastError: p.map((x) => x.lastError).find((e) => e !== "") ?? "",
         floodAnswers: f.answers,
         floodErrors: f.errors,
         droppedWriteTimeout: dropped("write_timeout"),

@@ -10,7 +10,8 @@
 //     a client that does not read pins it. A client whose bytes not yet taken from earlier
 //     responses pass `maxUnsentBytes` (pipelined requests) is dropped, and when the distinct
 //     bodies still being written pass `maxBufferedBytes` the clients holding the oldest ones are
-//     dropped (never the newest: the current version is always served).
+//     dropped (never the newest: the current version is always served; never one under 64 KiB:
+//     a delta or no-change answer of an honest poller).
 // Every refusal and drop is counted by server and reason.
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -26,6 +27,9 @@ export interface ServerLimits {
   maxUnsentBytes: number;
   maxBufferedBytes: number;
 }
+
+/** Bodies under this size are never the reason for a drop under the budget (enforceBudget). */
+const SMALL_BODY = 64 << 10;
 
 export const CONNECTIONS_REFUSED = "feed_connections_refused_total";
 export const CLIENTS_DROPPED = "feed_clients_dropped_total";
@@ -198,7 +202,8 @@ export class ServerGuard {
     if (this.bufferedBytes <= this.limits.maxBufferedBytes) return;
     for (const [body, holders] of [...this.bodies]) {
       if (this.bufferedBytes <= this.limits.maxBufferedBytes) return;
-      if (body === newest) continue;
+      // Small bodies (deltas, no-change answers) are honest pollers' and never what fills it.
+      if (body === newest || body.length < SMALL_BODY) continue;
       for (const h of [...holders]) this.drop(h.socket, "buffer_budget");
       // A destroyed socket closes its response on a later tick; the body is no longer held.
       if (this.bodies.delete(body)) this.bufferedBytes -= body.length;

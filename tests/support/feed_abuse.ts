@@ -198,16 +198,17 @@ export async function flood(channel: string, loops: number, until: () => boolean
  * An honest poller (a filter VM): full once, then long polls from its version. Each delta's lag
  * is measured from the churn write that made it (`changedAt()`).
  */
-export async function honestPoller(channel: string, until: () => boolean, changedAt: () => number, lags: number[]): Promise<{ deltas: number; errors: number }> {
+export async function honestPoller(channel: string, until: () => boolean, changedAt: () => number, lags: number[]): Promise<{ deltas: number; errors: number; lastError: string }> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   let epoch = 0;
   let version = 0;
-  const out = { deltas: 0, errors: 0 };
+  const out = { deltas: 0, errors: 0, lastError: "" };
   while (until()) {
     try {
       const a = await channelFetch(agent, channel, `/delta/mesh?epoch=${epoch}&version=${version}&wait=5`);
       if (a.status !== 200) {
         out.errors++;
+        out.lastError = `status ${a.status}`;
         continue;
       }
       if (a.kind === "delta") {
@@ -216,8 +217,9 @@ export async function honestPoller(channel: string, until: () => boolean, change
       }
       epoch = a.epoch;
       version = a.version;
-    } catch {
+    } catch (error) {
       out.errors++;
+      out.lastError = (error as Error).message;
       await new Promise((done) => setTimeout(done, 100));
     }
   }
