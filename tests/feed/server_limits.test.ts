@@ -2,14 +2,17 @@
 // this process with small limits: the total cap (operator port) and the cap per caller identity
 // (channel) refuse and count; pipelined requests a client does not read, a request that never
 // finishes its headers and an idle connection are dropped and counted; full messages are built
-// once per version, whoever asks. The whole
+// once per version, whoever asks; the health worker answers while the main thread is blocked
+// and fails liveness once it stays blocked past staleAfterMs. The whole
 // attack at once is server_abuse.test.ts.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect, type TLSSocket } from "node:tls";
 import { after, before, describe, it } from "node:test";
 import { FEED_IDENTITY, meshCert, MESH_CA_FILE } from "../support/feed_tls.js";
+import { HealthServer } from "../../feed/src/health.js";
 import { metricValue } from "../support/feed_abuse.js";
 import { REPO_ROOT } from "../support/paths.js";
 import { eventually, runFeed, sleep, type FeedRun } from "./harness.js";
@@ -151,5 +154,41 @@ describe("the feed's server limits, one at a time", () => {
     const builds = metricValue(m, 'feed_delta_full_builds{target="mesh"}');
     assert.ok(builds >= 1 && builds <= metricValue(m, 'feed_delta_version{target="mesh"}'), `${builds} builds for version ${metricValue(m, 'feed_delta_version{target="mesh"}')}`);
     await sleep(0);
+  });
+});
+
+describe("health from a worker thread (health.ts)", () => {
+  // The main thread is blocked by execFileSync while curl asks the worker: what a render does.
+  const ask = (url: string) => {
+    try {
+      return execFileSync("curl", ["-s", "-m", "5", "-w", " %{http_code}", url], { encoding: "utf8" });
+    } catch (error) {
+      return `curl failed: ${(error as Error).message}`;
+    }
+  };
+
+  it("answers while the main thread is blocked; /healthz fails once the main loop has not turned for staleAfterMs; /readyz carries the feed's reason", async () => {
+    let ready = { ready: false, reason: "waiting for the initial lists of cluster1" };
+    const health = new HealthServer({ address: "127.0.0.1", port: 0, staleAfterMs: 1000 }, () => ready);
+    const port = await health.listen();
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      assert.equal(ask(`${base}/healthz`), "ok\n 200");
+      assert.equal(ask(`${base}/readyz`), "waiting for the initial lists of cluster1\n 503");
+      ready = { ready: true, reason: "ok" };
+      await sleep(500);
+      assert.equal(ask(`${base}/readyz`), "ok\n 200");
+      // Block the main thread past staleAfterMs (a hang, as far as the worker can tell).
+      const until = Date.now() + 1500;
+      while (Date.now() < until) {
+        /* busy */
+      }
+      assert.match(ask(`${base}/healthz`), /^event loop stalled for \d+ ms\n 503$/);
+      assert.match(ask(`${base}/readyz`), /^event loop stalled for \d+ ms\n 503$/);
+      await sleep(500);
+      assert.equal(ask(`${base}/healthz`), "ok\n 200", "alive again once the loop turns");
+    } finally {
+      await health.close();
+    }
   });
 });
