@@ -43,7 +43,11 @@ function fromSocket(socket: TLSSocket): CallerIdentity {
 
 /** The caller of this request on the channel (a TLS connection that asked for a client certificate). */
 export function callerIdentity(req: IncomingMessage): CallerIdentity {
-  const socket = req.socket as TLSSocket;
+  return socketIdentity(req.socket as TLSSocket);
+}
+
+/** The caller on this connection, once its handshake is done (channel.ts caps connections by it). */
+export function socketIdentity(socket: TLSSocket): CallerIdentity {
   if (typeof socket.getPeerCertificate !== "function") return { ok: false, reason: "no_certificate", detail: "not a TLS connection" };
   let id = known.get(socket);
   if (!id) {

@@ -16,12 +16,14 @@
 import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { callerIdentity } from "./caller_identity.js";
+import type { TLSSocket } from "node:tls";
+import { callerIdentity, socketIdentity } from "./caller_identity.js";
 import type { ChannelConfig } from "./config.js";
 import type { Logger } from "./controller.js";
 import { handleDelta, handleSnapshot, type DeltaSource, type SnapshotSource } from "./http.js";
 import type { Metrics } from "./metrics.js";
 import { mayRead } from "./readers.js";
+import { ServerGuard } from "./server_guard.js";
 import { TlsFiles } from "./tls_files.js";
 
 export const REFUSED = "feed_channel_refused_total";
@@ -62,6 +64,7 @@ export class FeedChannelServer {
   private server: Server | undefined;
   private readonly files: TlsFiles;
   private readonly readers: Map<string, readonly string[]>;
+  private readonly guard: ServerGuard;
 
   constructor(
     private readonly source: SnapshotSource & DeltaSource,
@@ -72,6 +75,7 @@ export class FeedChannelServer {
     private readonly maxWaitSeconds: number,
   ) {
     this.readers = new Map(targets.map((t) => [t.name, t.readers]));
+    this.guard = new ServerGuard("channel", config.limits, metrics);
     metrics.declare(REFUSED, "counter", "channel callers refused, by reason (handshake, no_certificate, untrusted, no_spiffe_id, not_reader)");
     metrics.declare("feed_channel_tls_reloads_total", "counter", "certificate sets loaded after a change of certFile, keyFile or caFile");
     metrics.declare("feed_channel_tls_reload_errors_total", "counter", "changed certificate sets that did not load (the previous stays)");
@@ -116,15 +120,22 @@ export class FeedChannelServer {
   async listen(): Promise<AddressInfo> {
     const server = createServer(
       // Ask every caller for a certificate; judge it in the request (counted, with a reason).
-      { ...this.files.load(), requestCert: true, rejectUnauthorized: false, minVersion: "TLSv1.2" },
-      (req, res) => {
+      { ...this.guard.serverOptions(), ...this.files.load(), requestCert: true, rejectUnauthorized: false, minVersion: "TLSv1.2" },
+      this.guard.wrap((req, res) => {
         try {
           this.handle(req, res);
         } catch (error) {
           res.writeHead(500, { "content-type": "text/plain" }).end(`${(error as Error).message}\n`);
         }
-      },
+      }),
     );
+    this.guard.attach(server);
+    // The cap per caller: its identity is known once the handshake is done (callers without a
+    // mesh identity share one bucket, so they cannot crowd out the mesh's own).
+    server.on("secureConnection", (socket: TLSSocket) => {
+      const id = socketIdentity(socket);
+      this.guard.callerConnected(socket, id.ok ? id.spiffeId : "");
+    });
     server.on("tlsClientError", (_error, socket) => {
       this.metrics.add(REFUSED, { reason: "handshake" });
       socket.destroy();

@@ -6,6 +6,7 @@ import { parse } from "yaml";
 import { DEFAULT_CAPS, MAX_COUNT_CAP, type FeedCaps } from "./compute_caps.js";
 import { NetworkResolver } from "./mesh_networks.js";
 import { principalPatternProblem } from "./readers.js";
+import type { ServerLimits } from "./server_guard.js";
 import { FILTERS, type FilterName } from "./render.js";
 
 export interface ClusterConfig {
@@ -49,7 +50,45 @@ export interface ChannelConfig {
   caFile: string;
   /** How often the three files are checked for a rotation. */
   reloadMs: number;
+  /** Connections, timeouts and buffered bytes (server_guard.ts, feed/docs/server-limits.md). */
+  limits: ServerLimits;
 }
+
+/** The operator's plain port (its limits know no caller identity: maxConnectionsPerCaller is 0). */
+export interface OperatorConfig {
+  address: string;
+  port: number;
+  limits: ServerLimits;
+}
+
+/** /healthz and /readyz from a worker thread, answered while the feed's own loop renders (health.ts). */
+export interface HealthConfig {
+  address: string;
+  port: number;
+  /** /healthz fails once the feed's event loop has not turned for this long (a hang, not a render). */
+  staleAfterMs: number;
+}
+
+/**
+ * The channel's defaults. Every sidecar of one service account shares a SPIFFE id, and each of
+ * its Envoy workers polls on its own connection: the cap per caller is a share of the total,
+ * not a handful. 15 s to take one response is far more than a full message needs on a cluster
+ * network; idle sockets go after 2 minutes (above the longest long poll, delta.maxWaitSeconds).
+ */
+export const DEFAULT_CHANNEL_LIMITS: ServerLimits = {
+  maxConnections: 10_000,
+  maxConnectionsPerCaller: 2_000,
+  idleTimeoutMs: 120_000,
+  headersTimeoutMs: 10_000,
+  writeTimeoutMs: 15_000,
+  maxUnsentBytes: 1 << 20,
+  maxBufferedBytes: 32 << 20,
+};
+
+/** The operator port: a few scrapers and operators, never thousands. */
+export const DEFAULT_OPERATOR_LIMITS: ServerLimits = { ...DEFAULT_CHANNEL_LIMITS, maxConnections: 64, maxConnectionsPerCaller: 0, idleTimeoutMs: 60_000, writeTimeoutMs: 60_000 };
+
+export const DEFAULT_HEALTH: HealthConfig = { address: "127.0.0.1", port: 9091, staleAfterMs: 30_000 };
 
 export interface FeedConfig {
   trustDomain: string;
@@ -58,8 +97,9 @@ export interface FeedConfig {
   meshNetworksFile?: string;
   debounce: { quietMs: number; maxMs: number };
   /** The operator's plain port: /snapshots, /snapshot/<any target>, /metrics, /healthz, /readyz. */
-  operator?: { address: string; port: number };
+  operator?: OperatorConfig;
   channel?: ChannelConfig;
+  health?: HealthConfig;
   /** Directory holding <filter>.wasm, used to validate every snapshot before it is published. */
   wasmDir: string;
   clusters: ClusterConfig[];
@@ -138,6 +178,25 @@ function known(r: Reader, o: Record<string, unknown>, at: string, fields: string
   for (const k of Object.keys(o)) if (!fields.includes(k)) r.fail(`${at}${k}`, `unknown field (known: ${fields.join(", ")})`);
 }
 
+/** `limits` of the channel or the operator port; `perCaller` only where callers have identities. */
+function limitsOf(r: Reader, v: unknown, at: string, defaults: ServerLimits, perCaller: boolean): ServerLimits {
+  if (v === undefined) return defaults;
+  const o = obj(r, v, at.slice(0, -1));
+  const fields = ["maxConnections", "idleTimeoutMs", "headersTimeoutMs", "writeTimeoutMs", "maxUnsentBytes", "maxBufferedBytes"];
+  known(r, o, at, perCaller ? [...fields, "maxConnectionsPerCaller"] : fields);
+  const l: ServerLimits = {
+    maxConnections: int(r, o, "maxConnections", at, 1, 1_000_000, defaults.maxConnections),
+    maxConnectionsPerCaller: perCaller ? int(r, o, "maxConnectionsPerCaller", at, 1, 1_000_000, defaults.maxConnectionsPerCaller) : 0,
+    idleTimeoutMs: int(r, o, "idleTimeoutMs", at, 1000, 3_600_000, defaults.idleTimeoutMs),
+    headersTimeoutMs: int(r, o, "headersTimeoutMs", at, 100, 600_000, defaults.headersTimeoutMs),
+    writeTimeoutMs: int(r, o, "writeTimeoutMs", at, 100, 3_600_000, defaults.writeTimeoutMs),
+    maxUnsentBytes: int(r, o, "maxUnsentBytes", at, 0, 2 ** 32, defaults.maxUnsentBytes),
+    maxBufferedBytes: int(r, o, "maxBufferedBytes", at, 0, 2 ** 40, defaults.maxBufferedBytes),
+  };
+  if (perCaller && l.maxConnectionsPerCaller > l.maxConnections) r.fail(`${at}maxConnectionsPerCaller`, "must be at most maxConnections");
+  return l;
+}
+
 const TRUST_DOMAIN = /^[a-z0-9._-]+$/;
 const DNS = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 
@@ -146,7 +205,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   const root = obj(r, parse(text), "(root)");
   // The one plain server the feed used to have served the filters and the operator alike.
   if ("http" in root) r.fail("http", "replaced: `operator` (plain, local: metrics and every snapshot) and `channel` (mutual TLS: the filters)");
-  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "operator", "channel", "wasmDir", "clusters", "targets", "caps"]);
+  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "operator", "channel", "health", "wasmDir", "clusters", "targets", "caps"]);
   const base = dirname(path);
   const rel = (p: string) => (isAbsolute(p) || p === "in-cluster" ? p : resolve(base, p));
   const trustDomain = str(r, root, "trustDomain", "", "cluster.local");
@@ -189,13 +248,28 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   let operator: FeedConfig["operator"];
   if (root.operator !== undefined) {
     const h = obj(r, root.operator, "operator");
-    known(r, h, "operator.", ["address", "port"]);
-    operator = { address: str(r, h, "address", "operator.", "127.0.0.1"), port: int(r, h, "port", "operator.", 0, 65535, 9090) };
+    known(r, h, "operator.", ["address", "port", "limits"]);
+    operator = {
+      address: str(r, h, "address", "operator.", "127.0.0.1"),
+      port: int(r, h, "port", "operator.", 0, 65535, 9090),
+      limits: limitsOf(r, h.limits, "operator.limits.", DEFAULT_OPERATOR_LIMITS, false),
+    };
+  }
+  let health: HealthConfig | undefined;
+  if (root.health !== undefined) {
+    const h = obj(r, root.health, "health");
+    known(r, h, "health.", ["address", "port", "staleAfterMs"]);
+    health = {
+      address: str(r, h, "address", "health.", DEFAULT_HEALTH.address),
+      port: int(r, h, "port", "health.", 0, 65535, DEFAULT_HEALTH.port),
+      staleAfterMs: int(r, h, "staleAfterMs", "health.", 1000, 3_600_000, DEFAULT_HEALTH.staleAfterMs),
+    };
+    if (operator && health.port !== 0 && health.port === operator.port && health.address === operator.address) r.fail("health.port", "is the operator port's");
   }
   let channel: ChannelConfig | undefined;
   if (root.channel !== undefined) {
     const c = obj(r, root.channel, "channel");
-    known(r, c, "channel.", ["address", "port", "certFile", "keyFile", "caFile", "reloadMs"]);
+    known(r, c, "channel.", ["address", "port", "certFile", "keyFile", "caFile", "reloadMs", "limits"]);
     const file = (field: string) => {
       const v = str(r, c, field, "channel.");
       if (v === "") r.fail(`channel.${field}`, "expected a path to a PEM file");
@@ -208,7 +282,11 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
       keyFile: file("keyFile"),
       caFile: file("caFile"),
       reloadMs: int(r, c, "reloadMs", "channel.", 50, 3_600_000, 1000),
+      limits: limitsOf(r, c.limits, "channel.limits.", DEFAULT_CHANNEL_LIMITS, true),
     };
+    // A held long poll sends nothing until it is answered: it must not count as idle.
+    if (channel.limits.idleTimeoutMs <= delta.maxWaitSeconds * 1000) r.fail("channel.limits.idleTimeoutMs", `must be above delta.maxWaitSeconds (${delta.maxWaitSeconds} s): a held long poll is not idle`);
+    if (health && health.port !== 0 && health.port === channel.port && health.address === channel.address) r.fail("health.port", "is the channel port's");
     if (operator && operator.port !== 0 && operator.port === channel.port && operator.address === channel.address) r.fail("channel.port", "is the operator port's");
   }
   const wasmDir = rel(str(r, root, "wasmDir", "", "build"));
@@ -277,7 +355,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     }
     return { name, filter, network: str(r, o, "network", at, ""), config, ...(ecds && { ecds }), ...(wasmPlugin && { wasmPlugin }), readers };
   });
-  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, caps, ...(operator && { operator }), ...(channel && { channel }), wasmDir, clusters, targets };
+  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, caps, ...(operator && { operator }), ...(channel && { channel }), ...(health && { health }), wasmDir, clusters, targets };
 }
 
 export function loadFeedConfig(path: string): FeedConfig {

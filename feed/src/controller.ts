@@ -138,6 +138,7 @@ export class FeedController implements SnapshotSource {
     m.declare("feed_delta_requests_total", "counter", "GET /delta answers, by target and kind (full, delta, no_change)");
     m.declare("feed_delta_full_total", "counter", "full messages sent, by target and reason (epoch, future, behind, smaller)");
     m.declare("feed_delta_bytes_total", "counter", "bytes of /delta answers, by target and kind");
+    m.declare("feed_delta_full_builds", "gauge", "full messages built in this epoch (at most one per version, shared by every caller), by target");
     m.declare("feed_delta_held", "gauge", "long polls held now");
     m.declare("feed_delta_held_total", "counter", "long polls that were held (answered on a change or when their wait ran out)");
     this.metrics.set("feed_delta_epoch", {}, this.epoch);
@@ -297,12 +298,13 @@ export class FeedController implements SnapshotSource {
   private renderLazy(state: TargetState): void {
     const n = this.networks.get(state.target.network);
     if (!n || n.channel.version === 0) return;
-    if (state.renderedAt === n.channel.version && state.published) return;
+    // Once per version, whatever the outcome: a refused target is not re-rendered per request.
+    if (state.renderedAt === n.channel.version) return;
+    state.renderedAt = n.channel.version;
     try {
       this.renderDeltas();
       const view = viewFor(this.computer.current, state.target.network);
       this.checkAndKeep(state, view.snapshot, view.stats);
-      state.renderedAt = n.channel.version;
     } catch (error) {
       this.metrics.add("feed_render_errors_total", { target: state.target.name });
       this.log("error", `target ${state.target.name}: render failed, previous snapshot kept: ${(error as Error).stack ?? error}`);
@@ -428,7 +430,10 @@ export class FeedController implements SnapshotSource {
     const kind = a.kind === 1 ? "full" : a.kind === 2 ? "delta" : "no_change";
     this.metrics.add("feed_delta_requests_total", { target, kind });
     this.metrics.add("feed_delta_bytes_total", { target, kind }, a.body.length);
-    if (a.reason) this.metrics.add("feed_delta_full_total", { target, reason: a.reason });
+    if (a.reason) {
+      this.metrics.add("feed_delta_full_total", { target, reason: a.reason });
+      this.metrics.set("feed_delta_full_builds", { target }, n.channel.fullBuilds);
+    }
     return a;
   }
 

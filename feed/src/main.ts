@@ -1,7 +1,8 @@
 // The feed's entry point: `tsx feed/src/main.ts --config feed.yaml`. Watches every configured
 // API server, renders and validates the mesh on every (debounced) change, and delivers it to
 // each target; serves the filters' channel (mutual TLS: /delta, /snapshot of the caller's
-// targets) and the operator's plain port (/snapshots, /snapshot, /metrics, /healthz, /readyz).
+// targets) and the operator's plain port (/snapshots, /snapshot, /metrics, /healthz, /readyz);
+// with `health`, /healthz and /readyz also from a worker thread that renders never block.
 // SIGTERM/SIGINT stop it.
 import { parseArgs } from "node:util";
 import { ClusterObjects } from "./cluster_objects.js";
@@ -11,6 +12,7 @@ import { WasmPluginDelivery } from "./deliver/wasmplugin.js";
 import { FeedChannelServer } from "./channel.js";
 import { FeedHttpServer } from "./http.js";
 import { FileSource } from "./file_source.js";
+import { HealthServer } from "./health.js";
 import { ClusterWatch, loadKubeConfig } from "./watch.js";
 
 export interface RunningFeed {
@@ -21,6 +23,8 @@ export interface RunningFeed {
   /** The filters' mutual-TLS channel and its port. */
   channel?: FeedChannelServer;
   channelPort?: number;
+  /** /healthz and /readyz from a worker thread (health.ts), when configured. */
+  healthPort?: number;
   stop(): Promise<void>;
 }
 
@@ -41,9 +45,15 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   let port: number | undefined;
   let channel: FeedChannelServer | undefined;
   let channelPort: number | undefined;
+  let health: HealthServer | undefined;
+  let healthPort: number | undefined;
   try {
+    if (config.health) {
+      health = new HealthServer(config.health, () => controller.ready());
+      healthPort = await health.listen();
+    }
     if (config.operator) {
-      http = new FeedHttpServer(controller);
+      http = new FeedHttpServer(controller, config.operator.limits, controller.metrics);
       port = (await http.listen(config.operator.port, config.operator.address)).port;
     }
     if (config.channel) {
@@ -53,6 +63,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   } catch (error) {
     controller.stop();
     await http?.close();
+    await health?.close();
     throw error;
   }
   const hooks = { changed: (id: string) => controller.changed(id), synced: (id: string) => controller.markSynced(id), refused: (id: string, reason: string) => controller.sourceRefused(id, reason), log };
@@ -68,6 +79,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     await Promise.all(watches.map((w) => w.stop()));
     await http?.close();
     await channel?.close();
+    await health?.close();
     throw error;
   }
   await controller.flush();
@@ -77,11 +89,13 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     port,
     channel,
     channelPort,
+    healthPort,
     async stop() {
       controller.stop();
       await Promise.all(watches.map((w) => w.stop()));
       await http?.close();
       await channel?.close();
+      await health?.close();
     },
   };
 }

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { KubernetesObjectApi, PatchStrategy, type KubernetesObject } from "@kubernetes/client-node";
 import { parse, parseAllDocuments, stringify } from "yaml";
-import { parseFeedConfig } from "../../feed/src/config.js";
+import { DEFAULT_OPERATOR_LIMITS, parseFeedConfig } from "../../feed/src/config.js";
 import { DEFAULT_CRDS, startKubeCluster, type KubeCluster } from "../support/kube.js";
 import { REPO_ROOT, scratchDir } from "../support/paths.js";
 
@@ -80,7 +80,7 @@ describe("the feed's Helm chart", { concurrency: false }, () => {
     assert.equal(find(objects, "PodDisruptionBudget"), undefined);
     assert.ok(find(objects, "NetworkPolicy"));
     const config = feedConfigOf(objects);
-    assert.deepEqual(config.operator, { address: "127.0.0.1", port: 9090 });
+    assert.deepEqual(config.operator, { address: "127.0.0.1", port: 9090, limits: DEFAULT_OPERATOR_LIMITS });
     assert.equal(config.channel?.port, 9443);
     // No target writes a WasmPlugin by default: no Role for it.
     assert.equal(objects.filter((o) => o.kind === "Role").length, 0);

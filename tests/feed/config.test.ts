@@ -2,7 +2,7 @@
 // the field; defaults as documented in feed/README.md.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { DEFAULT_DEBOUNCE, parseFeedConfig } from "../../feed/src/config.js";
+import { DEFAULT_CHANNEL_LIMITS, DEFAULT_DEBOUNCE, DEFAULT_OPERATOR_LIMITS, parseFeedConfig } from "../../feed/src/config.js";
 import { NetworkResolver } from "../../feed/src/mesh_networks.js";
 import { mayRead } from "../../feed/src/readers.js";
 
@@ -31,10 +31,18 @@ describe("feed: configuration", () => {
 
   it("the channel: address 0.0.0.0, port 9443, files relative to the configuration file, checked every second; the operator port on 127.0.0.1; no readers = nobody", () => {
     const c = parse({ ...base, operator: {}, channel: { certFile: "tls/cert.pem", keyFile: "/k.pem", caFile: "ca.pem" } });
-    assert.deepEqual(c.channel, { address: "0.0.0.0", port: 9443, certFile: "/etc/feed/tls/cert.pem", keyFile: "/k.pem", caFile: "/etc/feed/ca.pem", reloadMs: 1000 });
-    assert.deepEqual(c.operator, { address: "127.0.0.1", port: 9090 });
+    assert.deepEqual(c.channel, { address: "0.0.0.0", port: 9443, certFile: "/etc/feed/tls/cert.pem", keyFile: "/k.pem", caFile: "/etc/feed/ca.pem", reloadMs: 1000, limits: DEFAULT_CHANNEL_LIMITS });
+    assert.deepEqual(c.operator, { address: "127.0.0.1", port: 9090, limits: DEFAULT_OPERATOR_LIMITS });
     assert.deepEqual(c.targets[0].readers, []);
     assert.equal(parse(base).channel, undefined);
+  });
+
+  it("limits: each field overrides its default, the others stay; health on 127.0.0.1:9091, stale after 30 s", () => {
+    const c = parse({ ...base, operator: { limits: { maxConnections: 8 } }, health: {}, channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { maxConnectionsPerCaller: 50, writeTimeoutMs: 2000 } } });
+    assert.deepEqual(c.channel?.limits, { ...DEFAULT_CHANNEL_LIMITS, maxConnectionsPerCaller: 50, writeTimeoutMs: 2000 });
+    assert.deepEqual(c.operator?.limits, { ...DEFAULT_OPERATOR_LIMITS, maxConnections: 8 });
+    assert.equal(c.operator?.limits.maxConnectionsPerCaller, 0);
+    assert.deepEqual(c.health, { address: "127.0.0.1", port: 9091, staleAfterMs: 30_000 });
   });
 
   it("readers as Istio principals: exact, prefix*, *suffix, * alone; nothing else, and only spiffe:// callers", () => {
@@ -55,6 +63,13 @@ describe("feed: configuration", () => {
     ["a channel without its key", { channel: { certFile: "c", caFile: "a" } }, /channel\.keyFile: missing required field/],
     ["a channel with an empty CA path", { channel: { certFile: "c", keyFile: "k", caFile: "" } }, /channel\.caFile: expected a path to a PEM file/],
     ["the channel on the operator's port", { operator: { port: 9443 }, channel: { address: "127.0.0.1", certFile: "c", keyFile: "k", caFile: "a" } }, /channel\.port: is the operator port's/],
+    ["a channel idle timeout a long poll outlives", { channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { idleTimeoutMs: 60_000 } } }, /channel\.limits\.idleTimeoutMs: must be above delta\.maxWaitSeconds \(60 s\)/],
+    ["a per-caller cap above the total", { channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { maxConnections: 10, maxConnectionsPerCaller: 11 } } }, /channel\.limits\.maxConnectionsPerCaller: must be at most maxConnections/],
+    ["a per-caller cap on the operator port (no identities there)", { operator: { limits: { maxConnectionsPerCaller: 5 } } }, /operator\.limits\.maxConnectionsPerCaller: unknown field/],
+    ["no connection at all allowed", { operator: { limits: { maxConnections: 0 } } }, /operator\.limits\.maxConnections: expected an integer in \[1, 1000000\]/],
+    ["a write timeout given as text", { operator: { limits: { writeTimeoutMs: "15s" } } }, /operator\.limits\.writeTimeoutMs: expected an integer/],
+    ["health on the operator port", { operator: { port: 9090 }, health: { port: 9090 } }, /health\.port: is the operator port's/],
+    ["a health staleness below a second", { health: { staleAfterMs: 10 } }, /health\.staleAfterMs: expected an integer in \[1000, 3600000\]/],
     ["a reader written with spiffe://", { targets: [{ name: "t", filter: "passthrough_mtls", readers: ["spiffe://cluster.local/ns/a/sa/b"] }] }, /targets\[0\]\.readers\[0\]: write the principal without spiffe:\/\//],
     ["a reader with a * inside", { targets: [{ name: "t", filter: "passthrough_mtls", readers: ["cluster.local/ns/*/sa/b"] }] }, /targets\[0\]\.readers\[0\]: a \* may only stand first or last/],
     ["readers that are not a list", { targets: [{ name: "t", filter: "passthrough_mtls", readers: "cluster.local/ns/a/sa/b" }] }, /targets\[0\]\.readers: expected a list of principals/],

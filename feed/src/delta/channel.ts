@@ -59,6 +59,7 @@ export class DeltaChannel {
   private readonly pendingWorkloads = new Set<string>();
   private readonly pendingServices = new Set<string>();
   private fullCache: { version: number; body: Buffer } | undefined;
+  private builds = 0;
   /** Full messages of this epoch: its tables and compact records carry over between versions. */
   private readonly assembler = new FullAssembler();
   /**
@@ -81,6 +82,11 @@ export class DeltaChannel {
     private readonly filters: readonly MessageCheck[],
   ) {
     this.journal = new Journal(0, config.journal);
+  }
+
+  /** Full messages built: one per version at most, whoever asks and however often. */
+  get fullBuilds(): number {
+    return this.builds;
   }
 
   get version(): number {
@@ -227,6 +233,7 @@ export class DeltaChannel {
   /** The full message of the current version (services first, so memberships name live ones). */
   full(): Buffer {
     if (this.fullCache?.version === this.current) return this.fullCache.body;
+    this.builds++;
     const body = this.assembler.build(
       { epoch: this.epoch, base: 0, version: this.current, workloadIdLimit: this.workloadIds.limit, serviceIdLimit: this.serviceIds.limit },
       [this.serviceRecords.values(), this.workloadRecords.values()],

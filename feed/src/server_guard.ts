@@ -1,0 +1,218 @@
+// Bounds on what a client of the feed's servers (the channel and the operator port) can hold,
+// as Envoy bounds its own listeners (feed/docs/server-limits.md):
+//   - connections: a total cap (refused at accept by the kernel-facing server: `maxConnections`)
+//     and, on the channel, a cap per caller identity (the TLS peer's SPIFFE id; every caller
+//     without one shares one bucket): the connection past it gets a one-line 503 and is closed;
+//   - time: the TLS handshake and the request headers within `headersTimeoutMs` (else 408), a socket idle
+//     for `idleTimeoutMs` is closed (a held long poll is no idleness: the config keeps
+//     `idleTimeoutMs` above the longest wait), each response body taken within `writeTimeoutMs`;
+//   - memory: a response body is the feed's shared Buffer of that version (delta/channel.ts), so
+//     a client that does not read pins it. A client whose bytes not yet taken from earlier
+//     responses pass `maxUnsentBytes` (pipelined requests) is dropped, and when the distinct
+//     bodies still being written pass `maxBufferedBytes` the clients holding the oldest ones are
+//     dropped (never the newest: the current version is always served; never one under 64 KiB:
+//     a delta or no-change answer of an honest poller).
+// Every refusal and drop is counted by server and reason.
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import type { Metrics } from "./metrics.js";
+
+export interface ServerLimits {
+  maxConnections: number;
+  /** 0: no cap per caller (the operator port, which knows no identities). */
+  maxConnectionsPerCaller: number;
+  idleTimeoutMs: number;
+  headersTimeoutMs: number;
+  writeTimeoutMs: number;
+  maxUnsentBytes: number;
+  maxBufferedBytes: number;
+}
+
+/** Bodies under this size are never the reason for a drop under the budget (enforceBudget). */
+const SMALL_BODY = 64 << 10;
+
+export const CONNECTIONS_REFUSED = "feed_connections_refused_total";
+export const CLIENTS_DROPPED = "feed_clients_dropped_total";
+
+/** A response being written: its body, and how to drop its client. */
+interface InFlight {
+  socket: Socket;
+  bytes: number;
+}
+
+interface SocketState {
+  unsent: number;
+}
+
+/** The guard of each response (http.ts asks it before writing a body). */
+const guards = new WeakMap<ServerResponse, ServerGuard>();
+
+/**
+ * Called by the handlers (http.ts) with the body they are about to write. Returns false when
+ * the client was dropped instead (the handler writes nothing). Unguarded responses (in-process
+ * tests) always go on.
+ */
+export function admitBody(res: ServerResponse, body: Buffer): boolean {
+  const g = guards.get(res);
+  return g ? g.admit(res, body) : true;
+}
+
+export class ServerGuard {
+  private readonly sockets = new WeakMap<Socket, SocketState>();
+  /** Bodies being written, oldest first, with the responses writing each. */
+  private readonly bodies = new Map<Buffer, Set<InFlight>>();
+  private bufferedBytes = 0;
+  private readonly perCaller = new Map<string, number>();
+  private open = 0;
+
+  constructor(
+    private readonly name: "channel" | "operator",
+    private readonly limits: ServerLimits,
+    private readonly metrics: Metrics,
+  ) {
+    metrics.declare(CONNECTIONS_REFUSED, "counter", "connections refused, by server and reason (total: past maxConnections, per_caller: past maxConnectionsPerCaller)");
+    metrics.declare(CLIENTS_DROPPED, "counter", "clients dropped, by server and reason (idle, header_timeout, bad_request, write_timeout, unsent_bytes, buffer_budget)");
+    metrics.declare("feed_connections", "gauge", "open connections, by server");
+    metrics.declare("feed_buffered_bytes", "gauge", "distinct response bodies being written (pinned by clients still reading them), by server");
+    metrics.set("feed_connections", { server: name }, 0);
+    metrics.set("feed_buffered_bytes", { server: name }, 0);
+  }
+
+  /** Server options for createServer (http or https): the timeouts Node enforces itself. */
+  serverOptions(): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number; handshakeTimeout: number } {
+    const l = this.limits;
+    return {
+      headersTimeout: l.headersTimeoutMs,
+      requestTimeout: l.headersTimeoutMs,
+      // Past the counted idle timeout (attach), so that the one that closes is the counted one.
+      keepAliveTimeout: l.idleTimeoutMs + 1000,
+      // Node checks header and request timeouts on this period (30 s by default).
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(l.headersTimeoutMs / 4))),
+      handshakeTimeout: l.headersTimeoutMs,
+    };
+  }
+
+  /** Caps, idle timeout and counting on a server that is about to listen. */
+  attach(server: Server): void {
+    server.maxConnections = this.limits.maxConnections;
+    server.on("drop", () => this.metrics.add(CONNECTIONS_REFUSED, { server: this.name, reason: "total" }));
+    server.on("connection", (socket: Socket) => {
+      this.open++;
+      this.metrics.set("feed_connections", { server: this.name }, this.open);
+      socket.once("close", () => {
+        this.open--;
+        this.metrics.set("feed_connections", { server: this.name }, this.open);
+      });
+    });
+    server.setTimeout(this.limits.idleTimeoutMs, (socket: Socket) => this.drop(socket, "idle"));
+    // Node reports a request not received within headersTimeoutMs (and unparsable ones) here.
+    server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
+      const timeout = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
+      this.metrics.add(CLIENTS_DROPPED, { server: this.name, reason: timeout ? "header_timeout" : "bad_request" });
+      if (socket.writable && error.code !== "ECONNRESET") {
+        socket.end(timeout ? "HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n" : "HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+        setTimeout(() => socket.destroy(), 1000).unref();
+      } else socket.destroy();
+    });
+  }
+
+  /**
+   * A channel connection whose caller is now known (after the handshake): past the caller's cap
+   * it gets a one-line 503 and is closed. `caller` is the SPIFFE id, or "" without one.
+   */
+  callerConnected(socket: Socket, caller: string): boolean {
+    const cap = this.limits.maxConnectionsPerCaller;
+    if (cap === 0) return true;
+    const n = (this.perCaller.get(caller) ?? 0) + 1;
+    if (n > cap) {
+      this.metrics.add(CONNECTIONS_REFUSED, { server: this.name, reason: "per_caller" });
+      const line = `too many connections for ${caller || "callers without a mesh identity"} (at most ${cap})\n`;
+      socket.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(line)}\r\nconnection: close\r\n\r\n${line}`);
+      setTimeout(() => socket.destroy(), 1000).unref();
+      return false;
+    }
+    this.perCaller.set(caller, n);
+    socket.once("close", () => {
+      const left = (this.perCaller.get(caller) ?? 1) - 1;
+      if (left <= 0) this.perCaller.delete(caller);
+      else this.perCaller.set(caller, left);
+    });
+    return true;
+  }
+
+  /** Wraps a request handler so that its responses are guarded. */
+  wrap(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
+    return (req, res) => {
+      guards.set(res, this);
+      handler(req, res);
+    };
+  }
+
+  admit(res: ServerResponse, body: Buffer): boolean {
+    // The request's socket: a pipelined response has none of its own until those before it end.
+    const socket = res.req.socket;
+    if (socket.destroyed) return false;
+    let state = this.sockets.get(socket);
+    if (!state) {
+      state = { unsent: 0 };
+      this.sockets.set(socket, state);
+    }
+    // One response may be larger than the bound (a full message); more behind it may not.
+    if (state.unsent > 0 && state.unsent + body.length > this.limits.maxUnsentBytes) {
+      this.drop(socket, "unsent_bytes");
+      return false;
+    }
+    const s = state;
+    const entry: InFlight = { socket, bytes: body.length };
+    s.unsent += body.length;
+    let holders = this.bodies.get(body);
+    if (!holders) {
+      holders = new Set();
+      this.bodies.set(body, holders);
+      this.bufferedBytes += body.length;
+    }
+    holders.add(entry);
+    const timer = setTimeout(() => this.drop(socket, "write_timeout"), this.limits.writeTimeoutMs);
+    timer.unref();
+    let done = false;
+    const finished = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      s.unsent -= entry.bytes;
+      const set = this.bodies.get(body);
+      if (set) {
+        set.delete(entry);
+        if (set.size === 0) {
+          this.bodies.delete(body);
+          this.bufferedBytes -= body.length;
+        }
+      }
+      this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
+    };
+    res.once("finish", finished);
+    res.once("close", finished);
+    this.enforceBudget(body);
+    this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
+    return true;
+  }
+
+  /** Drops the clients holding the oldest bodies until the distinct bodies fit the budget. */
+  private enforceBudget(newest: Buffer): void {
+    if (this.bufferedBytes <= this.limits.maxBufferedBytes) return;
+    for (const [body, holders] of [...this.bodies]) {
+      if (this.bufferedBytes <= this.limits.maxBufferedBytes) return;
+      // Small bodies (deltas, no-change answers) are honest pollers' and never what fills it.
+      if (body === newest || body.length < SMALL_BODY) continue;
+      for (const h of [...holders]) this.drop(h.socket, "buffer_budget");
+      // A destroyed socket closes its response on a later tick; the body is no longer held.
+      if (this.bodies.delete(body)) this.bufferedBytes -= body.length;
+    }
+  }
+
+  private drop(socket: Socket, reason: "idle" | "write_timeout" | "unsent_bytes" | "buffer_budget"): void {
+    if (socket.destroyed) return;
+    this.metrics.add(CLIENTS_DROPPED, { server: this.name, reason });
+    socket.destroy();
+  }
+}

@@ -1,0 +1,119 @@
+// The whole attack against the real feed as its own process (feed/docs/server-limits.md):
+// 20,000 pods, a new version every 250 ms, 300 clients that ask for a full message and never
+// read, a flood of epoch=0 polls and 20 honest long pollers at once, for 20 s. The feed's RSS
+// stays within its resting RSS + 200 MB (derived below; the bench measures 1,000 clients against
+// the target of + 100 MB), the honest pollers get their deltas, /healthz (the health worker) answers
+// every probe, the never-readers are dropped and counted, and full messages are built at most
+// once per version however many callers ask. Timing bounds here are generous on purpose (a
+// loaded 2-core machine); the figures are the bench's (bench/feed/abuse.ts).
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { churn, flood, honestPoller, metricValue, neverReader, percentile, probe, rssOf, startFeedProcess, writeMesh, type FeedProcess } from "../support/feed_abuse.js";
+import { REPO_ROOT } from "../support/paths.js";
+import { sleep } from "./harness.js";
+
+describe("the feed under a flood of never-reading clients and epoch=0 polls", () => {
+  const NEVER_READERS = 300;
+  const SECONDS = 20;
+  let dir: string;
+  let feed: FeedProcess;
+  let result: {
+    rest: number;
+    peak: number;
+    closed: number;
+    health: { ms: number[]; failures: number };
+    lags: number[];
+    pollers: Array<{ deltas: number; errors: number }>;
+    flood: { answers: number; errors: number };
+    metrics: string;
+  };
+
+  before(async () => {
+    mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
+    dir = mkdtempSync(join(REPO_ROOT, ".tmp", "server-abuse-"));
+    writeMesh(join(dir, "mesh"), 20_000);
+    // A short write timeout and buffer budget: the attack has to be dropped within the run.
+    feed = await startFeedProcess(dir, join(dir, "mesh"), { channel: 19443, operator: 19090, health: 19091 }, { channelLimits: { writeTimeoutMs: 3000, maxBufferedBytes: 16 << 20 } });
+    const pid = feed.child.pid ?? 0;
+    await fetch(`${feed.operator}/metrics`);
+    const rest = rssOf(pid);
+    let running = true;
+    const until = () => running;
+    let changedAt = Date.now();
+    let n = 0;
+    const churner = setInterval(() => {
+      churn(join(dir, "mesh"), ++n);
+      changedAt = Date.now();
+    }, 250);
+    let peak = rest;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 100);
+    const lags: number[] = [];
+    const pollers = Array.from({ length: 20 }, () => honestPoller(feed.channel, until, () => changedAt, lags));
+    const health = probe(`${feed.health}/healthz`, 50, until);
+    const flooding = flood(feed.channel, 8, until);
+    const readers = [];
+    for (let i = 0; i < NEVER_READERS; i++) readers.push(await neverReader(feed.channel));
+    await sleep(SECONDS * 1000);
+    running = false;
+    clearInterval(churner);
+    const [p, h, f] = await Promise.all([Promise.all(pollers), health, flooding]);
+    clearInterval(sampler);
+    const metrics = await (await fetch(`${feed.operator}/metrics`)).text();
+    // A paused socket does not see its end: read what the kernel holds, then a dropped one closes.
+    let closed = 0;
+    for (const r of readers) {
+      void r.closed.then(() => closed++);
+      r.socket.on("data", () => undefined);
+      r.socket.resume();
+    }
+    await sleep(3000);
+    for (const r of readers) r.socket.destroy();
+    result = { rest, peak, closed, health: h, lags, pollers: p, flood: f, metrics };
+    console.log(
+      `abuse: rss ${(rest / 1e6).toFixed(0)} -> peak ${(peak / 1e6).toFixed(0)} MB; never-readers dropped ${closed}/${NEVER_READERS}; ` +
+        `healthz p99 ${percentile(h.ms, 99).toFixed(1)} ms (${h.ms.length} ok, ${h.failures} failed); ` +
+        `deltas ${lags.length}, lag p50 ${percentile(lags, 50)} p99 ${percentile(lags, 99)} ms; flood answers ${f.answers}`,
+    );
+  });
+
+  after(async () => {
+    await feed?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  // The bound: the 16 MiB budget, the newest full message (~5 MB), ~150 KB of TLS state for each
+  // of ~330 connections (~50 MB), and the garbage of four full builds a second (5 MB each) and
+  // of the flood's TLS before the GC returns it (measured: +114, +149, +136 MB in three runs). This
+  // is above the issue's + 100 MB target, which the feed does not meet yet (server-limits.md).
+  // Before bodies went out in slices, each never-reader held its own encrypted copy of the
+  // message (measured: 300 of a 1.8 MB message, +400 MB, none dropped).
+  it("the feed's RSS stays within its resting RSS + 200 MB", () => {
+    assert.ok(result.peak - result.rest <= 200e6, `rss ${result.rest} -> ${result.peak}`);
+  });
+
+  it("every honest poller keeps getting its deltas (lag p99 under 5 s, a generous bound)", () => {
+    for (const [i, p] of result.pollers.entries()) assert.ok(p.deltas >= 5, `poller ${i}: ${p.deltas} deltas, ${p.errors} errors`);
+    assert.ok(percentile(result.lags, 99) < 5000, `lag p99 ${percentile(result.lags, 99)} ms`);
+  });
+
+  it("/healthz (the health worker) answers every probe, within 2 s each", () => {
+    assert.equal(result.health.failures, 0);
+    assert.ok(result.health.ms.length >= 50, `${result.health.ms.length} probes`);
+    assert.ok(Math.max(...result.health.ms) < 2000, `slowest ${Math.max(...result.health.ms)} ms`);
+  });
+
+  it("the never-readers are dropped (write timeout or buffer budget) and counted", () => {
+    const dropped = ["write_timeout", "buffer_budget"].reduce((s, reason) => s + metricValue(result.metrics, `feed_clients_dropped_total{reason="${reason}",server="channel"}`), 0);
+    assert.ok(result.closed >= NEVER_READERS * 0.9, `${result.closed} of ${NEVER_READERS} dropped by the feed`);
+    assert.ok(dropped >= result.closed, `counted ${dropped}, closed ${result.closed}`);
+  });
+
+  it("the flood is answered, and full messages are built at most once per version", () => {
+    assert.ok(result.flood.answers > 0);
+    const builds = metricValue(result.metrics, 'feed_delta_full_builds{target="mesh"}');
+    const version = metricValue(result.metrics, 'feed_delta_version{target="mesh"}');
+    assert.ok(builds <= version, `${builds} full builds for ${version} versions (flood: ${result.flood.answers} full answers)`);
+  });
+});
