@@ -75,7 +75,7 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
     assert.ok(tlsVolume.secret.secretName);
     for (const f of [config.channel.certFile, config.channel.keyFile, config.channel.caFile]) assert.ok(f.startsWith(`${tlsMount.mountPath}/`), f);
     for (const probe of [container.readinessProbe, container.livenessProbe]) {
-      assert.ok(probe.exec.command.join(" ").includes(`http://127.0.0.1:${config.operator.port}/`), "the probe asks the operator port on the loopback");
+      assert.ok(probe.exec.command.join(" ").includes(`http://127.0.0.1:${config.health?.port}/`), "the probe asks the health worker on the loopback");
     }
   });
 
