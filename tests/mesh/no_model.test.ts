@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { EnvoyProcess, sleep } from "../support/envoy.js";
 import { FakeFeed } from "../support/fake_feed.js";
+import { feedServerTls } from "../support/feed_tls.js";
 import { exchange } from "../support/tcp.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../support/capture.js";
 import { meshFeedSidecarConfig } from "../feed/delta_envoy_config.js";
@@ -72,7 +73,8 @@ describe("passthrough_mtls started before its feed (real Envoy): holds, then dec
     await until("the connection to wait", async () => ((await envoy!.stat("passthrough_mtls.waited_for_model")) ?? 0) === 1);
     await sleep(1000);
     assert.equal((await envoy.stat("passthrough_mtls.passthrough")) ?? 0, 0, "not passed through in clear meanwhile");
-    feed = new FakeFeed(FEED_PORT);
+    // The feed speaks the channel's mutual TLS, as the shipped mesh_feed cluster expects.
+    feed = new FakeFeed(FEED_PORT, feedServerTls());
     await feed.start();
     const published = Date.now();
     feed.publishRecords([pod]);
