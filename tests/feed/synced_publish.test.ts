@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startKubeCluster, type KubeCluster } from "../support/kube.js";
+import { channelGet } from "../support/feed_tls.js";
 import { freePort } from "../support/ports.js";
 import { decodeMessage } from "./delta_wire_decode.js";
 import { runFeed, sleep, type FeedRun } from "./harness.js";
@@ -30,12 +31,13 @@ interface Served {
 }
 
 async function fetchDelta(base: string, epoch: number, version: number, wait: number): Promise<Served> {
-  const r = await fetch(`${base}/delta/mesh?epoch=${epoch}&version=${version}&wait=${wait}`);
-  const body = Buffer.from(await r.arrayBuffer());
+  // The channel (mutual TLS), as the demo sidecar the harness's targets let read.
+  const r = await channelGet(`${base}/delta/mesh?epoch=${epoch}&version=${version}&wait=${wait}`);
+  const body = r.body;
   if (r.status !== 200) return { status: r.status, kind: null, version: 0, epoch: 0, workloads: 0 };
   const message = decodeMessage(body);
   const workloads = message.records.filter((rec) => rec.type === "workload").length;
-  return { status: 200, kind: r.headers.get("x-feed-kind"), version: Number(message.version), epoch: Number(message.epoch), workloads };
+  return { status: 200, kind: (r.headers["x-feed-kind"] as string | undefined) ?? null, version: Number(message.version), epoch: Number(message.epoch), workloads };
 }
 
 /**
@@ -44,13 +46,13 @@ async function fetchDelta(base: string, epoch: number, version: number, wait: nu
  */
 async function startAndWatch(cluster: KubeCluster, followMs: number): Promise<{ run: FeedRun; answers: Served[] }> {
   const answers: Served[] = [];
-  // A fixed port, so the client can poll while startFeed is still listing (it resolves only
-  // after the initial lists; its HTTP server answers from the start).
+  // A fixed channel port, so the client can poll while startFeed is still listing (it resolves
+  // only after the initial lists; its channel answers from the start).
   const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
+  const base = `https://127.0.0.1:${port}`;
   let started: FeedRun | undefined;
   let failed: unknown;
-  const starting = runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }], { http: { address: "127.0.0.1", port } }).then(
+  const starting = runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }], { channel: { port } }).then(
     (r) => (started = r),
     (error) => (failed = error),
   );
