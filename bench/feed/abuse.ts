@@ -15,7 +15,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { emit } from "../emit.js";
-import { churn, flood, honestPoller, metricValue, neverReader, percentile, probe, rssOf, startFeedProcess, writeMesh } from "../../tests/support/feed_abuse.js";
+import { metricValue, neverReader, percentile, rssOf, startAbuseLoad, startFeedProcess, writeMesh } from "../../tests/support/feed_abuse.js";
 import { REPO_ROOT } from "../../tests/support/paths.js";
 
 const { values } = parseArgs({ options: { pods: { type: "string" }, clients: { type: "string" }, seconds: { type: "string" } } });
@@ -39,21 +39,7 @@ export async function abuseBench(): Promise<void> {
       await sleep(2000);
       const rest = rssOf(pid);
       say(`ready, RSS ${(rest / 1e6).toFixed(0)} MB; connecting ${CLIENTS} never-readers`);
-      let running = true;
-      const until = () => running;
-      let changedAt = Date.now();
-      let n = 0;
-      const churner = setInterval(() => {
-        churn(join(dir, "mesh"), ++n);
-        changedAt = Date.now();
-      }, 250);
-      let peak = rest;
-      const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 100);
-      const lags: number[] = [];
-      const pollers = Array.from({ length: 20 }, () => honestPoller(feed.channel, until, () => changedAt, lags));
-      const health = probe(`${feed.health}/healthz`, 50, until);
-      const loop = probe(`${feed.operator}/healthz`, 50, until);
-      const flooding = flood(feed.channel, 8, until);
+      const load = startAbuseLoad(feed, join(dir, "mesh"), rest, { probeOperator: true });
       const started = Date.now();
       // 25 handshakes at a time (one at a time, behind the flood, took two minutes for 1,000).
       const readers: Awaited<ReturnType<typeof neverReader>>[] = [];
@@ -61,10 +47,8 @@ export async function abuseBench(): Promise<void> {
       const connectSeconds = (Date.now() - started) / 1000;
       say(`connected in ${connectSeconds.toFixed(1)} s; holding ${SECONDS} s`);
       await sleep(SECONDS * 1000);
-      running = false;
-      clearInterval(churner);
-      const [p, h, l, f] = await Promise.all([Promise.all(pollers), health, loop, flooding]);
-      clearInterval(sampler);
+      const { peak, lags, pollers: p, health: h, loop, flood: f } = await load.stop();
+      const l = loop ?? { ms: [], failures: 0 };
       const m = await fetch(`${feed.operator}/metrics`).then((r) => r.text());
       for (const r of readers) r.socket.destroy();
       const dropped = (reason: string) => metricValue(m, `feed_clients_dropped_total{reason="${reason}",server="channel"}`);

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { churn, flood, honestPoller, metricValue, neverReader, percentile, probe, rssOf, startFeedProcess, writeMesh, type FeedProcess } from "../support/feed_abuse.js";
+import { metricValue, neverReader, percentile, rssOf, startAbuseLoad, startFeedProcess, writeMesh, type FeedProcess } from "../support/feed_abuse.js";
 import { REPO_ROOT } from "../support/paths.js";
 import { sleep } from "./harness.js";
 
@@ -36,30 +36,13 @@ describe("the feed under a flood of never-reading clients and epoch=0 polls", ()
     writeMesh(join(dir, "mesh"), 20_000);
     // A short write timeout and buffer budget: the attack has to be dropped within the run.
     feed = await startFeedProcess(dir, join(dir, "mesh"), { channel: 19443, operator: 19090, health: 19091 }, { channelLimits: { writeTimeoutMs: 3000, maxBufferedBytes: 16 << 20 } });
-    const pid = feed.child.pid ?? 0;
     await fetch(`${feed.operator}/metrics`);
-    const rest = rssOf(pid);
-    let running = true;
-    const until = () => running;
-    let changedAt = Date.now();
-    let n = 0;
-    const churner = setInterval(() => {
-      churn(join(dir, "mesh"), ++n);
-      changedAt = Date.now();
-    }, 250);
-    let peak = rest;
-    const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 100);
-    const lags: number[] = [];
-    const pollers = Array.from({ length: 20 }, () => honestPoller(feed.channel, until, () => changedAt, lags));
-    const health = probe(`${feed.health}/healthz`, 50, until);
-    const flooding = flood(feed.channel, 8, until);
+    const rest = rssOf(feed.child.pid ?? 0);
+    const load = startAbuseLoad(feed, join(dir, "mesh"), rest);
     const readers = [];
     for (let i = 0; i < NEVER_READERS; i++) readers.push(await neverReader(feed.channel));
     await sleep(SECONDS * 1000);
-    running = false;
-    clearInterval(churner);
-    const [p, h, f] = await Promise.all([Promise.all(pollers), health, flooding]);
-    clearInterval(sampler);
+    const { peak, lags, pollers: p, health: h, flood: f } = await load.stop();
     const metrics = await (await fetch(`${feed.operator}/metrics`)).text();
     // A paused socket does not see its end: read what the kernel holds, then a dropped one closes.
     let closed = 0;

@@ -1,4 +1,4 @@
-// What the abuse test (tests/feed/server_limits.test.ts) and its bench (bench/feed/abuse.ts)
+// What the abuse test (tests/feed/server_abuse.test.ts) and its bench (bench/feed/abuse.ts)
 // share: a mesh written as files (the feed's file source, no API server needed for size), the
 // real feed started as its own process (feed/src/main.ts: its RSS is its own), and the clients
 // that abuse it or use it honestly over the mutual-TLS channel:
@@ -249,4 +249,49 @@ export function percentile(values: number[], p: number): number {
   if (values.length === 0) return NaN;
   const s = [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+}
+
+/** What a running load measured, once it has stopped. */
+export interface AbuseResult {
+  peak: number;
+  lags: number[];
+  pollers: Array<{ deltas: number; errors: number; lastError: string }>;
+  health: { ms: number[]; failures: number };
+  /** The operator port's /healthz (the feed's own event loop), when asked for. */
+  loop?: { ms: number[]; failures: number };
+  flood: { answers: number; errors: number };
+}
+
+/**
+ * The load the abuse test and its bench both run against a started feed: a new mesh version
+ * every 250 ms, RSS sampled every 100 ms from `rest`, 20 honest pollers, /healthz probed every
+ * 50 ms on the health worker (and on the operator port when `probeOperator`), and a flood of
+ * 8 epoch=0 loops. The never-readers are the caller's to connect while it runs.
+ */
+export function startAbuseLoad(feed: FeedProcess, meshDir: string, rest: number, options: { probeOperator?: boolean } = {}): { stop(): Promise<AbuseResult> } {
+  const pid = feed.child.pid ?? 0;
+  let running = true;
+  const until = () => running;
+  let changedAt = Date.now();
+  let n = 0;
+  const churner = setInterval(() => {
+    churn(meshDir, ++n);
+    changedAt = Date.now();
+  }, 250);
+  let peak = rest;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 100);
+  const lags: number[] = [];
+  const pollers = Array.from({ length: 20 }, () => honestPoller(feed.channel, until, () => changedAt, lags));
+  const health = probe(`${feed.health}/healthz`, 50, until);
+  const loop = options.probeOperator ? probe(`${feed.operator}/healthz`, 50, until) : undefined;
+  const flooding = flood(feed.channel, 8, until);
+  return {
+    async stop() {
+      running = false;
+      clearInterval(churner);
+      const [p, h, l, f] = await Promise.all([Promise.all(pollers), health, loop, flooding]);
+      clearInterval(sampler);
+      return { peak, lags, pollers: p, health: h, ...(l && { loop: l }), flood: f };
+    },
+  };
 }
