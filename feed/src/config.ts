@@ -109,7 +109,7 @@ export interface FeedConfig {
   caps: FeedCaps;
 }
 
-/** The delta channel (feed/README.md "Deltas"). */
+/** The delta channel (feed/docs/deltas.md). */
 export interface DeltaConfig {
   /** Debounce of the delta path (each delta costs what changed, so it is short). */
   quietMs: number;

@@ -1,6 +1,6 @@
 // One network's delta channel: the ids, the current record of every workload and service (its
 // encoded bytes: what the filters hold), the journal of versions, and the answers to
-// `GET /delta/<target>` (feed/README.md "Deltas"):
+// `GET /delta/<target>` (feed/docs/deltas.md):
 //   - epoch differs (a feed restart, or a client with nothing: epoch 0) → full
 //   - version newer than the feed's (a version gap: the client saw another feed) → full
 //   - version older than the journal keeps → full
