@@ -66,6 +66,11 @@ export class FeedChannelServer {
   private readonly readers: Map<string, readonly string[]>;
   private readonly guard: ServerGuard;
 
+  /** A target's readers changed in the configuration (config_reload.ts); the next request uses them. */
+  setReaders(target: string, readers: readonly string[]): void {
+    if (this.readers.has(target)) this.readers.set(target, readers);
+  }
+
   constructor(
     private readonly source: SnapshotSource & DeltaSource,
     private readonly config: ChannelConfig,

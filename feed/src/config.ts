@@ -18,6 +18,18 @@ export interface ClusterConfig {
   files?: string;
 }
 
+/**
+ * Istio's remote secrets (`istioctl create-remote-secret`): Secrets labelled
+ * `istio/multiCluster: "true"` in one namespace, each data key a cluster id and its value a
+ * kubeconfig; their clusters join and leave the feed at run time (remote_secrets.ts).
+ */
+export interface RemoteSecretsConfig {
+  /** Whose API server holds the Secrets (a cluster id from `clusters` with a kubeconfig). */
+  cluster: string;
+  /** The namespace watched (the feed's own, as istiod watches its system namespace). */
+  namespace: string;
+}
+
 export interface WasmPluginTarget {
   /** Which cluster's API server holds the WasmPlugin (a cluster id from `clusters`). */
   cluster: string;
@@ -107,7 +119,20 @@ export interface FeedConfig {
   delta: DeltaConfig;
   /** What one object may forward to the filters (compute_caps.ts). */
   caps: FeedCaps;
+  /** Clusters from Istio's remote secrets, in addition to `clusters`. */
+  remoteSecrets?: RemoteSecretsConfig;
+  /**
+   * How long a cluster other than the first of `clusters` may take to list its objects before
+   * the feed stops waiting for it (istiod's PILOT_REMOTE_CLUSTER_TIMEOUT); 0 waits for ever.
+   */
+  clusterSyncTimeoutSeconds: number;
+  /** How often the configuration file is checked for a change (0: never; config_reload.ts). */
+  configReloadMs: number;
 }
+
+/** istiod's PILOT_REMOTE_CLUSTER_TIMEOUT default. */
+export const DEFAULT_CLUSTER_SYNC_TIMEOUT_SECONDS = 30;
+export const DEFAULT_CONFIG_RELOAD_MS = 2000;
 
 /** The delta channel (feed/docs/deltas.md). */
 export interface DeltaConfig {
@@ -205,7 +230,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   const root = obj(r, parse(text), "(root)");
   // The one plain server the feed used to have served the filters and the operator alike.
   if ("http" in root) r.fail("http", "replaced: `operator` (plain, local: metrics and every snapshot) and `channel` (mutual TLS: the filters)");
-  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "operator", "channel", "health", "wasmDir", "clusters", "targets", "caps"]);
+  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "operator", "channel", "health", "wasmDir", "clusters", "targets", "caps", "remoteSecrets", "clusterSyncTimeoutSeconds", "configReloadMs"]);
   const base = dirname(path);
   const rel = (p: string) => (isAbsolute(p) || p === "in-cluster" ? p : resolve(base, p));
   const trustDomain = str(r, root, "trustDomain", "", "cluster.local");
@@ -313,6 +338,19 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     if (ids.has(c.id)) r.fail(`clusters[${i}].id`, `duplicate cluster id ${JSON.stringify(c.id)}`);
     ids.add(c.id);
   });
+  let remoteSecrets: RemoteSecretsConfig | undefined;
+  if (root.remoteSecrets !== undefined) {
+    const o = obj(r, root.remoteSecrets, "remoteSecrets");
+    known(r, o, "remoteSecrets.", ["cluster", "namespace"]);
+    const firstApi = clusters.find((c) => c.kubeconfig)?.id;
+    const cluster = str(r, o, "cluster", "remoteSecrets.", firstApi ?? "");
+    if (!clusters.find((c) => c.id === cluster)?.kubeconfig) r.fail("remoteSecrets.cluster", `expected the id of a cluster read from an API server (kubeconfig), not ${JSON.stringify(cluster)}`);
+    const namespace = str(r, o, "namespace", "remoteSecrets.");
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace) || namespace.length > 63) r.fail("remoteSecrets.namespace", "not a namespace name");
+    remoteSecrets = { cluster, namespace };
+  }
+  const clusterSyncTimeoutSeconds = int(r, root, "clusterSyncTimeoutSeconds", "", 0, 86_400, DEFAULT_CLUSTER_SYNC_TIMEOUT_SECONDS);
+  const configReloadMs = int(r, root, "configReloadMs", "", 0, 3_600_000, DEFAULT_CONFIG_RELOAD_MS);
   if (!Array.isArray(root.targets) || root.targets.length === 0) r.fail("targets", "expected a non-empty list");
   const names = new Set<string>();
   const targets = (root.targets as unknown[]).map((t, i): TargetConfig => {
@@ -355,7 +393,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     }
     return { name, filter, network: str(r, o, "network", at, ""), config, ...(ecds && { ecds }), ...(wasmPlugin && { wasmPlugin }), readers };
   });
-  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, caps, ...(operator && { operator }), ...(channel && { channel }), ...(health && { health }), wasmDir, clusters, targets };
+  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, caps, ...(operator && { operator }), ...(channel && { channel }), ...(health && { health }), wasmDir, clusters, targets, ...(remoteSecrets && { remoteSecrets }), clusterSyncTimeoutSeconds, configReloadMs };
 }
 
 export function loadFeedConfig(path: string): FeedConfig {

@@ -75,6 +75,11 @@ export class FeedController implements SnapshotSource {
   private readonly epoch = Date.now();
   private sequence = 0;
   private readonly synced = new Set<string>();
+  /** Clusters whose initial lists did not come in within clusterSyncTimeoutSeconds. */
+  private readonly timedOut = new Set<string>();
+  /** The start-up gate (allSynced) is open. */
+  private started = false;
+  private startHolds = 0;
   /** When the oldest change not yet rendered arrived (0: none pending). */
   private oldestPending = 0;
   private readonly waiters: Array<() => void> = [];
@@ -161,12 +166,66 @@ export class FeedController implements SnapshotSource {
 
   markSynced(clusterId: string): void {
     this.synced.add(clusterId);
+    this.timedOut.delete(clusterId);
     this.changed();
   }
 
-  /** Every cluster's initial lists are in (watch.ts, file_source.ts): only then is anything published. */
+  /**
+   * Every cluster's initial lists are in (watch.ts, file_source.ts), or the clusters still
+   * listing were given up on (clusterTimedOut): only then is anything published. Once open, the
+   * gate stays open: a cluster added later joins the model when its lists are in (synced()).
+   */
   allSynced(): boolean {
-    return this.clusters.every((c) => this.synced.has(c.clusterId));
+    if (!this.started) this.started = this.startHolds === 0 && this.clusters.every((c) => this.synced.has(c.clusterId) || this.timedOut.has(c.clusterId));
+    return this.started;
+  }
+
+  /** Keeps the start-up gate shut until the returned function runs (the remote secrets' first list). */
+  holdStart(): () => void {
+    this.startHolds++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.startHolds--;
+      this.changed();
+    };
+  }
+
+  /** The clusters whose objects the model is computed from: those whose initial lists are in. */
+  private syncedClusters(): ClusterObjects[] {
+    return this.clusters.filter((c) => this.synced.has(c.clusterId));
+  }
+
+  // -------------------------------------------- cluster lifecycle (cluster_set.ts calls these)
+
+  /** A cluster joins (its objects count once it is synced). */
+  addCluster(objects: ClusterObjects): void {
+    this.clusters.push(objects);
+  }
+
+  /** A cluster's objects are replaced by a new, synced set (new credentials, relisted). */
+  replaceCluster(objects: ClusterObjects): void {
+    const i = this.clusters.findIndex((c) => c.clusterId === objects.clusterId);
+    if (i >= 0) this.clusters[i] = objects;
+    else this.clusters.push(objects);
+    this.markSynced(objects.clusterId);
+  }
+
+  /** A cluster leaves: its objects leave the model (published as a delta). */
+  removeCluster(clusterId: string): void {
+    const i = this.clusters.findIndex((c) => c.clusterId === clusterId);
+    if (i >= 0) this.clusters.splice(i, 1);
+    this.synced.delete(clusterId);
+    this.timedOut.delete(clusterId);
+    this.metrics.clear("feed_objects");
+    this.changed();
+  }
+
+  /** The feed stops waiting for this cluster's initial lists (it keeps listing; synced() later). */
+  clusterTimedOut(clusterId: string): void {
+    if (!this.synced.has(clusterId)) this.timedOut.add(clusterId);
+    this.changed();
   }
 
   /** Renders now (start-up after the initial lists; tests). */
@@ -201,8 +260,9 @@ export class FeedController implements SnapshotSource {
     if (!this.allSynced()) return;
     const started = performance.now();
     try {
-      for (const c of this.clusters) for (const [kind, n] of Object.entries(c.count())) this.metrics.set("feed_objects", { cluster: c.clusterId, kind }, n);
-      const { mesh, changes } = this.computer.update(this.clusters);
+      const clusters = this.syncedClusters();
+      for (const c of clusters) for (const [kind, n] of Object.entries(c.count())) this.metrics.set("feed_objects", { cluster: c.clusterId, kind }, n);
+      const { mesh, changes } = this.computer.update(clusters);
       if (changes.full || changes.workloads.size > 0 || changes.services.size > 0) {
         this.metrics.clear("feed_model_gaps");
         for (const [reason, n] of mesh.gaps) this.metrics.set("feed_model_gaps", { reason }, n);
@@ -377,9 +437,11 @@ export class FeedController implements SnapshotSource {
 
   ready(): { ready: boolean; reason: string } {
     const notSynced = this.clusters.filter((c) => !this.synced.has(c.clusterId)).map((c) => c.clusterId);
-    if (notSynced.length > 0) return { ready: false, reason: `waiting for the initial lists of ${notSynced.join(", ")}` };
+    if (!this.allSynced()) return { ready: false, reason: `waiting for the initial lists of ${notSynced.join(", ")}` };
     const unpublished = this.targets.filter((s) => (s.eager ? !s.published : (this.networks.get(s.target.network)?.channel.version ?? 0) === 0)).map((s) => s.target.name);
     if (unpublished.length > 0) return { ready: false, reason: `nothing published yet for ${unpublished.join(", ")}` };
+    // Serving, degraded: the model lacks these clusters' objects (istiod serves what it has too).
+    if (notSynced.length > 0) return { ready: true, reason: `ok, degraded: clusters not synced: ${notSynced.join(", ")}` };
     return { ready: true, reason: "ok" };
   }
 

@@ -3,17 +3,20 @@
 // each target; serves the filters' channel (mutual TLS: /delta, /snapshot of the caller's
 // targets) and the operator's plain port (/snapshots, /snapshot, /metrics, /healthz, /readyz);
 // with `health`, /healthz and /readyz also from a worker thread that renders never block.
+// Clusters come from the configuration and from Istio's remote secrets, and change at run time
+// (cluster_set.ts, remote_secrets.ts); the configuration file is followed (config_reload.ts).
 // SIGTERM/SIGINT stop it.
 import { parseArgs } from "node:util";
-import { ClusterObjects } from "./cluster_objects.js";
+import { ClusterSet } from "./cluster_set.js";
 import { defaultLogger, FeedController } from "./controller.js";
 import { loadFeedConfig, loadNetworks } from "./config.js";
 import { WasmPluginDelivery } from "./deliver/wasmplugin.js";
 import { FeedChannelServer } from "./channel.js";
 import { FeedHttpServer } from "./http.js";
-import { FileSource } from "./file_source.js";
+import { ConfigReloader, configClusterSource } from "./config_reload.js";
 import { HealthServer } from "./health.js";
-import { ClusterWatch, loadKubeConfig } from "./watch.js";
+import { RemoteSecretWatch } from "./remote_secrets.js";
+import { loadKubeConfig } from "./watch.js";
 
 export interface RunningFeed {
   controller: FeedController;
@@ -25,6 +28,10 @@ export interface RunningFeed {
   channelPort?: number;
   /** /healthz and /readyz from a worker thread (health.ts), when configured. */
   healthPort?: number;
+  /** The clusters read now (configuration and remote secrets). */
+  clusters: ClusterSet;
+  /** Checks the configuration file now (tests; it is also checked every configReloadMs). */
+  reload(): void;
   stop(): Promise<void>;
 }
 
@@ -32,12 +39,11 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   const config = loadFeedConfig(configPath);
   const networks = loadNetworks(config);
   const kubeConfigs = new Map(config.clusters.flatMap((c) => (c.kubeconfig ? [[c.id, loadKubeConfig(c.kubeconfig)] as const] : [])));
-  const clusters = config.clusters.map((c) => new ClusterObjects(c.id));
   const needsApply = config.targets.some((t) => t.wasmPlugin);
   const controller = new FeedController(
     config,
     { trustDomain: config.trustDomain, domainSuffix: config.domainSuffix, systemNamespace: config.systemNamespace, networks, caps: config.caps },
-    clusters,
+    [],
     needsApply ? new WasmPluginDelivery(kubeConfigs, undefined, (message) => defaultLogger("warn", message)) : undefined,
   );
   const log = defaultLogger;
@@ -66,22 +72,37 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     await health?.close();
     throw error;
   }
-  const hooks = { changed: (id: string) => controller.changed(id), synced: (id: string) => controller.markSynced(id), refused: (id: string, reason: string) => controller.sourceRefused(id, reason), log };
-  // Each cluster is read from its API server or from its files (config.ts allows exactly one).
-  const watches = config.clusters.map((c, i) => {
-    const kc = kubeConfigs.get(c.id);
-    return kc ? new ClusterWatch(clusters[i], kc, hooks) : new FileSource(clusters[i], c.files ?? "", hooks);
-  });
+  // Each cluster is read from its API server or from its files (config.ts allows exactly one);
+  // the first is the feed's own (waited for without a limit), the others may time out.
+  const clusterSet = new ClusterSet(controller, log, config.clusterSyncTimeoutSeconds, config.clusters[0]?.id);
+  let secrets: RemoteSecretWatch | undefined;
+  let reloader: ConfigReloader | undefined;
+  const stopInputs = async () => {
+    reloader?.stop();
+    await secrets?.stop();
+    await clusterSet.stop();
+  };
   try {
-    await Promise.all(watches.map((w) => w.start()));
+    for (const c of config.clusters) clusterSet.add(c.id, "config", configClusterSource(c));
+    if (config.remoteSecrets) {
+      // Nothing is published before the Secrets were listed and their clusters synced or timed out (istiod's HasSynced).
+      const release = controller.holdStart();
+      const kc = kubeConfigs.get(config.remoteSecrets.cluster) ?? loadKubeConfig(config.clusters.find((c) => c.id === config.remoteSecrets?.cluster)?.kubeconfig ?? "");
+      secrets = new RemoteSecretWatch(kc, config.remoteSecrets.namespace, clusterSet, controller.metrics, log);
+      await secrets.start();
+      release();
+    }
+    await clusterSet.started();
   } catch (error) {
     controller.stop();
-    await Promise.all(watches.map((w) => w.stop()));
+    await stopInputs();
     await http?.close();
     await channel?.close();
     await health?.close();
     throw error;
   }
+  reloader = new ConfigReloader(configPath, config, { clusters: clusterSet, setReaders: (t, r) => channel?.setReaders(t, r), metrics: controller.metrics, log });
+  reloader.start();
   await controller.flush();
   return {
     controller,
@@ -90,9 +111,11 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     channel,
     channelPort,
     healthPort,
+    clusters: clusterSet,
+    reload: () => reloader?.check(),
     async stop() {
       controller.stop();
-      await Promise.all(watches.map((w) => w.stop()));
+      await stopInputs();
       await http?.close();
       await channel?.close();
       await health?.close();

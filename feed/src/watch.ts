@@ -96,6 +96,8 @@ export class ClusterWatch {
   async start(): Promise<void> {
     const id = this.objects.clusterId;
     await Promise.all(sources(this.kc).map((s) => this.startKind(s)));
+    // Stopped before its lists were in (removed, or replaced by new credentials): not synced.
+    if (this.stopped) return;
     this.hooks.log("info", `cluster ${id}: initial lists in (${JSON.stringify(this.objects.count())})`);
     this.hooks.synced(id);
   }
