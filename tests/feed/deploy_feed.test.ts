@@ -89,6 +89,10 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
       for (const verb of ["get", "create", "update", "patch", "delete"]) assert.equal(await can(verb, group, resource), false, `${verb} ${resource} must be refused`);
     }
     for (const [group, resource] of [["", "secrets"], ["", "configmaps"], ["networking.istio.io", "envoyfilters"]]) assert.equal(await can("list", group, resource), false, `list ${resource}`);
+    // Istio's remote secrets: list and watch in the feed's own namespace only; no get, nothing elsewhere.
+    for (const verb of ["list", "watch"]) assert.equal(await can(verb, "", "secrets", "mesh-feed"), true, `${verb} secrets in mesh-feed`);
+    for (const verb of ["get", "create", "update", "patch", "delete"]) assert.equal(await can(verb, "", "secrets", "mesh-feed"), false, `${verb} secrets in mesh-feed must be refused`);
+    for (const ns of ["istio-system", "default"]) assert.equal(await can("list", "", "secrets", ns), false, `list secrets in ${ns} must be refused`);
     // WasmPlugins: patch and create (server-side apply's create names the object) of the
     // configured names only; no plain create, no get, no delete, nothing elsewhere.
     const cm = manifests().find((o) => o.kind === "ConfigMap") as KubernetesObject & { data: Record<string, string> };
