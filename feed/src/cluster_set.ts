@@ -90,6 +90,11 @@ export class ClusterSet {
     return m?.next?.fingerprint ?? m?.current.fingerprint;
   }
 
+  /** Each cluster: where it comes from, whether its objects are in the model, whether new credentials are being listed. */
+  describe(): Array<{ id: string; origin: string; synced: boolean; rotating: boolean }> {
+    return [...this.members.values()].map((m) => ({ id: m.id, origin: m.origin, synced: m.current.synced, rotating: m.next !== undefined }));
+  }
+
   /** Adds a cluster; false if the id is taken (the caller reports it). */
   add(id: string, origin: string, source: ClusterSource): boolean {
     if (this.stopped || this.members.has(id)) return false;
