@@ -339,7 +339,11 @@ export class MeshComputer {
           }
           for (const ip of serviceVips(svc)) {
             if (isIP(ip) === 0) continue;
-            b.vips.push({ ...(st.network && { network: st.network }), address: canonicalIp(ip) });
+            // Two clusters on one network may give the same Service the same ClusterIP (every
+            // cluster's kubernetes Service is the first address of its, often default, range):
+            // one VIP, as the filters refuse a service listing one twice.
+            const vip = { ...(st.network && { network: st.network }), address: canonicalIp(ip) };
+            if (!b.vips.some((v) => v.address === vip.address && (v.network ?? "") === (vip.network ?? ""))) b.vips.push(vip);
           }
           for (const sliceKey of st.serviceSlices.get(key) ?? []) {
             const slice = st.c.endpointSlices.get(sliceKey);

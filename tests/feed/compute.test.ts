@@ -126,6 +126,18 @@ describe("feed: services and endpoints", () => {
     });
   });
 
+  it("one Service in two clusters of one network with the same ClusterIP (each cluster's kubernetes Service): one VIP, from scratch and incrementally", () => {
+    const a = cluster("a", [["services", service("default", "kubernetes", [{ name: "https", port: 443, targetPort: 6443 }], { clusterIP: "10.96.0.1" })]]);
+    const b = cluster("b", [["services", service("default", "kubernetes", [{ name: "https", port: 443, targetPort: 6443 }], { clusterIP: "10.96.0.1" })], ["services", service("default", "other", [{ port: 80 }], { clusterIP: "10.96.0.2" })]]);
+    const mesh = compute([a, b]);
+    assert.deepEqual(mesh.services.get("kubernetes.default.svc.cluster.local")?.vips, [{ address: "10.96.0.1" }]);
+    // The incremental path merges the same way (a's Service changed, b's unchanged).
+    const computer = new MeshComputer(options());
+    computer.update([a, b]);
+    a.upsert("services", service("default", "kubernetes", [{ name: "https", port: 443, targetPort: 6444 }], { clusterIP: "10.96.0.1" }));
+    assert.deepEqual(computer.update([a, b]).mesh.services.get("kubernetes.default.svc.cluster.local")?.vips, [{ address: "10.96.0.1" }]);
+  });
+
   it("a named targetPort is resolved per endpoint from its EndpointSlice: the most common target is the default, others override", () => {
     const c = cluster("c1", [
       ["pods", pod("default", "a", { ip: "10.0.0.1" })],
