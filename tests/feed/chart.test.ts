@@ -82,8 +82,11 @@ describe("the feed's Helm chart", { concurrency: false }, () => {
     const config = feedConfigOf(objects);
     assert.deepEqual(config.operator, { address: "127.0.0.1", port: 9090, limits: DEFAULT_OPERATOR_LIMITS });
     assert.equal(config.channel?.port, 9443);
-    // No target writes a WasmPlugin by default: no Role for it.
-    assert.equal(objects.filter((o) => o.kind === "Role").length, 0);
+    // No target writes a WasmPlugin by default: no Role for it. The one Role reads the remote
+    // secrets of the release namespace (list/watch Secrets there, nothing else).
+    const roles = objects.filter((o) => o.kind === "Role");
+    assert.deepEqual(roles.map((r: any) => [r.metadata.name, r.metadata.namespace, r.rules]), [["mesh-feed-remote-secrets", "mesh-feed", [{ apiGroups: [""], resources: ["secrets"], verbs: ["list", "watch"] }]]]);
+    assert.deepEqual(config.remoteSecrets, { cluster: "cluster1", namespace: "mesh-feed" });
   });
 
   it("an operator's values: replicas, PDB, scraping, a digest, a WasmPlugin target; every object passes the API server's validation", async () => {

@@ -45,7 +45,7 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
   it("every manifest passes the API server's validation (server-side dry run)", async () => {
     const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
     const objects = manifests();
-    assert.deepEqual(objects.map((o) => o.kind).sort(), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "NetworkPolicy", "Role", "RoleBinding", "Service", "ServiceAccount"]);
+    assert.deepEqual(objects.map((o) => o.kind).sort(), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "NetworkPolicy", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"]);
     for (const o of objects) {
       const stored = await api.patch(o, undefined, "All", "feed-test", true, PatchStrategy.ServerSideApply);
       assert.equal(stored.kind, o.kind);
@@ -97,7 +97,7 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
     // configured names only; no plain create, no get, no delete, nothing elsewhere.
     const cm = manifests().find((o) => o.kind === "ConfigMap") as KubernetesObject & { data: Record<string, string> };
     const names = parseFeedConfig(cm.data["feed.yaml"], "/etc/mesh-feed/feed.yaml").targets.flatMap((t) => (t.wasmPlugin ? [t.wasmPlugin.name] : []));
-    const role = manifests().find((o) => o.kind === "Role") as KubernetesObject & { rules: Array<{ resourceNames?: string[] }> };
+    const role = manifests().find((o) => o.kind === "Role" && o.metadata?.name === "mesh-feed-wasmplugins") as KubernetesObject & { rules: Array<{ resourceNames?: string[] }> };
     assert.deepEqual(role.rules.flatMap((r) => r.resourceNames ?? []).sort(), names.sort(), "resourceNames are the configured WasmPlugins");
     for (const name of names) {
       for (const verb of ["patch", "create"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), true, `${verb} ${name}`);
