@@ -24,6 +24,17 @@ describe("feed: configuration", () => {
     assert.deepEqual(parse({ ...base, caps: { maxMembershipsPerWorkload: 3 } }).caps, { maxPortsPerService: 1024, maxMembershipsPerWorkload: 3, maxTextBytes: 1024 });
   });
 
+  it("clusters at run time: no remote secrets unless asked for (then the first API-server cluster holds them), a 30 s sync timeout, the file re-read every 2 s", () => {
+    const c = parse(base);
+    assert.equal(c.remoteSecrets, undefined);
+    assert.equal(c.clusterSyncTimeoutSeconds, 30);
+    assert.equal(c.configReloadMs, 2000);
+    const r = parse({ ...base, clusters: [{ id: "f", files: "mesh" }, { id: "k", kubeconfig: "in-cluster" }], remoteSecrets: { namespace: "mesh-feed" }, clusterSyncTimeoutSeconds: 0, configReloadMs: 0 });
+    assert.deepEqual(r.remoteSecrets, { cluster: "k", namespace: "mesh-feed" });
+    assert.equal(r.clusterSyncTimeoutSeconds, 0);
+    assert.equal(r.configReloadMs, 0);
+  });
+
   it("a cluster read from files: the path is relative to the configuration file, no kubeconfig", () => {
     const c = parse({ ...base, clusters: [{ id: "c1", files: "mesh/" }, { id: "c2", kubeconfig: "in-cluster" }] });
     assert.deepEqual(c.clusters, [{ id: "c1", files: "/etc/feed/mesh" }, { id: "c2", kubeconfig: "in-cluster" }]);
@@ -88,6 +99,12 @@ describe("feed: configuration", () => {
     ["a ports cap past the wire's 16-bit count", { caps: { maxPortsPerService: 70_000 } }, /caps\.maxPortsPerService: expected an integer in \[1, 65535\]/],
     ["a text cap past what the filters take", { caps: { maxTextBytes: 4096 } }, /caps\.maxTextBytes: expected an integer in \[256, 2048\]/],
     ["an unknown cap", { caps: { maxEndpoints: 5 } }, /caps\.maxEndpoints: unknown field/],
+    ["remote secrets read from a files cluster", { clusters: [{ id: "a", files: "mesh" }], remoteSecrets: { namespace: "mesh-feed" } }, /remoteSecrets\.cluster: expected the id of a cluster read from an API server \(kubeconfig\), not ""/],
+    ["remote secrets of an unknown cluster", { remoteSecrets: { cluster: "zz", namespace: "mesh-feed" } }, /remoteSecrets\.cluster: expected the id of a cluster read from an API server \(kubeconfig\), not "zz"/],
+    ["remote secrets without a namespace", { remoteSecrets: {} }, /remoteSecrets\.namespace: missing required field/],
+    ["remote secrets in a namespace that cannot exist", { remoteSecrets: { namespace: "Mesh_Feed" } }, /remoteSecrets\.namespace: not a namespace name/],
+    ["a negative sync timeout", { clusterSyncTimeoutSeconds: -1 }, /clusterSyncTimeoutSeconds: expected an integer in \[0, 86400\]/],
+    ["a reload period given as text", { configReloadMs: "2s" }, /configReloadMs: expected an integer/],
     ["a WasmPlugin on a cluster read from files", { clusters: [{ id: "a", files: "mesh" }], targets: [{ name: "t", filter: "tunnel_port", wasmPlugin: { cluster: "a", namespace: "n", name: "w" } }] }, /targets\[0\]\.wasmPlugin\.cluster: cluster "a" reads files: no API server to apply a WasmPlugin to/],
   ] as const) {
     it(`refuses ${what} with one line naming the field`, () => {
