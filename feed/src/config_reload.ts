@@ -69,6 +69,8 @@ export class ConfigReloader {
   private text: string;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The last warning per cluster about its kubeconfig file. */
+  private readonly warned = new Map<string, string>();
 
   constructor(
     private readonly path: string,
@@ -181,8 +183,13 @@ export class ConfigReloader {
         if (set.fingerprintOf(c.id) === sourceFingerprint(c)) continue;
         set.update(c.id, configClusterSource(c));
       } catch (error) {
-        this.hooks.log("warn", `config reload: clusters: ${c.id}: ${(error as Error).message}; its previous credentials stay`);
+        // Once per problem, not every configReloadMs.
+        const message = `config reload: clusters: ${c.id}: ${(error as Error).message}; its previous credentials stay`;
+        if (this.warned.get(c.id) !== message) this.hooks.log("warn", message);
+        this.warned.set(c.id, message);
+        continue;
       }
+      this.warned.delete(c.id);
     }
   }
 }

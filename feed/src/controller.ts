@@ -437,7 +437,7 @@ export class FeedController implements SnapshotSource {
 
   ready(): { ready: boolean; reason: string } {
     const notSynced = this.clusters.filter((c) => !this.synced.has(c.clusterId)).map((c) => c.clusterId);
-    if (!this.allSynced()) return { ready: false, reason: `waiting for the initial lists of ${notSynced.join(", ")}` };
+    if (!this.allSynced()) return { ready: false, reason: notSynced.length > 0 ? `waiting for the initial lists of ${notSynced.join(", ")}` : "waiting for the remote secrets' first list" };
     const unpublished = this.targets.filter((s) => (s.eager ? !s.published : (this.networks.get(s.target.network)?.channel.version ?? 0) === 0)).map((s) => s.target.name);
     if (unpublished.length > 0) return { ready: false, reason: `nothing published yet for ${unpublished.join(", ")}` };
     // Serving, degraded: the model lacks these clusters' objects (istiod serves what it has too).

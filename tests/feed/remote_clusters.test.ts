@@ -229,4 +229,35 @@ describe("feed: remote clusters from Istio's remote secrets, the sync timeout, c
     assert.equal(await follow(), "delta");
     assert.deepEqual(clientAddresses(), ["10.1.0.1"]);
   });
+
+  it("a cluster added to the configuration file joins; its kubeconfig file rewritten with a new token restarts it; removed, it leaves", async () => {
+    const bind = (sa: string) => east.apply({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: sa }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "mesh-feed-reader" }, subjects: [{ kind: "ServiceAccount", name: sa, namespace: "mesh-feed" }] });
+    const path = join(run.dir, "feed.yaml");
+    const kubeconfigPath = join(run.dir, "east.kubeconfig");
+    const write = (file: string, text: string) => {
+      writeFileSync(`${file}.new`, text);
+      renameSync(`${file}.new`, file);
+    };
+    writeFileSync(kubeconfigPath, readFileSync((await east.serviceAccountKubeconfig("mesh-feed", "mesh-feed-next")).path, "utf8"));
+    const config = parse(readFileSync(path, "utf8")) as Record<string, unknown> & { clusters: Array<Record<string, string>> };
+    const withoutEast = stringify(config);
+    config.clusters.push({ id: "east", kubeconfig: kubeconfigPath });
+    write(path, stringify(config));
+    await eventually("east back, from the configuration", 30_000, async () => ((await uids()).includes("east//Pod/default/east-1") ? true : undefined), 100);
+    assert.equal(run.feed.clusters.describe().find((c) => c.id === "east")?.origin, "config");
+
+    await bind("mesh-feed-third");
+    write(kubeconfigPath, readFileSync((await east.serviceAccountKubeconfig("mesh-feed", "mesh-feed-third")).path, "utf8"));
+    await eventually("the rewritten kubeconfig in use", 30_000, async () => {
+      const e = run.feed.clusters.describe().find((c) => c.id === "east");
+      return e?.synced && !e.rotating && (await metric('feed_cluster_changes_total{event="updated",origin="config"}')) === 1 ? true : undefined;
+    }, 100);
+    await east.delete({ apiVersion: "v1", kind: "ServiceAccount", metadata: { namespace: "mesh-feed", name: "mesh-feed-next" } });
+    await runningPod(east, "east-2", "10.2.0.3");
+    await eventually("a pod created after the old token's revocation", 30_000, async () => ((await uids()).includes("east//Pod/default/east-2") ? true : undefined), 100);
+
+    write(path, withoutEast);
+    await eventually("east gone again", 30_000, async () => (JSON.stringify(await uids()) === JSON.stringify(["local//Pod/default/web-0"]) ? true : undefined), 100);
+    assert.equal(await follow(), "delta");
+  });
 });
