@@ -10,7 +10,8 @@
 //   - a cluster id already registered by another Secret is ignored (the first one keeps it);
 //   - a kubeconfig that could make the feed read local files or run programs is refused, as
 //     istiod's sanitizeKubeConfig does by default: `exec`, an `auth-provider` other than `oidc`,
-//     `client-certificate`, `client-key` and `tokenFile` paths (the *-data fields are fine);
+//     `client-certificate`, `client-key`, `tokenFile` and `token-file` paths (the *-data fields
+//     are fine); the client is built from the document as checked (remoteKubeConfig);
 //   - a changed kubeconfig (a rotated token or certificate) restarts the cluster's informers
 //     with the new credentials (cluster_set.ts: the old ones serve until the new lists are in);
 //     an identical one changes nothing;
@@ -47,7 +48,8 @@ export function kubeconfigProblem(text: string): string {
     const provider = user["auth-provider"] as { name?: unknown } | undefined;
     if (provider && provider.name !== "oidc") return `user ${JSON.stringify(name)}: auth provider ${JSON.stringify(provider.name)} is not allowed`;
     if (user.exec !== undefined && user.exec !== null) return `user ${JSON.stringify(name)}: exec is not allowed`;
-    for (const field of ["client-certificate", "client-key", "tokenFile"]) {
+    // client-node reads `token-file` while it loads the kubeconfig, the others when it connects.
+    for (const field of ["client-certificate", "client-key", "tokenFile", "token-file"]) {
       if (typeof user[field] === "string" && user[field] !== "") return `user ${JSON.stringify(name)}: ${field} is not allowed (a local file; use the -data field)`;
     }
   }
@@ -59,6 +61,20 @@ export function kubeconfigProblem(text: string): string {
   const cluster = named(d.clusters, "cluster").get(String(context.cluster)) as { server?: unknown } | undefined;
   if (!cluster || typeof cluster.server !== "string" || cluster.server === "") return `kubeconfig is not valid: context ${JSON.stringify(current)} names no cluster with a server`;
   return "";
+}
+
+/**
+ * The client for a remote secret's kubeconfig, built from exactly what kubeconfigProblem
+ * checked: the client library parses YAML with another parser (js-yaml, which applies `<<`
+ * merge keys that the check's YAML 1.2 parser leaves as a plain key), so it is given the
+ * checked document as JSON, which both read the same way. Throws the problem, if any.
+ */
+export function remoteKubeConfig(text: string): KubeConfig {
+  const problem = kubeconfigProblem(text);
+  if (problem) throw new Error(problem);
+  const kc = new KubeConfig();
+  kc.loadFromString(JSON.stringify(parse(text)));
+  return kc;
 }
 
 export function fingerprint(text: string): string {
@@ -140,12 +156,9 @@ export class RemoteSecretWatch {
       }
       const kept = owner === origin ? "the cluster keeps its previous credentials" : "cluster not added";
       if (owner === origin) now.add(id);
-      const problem = kubeconfigProblem(text);
       let kc: KubeConfig;
       try {
-        if (problem) throw new Error(problem);
-        kc = new KubeConfig();
-        kc.loadFromString(text);
+        kc = remoteKubeConfig(text);
       } catch (error) {
         this.refuse("kubeconfig", `remote secret ${key}: data.${id}: ${(error as Error).message}; ${kept}`);
         continue;

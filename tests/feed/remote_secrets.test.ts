@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { stringify } from "yaml";
-import { kubeconfigProblem, kubeconfigsOf } from "../../feed/src/remote_secrets.js";
+import { kubeconfigProblem, kubeconfigsOf, remoteKubeConfig } from "../../feed/src/remote_secrets.js";
 
 function kubeconfig(user: Record<string, unknown>, o: { current?: string; server?: string } = {}): string {
   return stringify({
@@ -33,6 +33,7 @@ describe("feed: remote secrets' kubeconfigs", () => {
     ["a client certificate file", { "client-certificate": "/etc/passwd", "client-key-data": "a2V5" }, 'user "east": client-certificate is not allowed (a local file; use the -data field)'],
     ["a client key file", { "client-certificate-data": "Y2VydA==", "client-key": "/var/run/secrets/key" }, 'user "east": client-key is not allowed (a local file; use the -data field)'],
     ["a token file", { tokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token" }, 'user "east": tokenFile is not allowed (a local file; use the -data field)'],
+    ["a token file as client-node spells it (read while the kubeconfig loads)", { "token-file": "/etc/shadow" }, 'user "east": token-file is not allowed (a local file; use the -data field)'],
   ] as const) {
     it(`refuses ${what}`, () => {
       assert.equal(kubeconfigProblem(kubeconfig(user as Record<string, unknown>)), message);
@@ -47,6 +48,36 @@ describe("feed: remote secrets' kubeconfigs", () => {
     assert.equal(kubeconfigProblem(kubeconfig({ token: "t" }, { current: "west" })), 'kubeconfig is not valid: context "west" not found');
     assert.equal(kubeconfigProblem(kubeconfig({ token: "t" }, { server: "" })), 'kubeconfig is not valid: context "east" names no cluster with a server');
     for (const p of [kubeconfigProblem(""), kubeconfigProblem("a: [unclosed\nb: c")]) assert.ok(!p.includes("\n"));
+  });
+
+  it("the check and the client read one document: a merge key (<<) hiding exec, which the client's own YAML parser would apply, gives the client no exec", () => {
+    // js-yaml (the client's parser) merges `<<: *a` into the user; the check's YAML 1.2 parser
+    // keeps `<<` as a plain key. The client is built from the checked document, as JSON.
+    const text = [
+      "apiVersion: v1",
+      "kind: Config",
+      "x-hidden: &a { exec: { apiVersion: client.authentication.k8s.io/v1, command: /bin/sh } }",
+      "clusters: [{ name: east, cluster: { server: 'https://10.0.0.1:6443' } }]",
+      "users: [{ name: east, user: { <<: *a, token: abc } }]",
+      "contexts: [{ name: east, context: { cluster: east, user: east } }]",
+      "current-context: east",
+    ].join("\n");
+    assert.equal(kubeconfigProblem(text), "");
+    const kc = remoteKubeConfig(text);
+    assert.equal(kc.getCurrentUser()?.exec, undefined, "no exec reaches the client");
+    assert.equal(kc.getCurrentUser()?.token, "abc");
+    assert.equal(kc.getCurrentCluster()?.server, "https://10.0.0.1:6443");
+    // Control: the same text given to the client directly would carry the exec.
+    const direct = new (kc.constructor as new () => typeof kc)();
+    direct.loadFromString(text);
+    assert.ok(direct.getCurrentUser()?.exec, "js-yaml applies the merge key");
+    // And a refused kubeconfig never reaches a client.
+    assert.throws(() => remoteKubeConfig(kubeconfig({ "token-file": "/etc/shadow" })), /token-file is not allowed/);
+  });
+
+  it("an alias bomb is refused, not expanded (bounded cost)", () => {
+    const bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]", ...Array.from({ length: 8 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10).fill("*" + String.fromCharCode(97 + i)).join(", ")}]`)].join("\n");
+    assert.match(kubeconfigProblem(bomb), /^kubeconfig cannot be loaded: /);
   });
 
   it("each data key is a cluster id, its value (base64 in the API) the kubeconfig", () => {
