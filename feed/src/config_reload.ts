@@ -5,8 +5,9 @@
 //     as `refused`;
 //   - what can change safely applies now: `clusters` (added, removed, another kubeconfig or
 //     files path, or the kubeconfig file's content: cluster_set.ts restarts that cluster's
-//     informers), the `readers` of each target, `clusterSyncTimeoutSeconds` (for clusters
-//     added from then on), `configReloadMs`;
+//     informers), the `readers` of each target, `caps` (the model is recomputed and the
+//     difference published), `debounce` (the next burst), `clusterSyncTimeoutSeconds` (for
+//     clusters added from then on), `configReloadMs`;
 //   - everything else keeps its running value until a restart: one line per field saying it
 //     "needs a restart", counted as `needs_restart` (feed/README.md's configuration table says
 //     which field is which).
@@ -21,7 +22,7 @@ import { loadKubeConfig } from "./watch.js";
 const RELOADS = "feed_config_reloads_total";
 
 /** The fields that apply without a restart (the rest need one). */
-export const LIVE_FIELDS = ["clusters", "targets[].readers", "clusterSyncTimeoutSeconds", "configReloadMs"] as const;
+export const LIVE_FIELDS = ["clusters", "targets[].readers", "caps", "debounce", "clusterSyncTimeoutSeconds", "configReloadMs"] as const;
 
 /** A configured cluster's source; its fingerprint changes with the kubeconfig file's content. */
 export function configClusterSource(c: ClusterConfig): ClusterSource {
@@ -45,9 +46,7 @@ function restartFields(c: FeedConfig): Array<[string, unknown]> {
     ["domainSuffix", c.domainSuffix],
     ["systemNamespace", c.systemNamespace],
     ["meshNetworksFile", c.meshNetworksFile],
-    ["debounce", c.debounce],
     ["delta", c.delta],
-    ["caps", c.caps],
     ["operator", c.operator],
     ["channel", c.channel],
     ["health", c.health],
@@ -61,6 +60,8 @@ function restartFields(c: FeedConfig): Array<[string, unknown]> {
 export interface ReloadHooks {
   clusters: ClusterSet;
   setReaders(target: string, readers: readonly string[]): void;
+  /** The model's options (caps) changed in place: recompute the model. */
+  recompute(): void;
   metrics: Metrics;
   log: Logger;
 }
@@ -135,6 +136,16 @@ export class ConfigReloader {
     for (const field of waiting) log("warn", `config reload: ${field} changed: needs a restart (the running value stays)`);
     this.applyClusters(next);
     this.applyReaders(next);
+    // The controller's debouncer and the computer hold these very objects (main.ts): changed in place.
+    if (JSON.stringify(this.running.debounce) !== JSON.stringify(next.debounce)) {
+      Object.assign(this.running.debounce, next.debounce);
+      log("info", `config reload: debounce now ${JSON.stringify(next.debounce)}`);
+    }
+    if (JSON.stringify(this.running.caps) !== JSON.stringify(next.caps)) {
+      Object.assign(this.running.caps, next.caps);
+      log("info", `config reload: caps now ${JSON.stringify(next.caps)}; the model is recomputed`);
+      this.hooks.recompute();
+    }
     this.hooks.clusters.timeoutSeconds = next.clusterSyncTimeoutSeconds;
     this.running = { ...this.running, clusters: next.clusters, clusterSyncTimeoutSeconds: next.clusterSyncTimeoutSeconds, configReloadMs: next.configReloadMs, targets: this.running.targets.map((t) => ({ ...t, readers: next.targets.find((n) => n.name === t.name)?.readers ?? t.readers })) };
     metrics.add(RELOADS, { result: waiting.length > 0 ? "needs_restart" : "applied" });

@@ -222,6 +222,12 @@ export class FeedController implements SnapshotSource {
     this.changed();
   }
 
+  /** The model's options changed in place (caps, by config_reload.ts): recompute everything, publish the difference. */
+  recompute(): void {
+    this.computer.invalidate();
+    this.changed();
+  }
+
   /** The feed stops waiting for this cluster's initial lists (it keeps listing; synced() later). */
   clusterTimedOut(clusterId: string): void {
     if (!this.synced.has(clusterId)) this.timedOut.add(clusterId);

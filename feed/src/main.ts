@@ -101,7 +101,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     await health?.close();
     throw error;
   }
-  reloader = new ConfigReloader(configPath, config, { clusters: clusterSet, setReaders: (t, r) => channel?.setReaders(t, r), metrics: controller.metrics, log });
+  reloader = new ConfigReloader(configPath, config, { clusters: clusterSet, setReaders: (t, r) => channel?.setReaders(t, r), recompute: () => controller.recompute(), metrics: controller.metrics, log });
   reloader.start();
   await controller.flush();
   return {

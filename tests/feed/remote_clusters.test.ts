@@ -194,7 +194,7 @@ describe("feed: remote clusters from Istio's remote secrets, the sync timeout, c
     await eventually("the impostor clusters removed", 10_000, async () => ((await (await fetch(`${run.base}/readyz`)).text()).trim() === "ok" ? true : undefined), 100);
   });
 
-  it("a configuration edit adding a reader applies live; a field that needs a restart is said so; a broken edit changes nothing", async () => {
+  it("a configuration edit adding a reader applies live, and caps too; a field that needs a restart is said so; a broken edit changes nothing", async () => {
     const podA = meshCert("pod-a");
     const asPodA = () => channelGet(`${run.channel}/delta/mesh?epoch=0&version=0&wait=0`, podA);
     assert.equal((await asPodA()).status, 403, "httpbin is not a reader yet");
@@ -203,13 +203,26 @@ describe("feed: remote clusters from Istio's remote secrets, the sync timeout, c
       writeFileSync(`${path}.new`, stringify(config));
       renameSync(`${path}.new`, path);
     };
-    const config = parse(readFileSync(path, "utf8")) as Record<string, unknown> & { targets: Array<{ readers: string[] }>; debounce: { quietMs: number } };
+    const config = parse(readFileSync(path, "utf8")) as Record<string, unknown> & { targets: Array<{ readers: string[] }> };
     config.targets[0].readers = [SIDECAR_PRINCIPAL, HTTPBIN_PRINCIPAL];
     write(config);
     await eventually("httpbin may read", 10_000, async () => ((await asPodA()).status === 200 ? true : undefined), 100);
     assert.equal(await metric('feed_config_reloads_total{result="applied"}'), 1);
 
-    config.debounce.quietMs = 150;
+    // caps apply live: a pod whose identity passes a lowered text cap leaves the model, and returns.
+    await local.createPod({ namespace: "default", name: "long-0", serviceAccountName: "s".repeat(240), labels: { app: "long" } });
+    await local.setPodStatus("default", "long-0", { podIP: "10.1.0.9" });
+    await eventually("long-0 in the model", 10_000, async () => ((await uids()).includes("local//Pod/default/long-0") ? true : undefined), 100);
+    const capped = { ...config, caps: { maxTextBytes: 256 } };
+    write(capped);
+    await eventually("long-0 left out under the lowered cap", 10_000, async () => (!(await uids()).includes("local//Pod/default/long-0") ? true : undefined), 100);
+    assert.equal(await metric('feed_capped_objects{kind="workload",reason="text"}'), 1);
+    write(config);
+    await eventually("long-0 back", 10_000, async () => ((await uids()).includes("local//Pod/default/long-0") ? true : undefined), 100);
+    await local.deletePod("default", "long-0");
+    assert.equal(await metric('feed_config_reloads_total{result="needs_restart"}'), undefined, "caps apply without a restart");
+
+    (config as { delta?: object }).delta = { quietMs: 10 };
     write(config);
     await eventually("the restart field reported", 10_000, async () => ((await metric('feed_config_reloads_total{result="needs_restart"}')) === 1 ? true : undefined), 100);
 
