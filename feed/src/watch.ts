@@ -124,11 +124,22 @@ export class ClusterWatch {
     // The informer reports a failed list or watch here and stops; it is restarted after a
     // back-off (a missing optional CRD quietly, and less often).
     let missing = false;
+    // An unreachable cluster fails every retry: the same failure is logged once a minute, with
+    // the number of repeats not logged, not once a second per kind.
+    let last = { text: "", at: 0, repeats: 0 };
     informer.on("error", (error) => {
       if (this.stopped) return;
       const code = statusOf(error);
       missing = s.optional && code === 404;
-      if (!missing) this.hooks.log("warn", `cluster ${id}: watch of ${s.path} failed (${code ?? (error as Error)?.message ?? error}); retrying in ${this.retryMs} ms, last objects kept`);
+      const text = `watch of ${s.path} failed (${code ?? (error as Error)?.message ?? error})`;
+      const now = Date.now();
+      if (missing) {
+        // a missing optional CRD: quiet
+      } else if (text !== last.text || now - last.at >= 60_000) {
+        const repeats = text === last.text && last.repeats > 0 ? ` (${last.repeats} more since the last line)` : "";
+        this.hooks.log("warn", `cluster ${id}: ${text}${repeats}; retrying every ${this.retryMs} ms, last objects kept`);
+        last = { text, at: now, repeats: 0 };
+      } else last.repeats++;
       this.later(() => void informer.start().catch(() => undefined), missing ? 10 * this.retryMs : this.retryMs);
     });
     await informer.start();

@@ -182,6 +182,11 @@ describe("feed: remote clusters from Istio's remote secrets, the sync timeout, c
       "forged-token": edited(eastKubeconfig, { server: east.server, token: "forged" }),
       exec: execConfig,
     }));
+    // A second Secret claiming east, which istio-remote-secret-east registered: ignored.
+    await local.apply(remoteSecret("istio-remote-secret-dup", { east: edited(eastKubeconfig, { server: east.server, token: "forged" }) }));
+    await eventually("the duplicate refused", 10_000, async () => ((await metric('feed_remote_secret_refused_total{reason="duplicate"}')) === 1 ? true : undefined), 100);
+    assert.equal(run.feed.clusters.describe().find((c) => c.id === "east")?.origin, "secret mesh-feed/istio-remote-secret-east");
+    await local.delete({ apiVersion: "v1", kind: "Secret", metadata: { namespace: "mesh-feed", name: "istio-remote-secret-dup" } });
     await eventually("the kubeconfig with exec refused", 10_000, async () => ((await metric('feed_remote_secret_refused_total{reason="kubeconfig"}')) === 1 ? true : undefined), 100);
     await eventually("both impostor clusters timed out", 30_000, async () =>
       (await metric('feed_cluster_sync_timeouts_total{cluster="forged-ca"}')) === 1 && (await metric('feed_cluster_sync_timeouts_total{cluster="forged-token"}')) === 1 ? true : undefined, 200);
@@ -233,6 +238,24 @@ describe("feed: remote clusters from Istio's remote secrets, the sync timeout, c
     config.targets[0].readers = [SIDECAR_PRINCIPAL];
     write(config);
     await eventually("httpbin refused again", 10_000, async () => ((await asPodA()).status === 403 ? true : undefined), 100);
+  });
+
+  it("a cluster added while running that never lists (and no timeout) does not hold back the others' changes", async () => {
+    const path = join(run.dir, "feed.yaml");
+    const config = parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+    writeFileSync(`${path}.new`, stringify({ ...config, clusterSyncTimeoutSeconds: 0 }));
+    renameSync(`${path}.new`, path);
+    await eventually("the timeout off", 10_000, async () => (run.feed.clusters.timeoutSeconds === 0 ? true : undefined), 100);
+    const silent = new Gate(await freePort(), { host: "127.0.0.1", port: 9 }); // never opened
+    await local.apply(remoteSecret("istio-remote-secret-silent", { silent: edited(eastKubeconfig, { server: `https://127.0.0.1:${silent.port}` }) }));
+    await eventually("silent added", 10_000, async () => (run.feed.clusters.describe().some((c) => c.id === "silent") ? true : undefined), 100);
+    await runningPod(local, "web-1", "10.1.0.2");
+    await eventually("a local pod while silent lists", 10_000, async () => ((await uids()).includes("local//Pod/default/web-1") ? true : undefined), 100);
+    assert.equal(await metric('feed_cluster_synced{cluster="silent"}'), 0);
+    assert.match(await (await fetch(`${run.base}/readyz`)).text(), /degraded: clusters not synced: silent/);
+    await local.delete({ apiVersion: "v1", kind: "Secret", metadata: { namespace: "mesh-feed", name: "istio-remote-secret-silent" } });
+    await local.deletePod("default", "web-1");
+    await eventually("silent removed, web-1 gone", 10_000, async () => (!run.feed.clusters.describe().some((c) => c.id === "silent") && !(await uids()).includes("local//Pod/default/web-1") ? true : undefined), 100);
   });
 
   it("the remote secret deleted: east's pods leave the model, as a delta", async () => {
