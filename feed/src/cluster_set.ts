@@ -41,6 +41,8 @@ interface Running {
   watch: { start(): Promise<void>; stop(): Promise<void> };
   fingerprint: string;
   synced: boolean;
+  /** Stopped (removed, or replaced): no late hook of it acts. */
+  retired: boolean;
   timer?: NodeJS.Timeout;
 }
 
@@ -62,6 +64,7 @@ export class ClusterSet {
   private stopped = false;
   /** Start failures of the clusters present at start (startFeed fails with the first). */
   private readonly startErrors: Error[] = [];
+  private afterStart = false;
 
   constructor(
     private readonly host: ClusterHost,
@@ -153,7 +156,10 @@ export class ClusterSet {
   async started(): Promise<void> {
     for (;;) {
       if (this.startErrors.length > 0) throw this.startErrors[0];
-      if (this.stopped || [...this.members.values()].every((m) => m.current.synced || this.gaveUp.has(m.current))) return;
+      if (this.stopped || [...this.members.values()].every((m) => m.current.synced || this.gaveUp.has(m.current))) {
+        this.afterStart = true;
+        return;
+      }
       await new Promise((done) => setTimeout(done, 50));
     }
   }
@@ -182,7 +188,7 @@ export class ClusterSet {
       log: this.log,
     };
     const watch = source.kind === "kube" ? new ClusterWatch(objects, source.kubeConfig, hooks) : new FileSource(objects, source.path, hooks);
-    running = { objects, watch, fingerprint: source.fingerprint, synced: false };
+    running = { objects, watch, fingerprint: source.fingerprint, synced: false, retired: false };
     return running;
   }
 
@@ -193,15 +199,15 @@ export class ClusterSet {
       running.timer.unref();
     }
     running.watch.start().catch((error: Error) => {
-      if (this.members.get(member.id) !== member) return;
-      this.startErrors.push(error);
+      if (this.members.get(member.id) !== member || running.retired) return;
+      if (!this.afterStart) this.startErrors.push(error);
       this.log("error", `cluster ${member.id} (${member.origin}): cannot start: ${error.message}`);
     });
   }
 
   private timedOut(id: string, running: Running, seconds: number): void {
     const member = this.members.get(id);
-    if (!member || running.synced) return;
+    if (!member || running.synced || running.retired) return;
     this.host.metrics.add(TIMEOUTS, { cluster: id });
     if (member.current === running) {
       this.gaveUp.add(running);
@@ -214,7 +220,7 @@ export class ClusterSet {
 
   private synced(id: string, running: Running): void {
     const member = this.members.get(id);
-    if (!member || running.synced) return;
+    if (!member || running.synced || running.retired) return;
     running.synced = true;
     if (running.timer) clearTimeout(running.timer);
     if (member.next === running) {
@@ -232,7 +238,7 @@ export class ClusterSet {
 
   private retire(running: Running): Promise<void> {
     if (running.timer) clearTimeout(running.timer);
-    running.synced = true; // no late hook acts on it
+    running.retired = true;
     return running.watch.stop().catch(() => undefined);
   }
 }
