@@ -2,9 +2,11 @@
 // API server, renders and validates the mesh on every (debounced) change, and delivers it to
 // each target; serves the filters' channel (mutual TLS: /delta, /snapshot of the caller's
 // targets) and the operator's plain port (/snapshots, /snapshot, /metrics, /healthz, /readyz);
-// with `health`, /healthz and /readyz also from a worker thread that renders never block.
+// with `health`, /healthz and /readyz also from a worker thread that renders never block; with
+// `leaderElection`, only the replica holding the Lease writes the deliveries (leader.ts).
 // SIGTERM/SIGINT stop it.
 import { parseArgs } from "node:util";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { ClusterObjects } from "./cluster_objects.js";
 import { defaultLogger, FeedController } from "./controller.js";
 import { loadFeedConfig, loadNetworks } from "./config.js";
@@ -13,6 +15,7 @@ import { FeedChannelServer } from "./channel.js";
 import { FeedHttpServer } from "./http.js";
 import { FileSource } from "./file_source.js";
 import { HealthServer } from "./health.js";
+import { LeaseElector } from "./leader.js";
 import { ClusterWatch, loadKubeConfig } from "./watch.js";
 
 export interface RunningFeed {
@@ -28,6 +31,13 @@ export interface RunningFeed {
   stop(): Promise<void>;
 }
 
+/** config_ha.ts checked that the Lease's cluster is read from an API server. */
+function kubeConfigOf(kubeConfigs: Map<string, KubeConfig>, cluster: string): KubeConfig {
+  const kc = kubeConfigs.get(cluster);
+  if (!kc) throw new Error(`leaderElection.cluster: cluster ${JSON.stringify(cluster)} has no kubeconfig`);
+  return kc;
+}
+
 export async function startFeed(configPath: string): Promise<RunningFeed> {
   const config = loadFeedConfig(configPath);
   const networks = loadNetworks(config);
@@ -41,6 +51,11 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     needsApply ? new WasmPluginDelivery(kubeConfigs, undefined, (message) => defaultLogger("warn", message)) : undefined,
   );
   const log = defaultLogger;
+  const le = config.leaderElection;
+  const elector = le
+    ? new LeaseElector(kubeConfigOf(kubeConfigs, le.cluster), le, { started: () => controller.pushes.resume(), stopped: () => controller.pushes.pause() }, controller.metrics, log)
+    : undefined;
+  if (elector) controller.useLease(elector);
   let http: FeedHttpServer | undefined;
   let port: number | undefined;
   let channel: FeedChannelServer | undefined;
@@ -72,9 +87,12 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     const kc = kubeConfigs.get(c.id);
     return kc ? new ClusterWatch(clusters[i], kc, hooks) : new FileSource(clusters[i], c.files ?? "", hooks);
   });
+  // Elected while the caches fill: nothing is written before every cluster synced (controller.ts).
+  elector?.start();
   try {
     await Promise.all(watches.map((w) => w.start()));
   } catch (error) {
+    await elector?.stop();
     controller.stop();
     await Promise.all(watches.map((w) => w.stop()));
     await http?.close();
@@ -91,6 +109,8 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     channelPort,
     healthPort,
     async stop() {
+      // The Lease first: released, another replica takes the writes over at its next try.
+      await elector?.stop();
       controller.stop();
       await Promise.all(watches.map((w) => w.stop()));
       await http?.close();
