@@ -89,19 +89,25 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
       for (const verb of ["get", "create", "update", "patch", "delete"]) assert.equal(await can(verb, group, resource), false, `${verb} ${resource} must be refused`);
     }
     for (const [group, resource] of [["", "secrets"], ["", "configmaps"], ["networking.istio.io", "envoyfilters"]]) assert.equal(await can("list", group, resource), false, `list ${resource}`);
-    // WasmPlugins: patch and create (server-side apply's create names the object) of the
-    // configured names only; no plain create, no get, no delete, nothing elsewhere.
+    // WasmPlugins: get, patch and create (server-side apply's create names the object) of the
+    // configured names only; no plain create, no update, no delete, nothing elsewhere.
     const cm = manifests().find((o) => o.kind === "ConfigMap") as KubernetesObject & { data: Record<string, string> };
     const names = parseFeedConfig(cm.data["feed.yaml"], "/etc/mesh-feed/feed.yaml").targets.flatMap((t) => (t.wasmPlugin ? [t.wasmPlugin.name] : []));
-    const role = manifests().find((o) => o.kind === "Role") as KubernetesObject & { rules: Array<{ resourceNames?: string[] }> };
+    const role = manifests().find((o) => o.kind === "Role" && o.metadata?.name === "mesh-feed-wasmplugins") as KubernetesObject & { rules: Array<{ resourceNames?: string[] }> };
     assert.deepEqual(role.rules.flatMap((r) => r.resourceNames ?? []).sort(), names.sort(), "resourceNames are the configured WasmPlugins");
     for (const name of names) {
-      for (const verb of ["patch", "create"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), true, `${verb} ${name}`);
-      for (const verb of ["get", "update", "delete"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), false, `${verb} ${name} must be refused`);
+      for (const verb of ["get", "patch", "create"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), true, `${verb} ${name}`);
+      for (const verb of ["update", "delete"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), false, `${verb} ${name} must be refused`);
       assert.equal(await can("patch", "extensions.istio.io", "wasmplugins", "default", name), false);
     }
     for (const verb of ["patch", "create"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", "someone-elses"), false, `${verb} another WasmPlugin`);
     assert.equal(await can("create", "extensions.istio.io", "wasmplugins", "istio-system"), false, "a create without a name (POST)");
+    // The writers' Lease: its own by name (read, renew), a create in its namespace only, nothing else.
+    for (const verb of ["get", "update"]) assert.equal(await can(verb, "coordination.k8s.io", "leases", "mesh-feed", "mesh-feed"), true, `${verb} its Lease`);
+    assert.equal(await can("create", "coordination.k8s.io", "leases", "mesh-feed"), true, "create its Lease");
+    for (const verb of ["get", "update"]) assert.equal(await can(verb, "coordination.k8s.io", "leases", "mesh-feed", "someone-elses"), false, `${verb} another Lease`);
+    for (const verb of ["delete", "patch", "list"]) assert.equal(await can(verb, "coordination.k8s.io", "leases", "mesh-feed", "mesh-feed"), false, `${verb} its Lease must be refused`);
+    for (const verb of ["create", "update"]) assert.equal(await can(verb, "coordination.k8s.io", "leases", "kube-system", "mesh-feed"), false, `${verb} a Lease elsewhere`);
   });
 
   it("the NetworkPolicy guards the feed's pods: ingress to its port from sidecars and Prometheus only", () => {
