@@ -45,7 +45,7 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
   it("every manifest passes the API server's validation (server-side dry run)", async () => {
     const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
     const objects = manifests();
-    assert.deepEqual(objects.map((o) => o.kind).sort(), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "NetworkPolicy", "Role", "RoleBinding", "Service", "ServiceAccount"]);
+    assert.deepEqual(objects.map((o) => o.kind).sort(), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"]);
     for (const o of objects) {
       const stored = await api.patch(o, undefined, "All", "feed-test", true, PatchStrategy.ServerSideApply);
       assert.equal(stored.kind, o.kind);
