@@ -27,6 +27,8 @@ export interface PushConfig {
   retryMaxMs: number;
   /** /readyz fails once a target's delivery has been behind for this long. */
   unreadyAfterMs: number;
+  /** One read or write of a delivery that has not answered by then counts as failed (and is retried). */
+  timeoutMs: number;
 }
 
 /**
@@ -36,7 +38,7 @@ export interface PushConfig {
 export const DEFAULT_LEADER_TIMING = { leaseDurationMs: 30_000, renewDeadlineMs: 15_000, retryPeriodMs: 7_500 };
 
 /** 1 s doubling to 30 s (the filters' own reconnect backoff); unready after a minute behind. */
-export const DEFAULT_PUSH: PushConfig = { retryInitialMs: 1_000, retryMaxMs: 30_000, unreadyAfterMs: 60_000 };
+export const DEFAULT_PUSH: PushConfig = { retryInitialMs: 1_000, retryMaxMs: 30_000, unreadyAfterMs: 60_000, timeoutMs: 30_000 };
 
 type Fail = (field: string, reason: string) => never;
 
@@ -74,11 +76,12 @@ export function parseHaConfig(
   fail: Fail,
 ): { leaderElection?: LeaderElectionConfig; push: PushConfig } {
   const p = root.push === undefined ? {} : object(fail, root.push, "push");
-  only(fail, p, "push", ["retryInitialMs", "retryMaxMs", "unreadyAfterMs"]);
+  only(fail, p, "push", ["retryInitialMs", "retryMaxMs", "unreadyAfterMs", "timeoutMs"]);
   const push: PushConfig = {
     retryInitialMs: ms(fail, p, "retryInitialMs", "push", 10, DEFAULT_PUSH.retryInitialMs),
     retryMaxMs: ms(fail, p, "retryMaxMs", "push", 10, DEFAULT_PUSH.retryMaxMs),
     unreadyAfterMs: ms(fail, p, "unreadyAfterMs", "push", 0, DEFAULT_PUSH.unreadyAfterMs),
+    timeoutMs: ms(fail, p, "timeoutMs", "push", 100, DEFAULT_PUSH.timeoutMs),
   };
   if (push.retryMaxMs < push.retryInitialMs) fail("push.retryMaxMs", "must be at least retryInitialMs");
   if (root.leaderElection === undefined) return { push };

@@ -162,13 +162,13 @@ export class Pusher {
       const labels = { target: s.target, delivery: s.delivery.kind };
       try {
         if (!s.known) {
-          s.landed = await s.delivery.landed();
+          s.landed = await this.bounded(s.delivery.landed(), "reading");
           s.known = true;
         }
         if (s.landed !== wanted.digest) {
           // The fence: the Lease may have gone while the place was read or a render ran.
           if (!this.writer()) return;
-          await s.delivery.push(wanted);
+          await this.bounded(s.delivery.push(wanted), "writing");
           s.landed = wanted.digest;
           this.metrics.add("feed_pushes_total", labels);
         }
@@ -196,6 +196,18 @@ export class Pusher {
         }
       }
     } while (s.again);
+  }
+
+  /**
+   * A request that never answers fails after timeoutMs (and is retried): a hung connection must
+   * not hold the target, nor the render that awaits its first attempt, for ever.
+   */
+  private bounded<T>(attempt: Promise<T>, what: string): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, fail) => {
+      timer = setTimeout(() => fail(new Error(`${what} took over ${this.config.timeoutMs} ms`)), this.config.timeoutMs);
+    });
+    return Promise.race([attempt, late]).finally(() => clearTimeout(timer));
   }
 
   /** The wait after the n-th failure in a row: doubling, capped, drawn from its upper half. */
