@@ -164,7 +164,10 @@ describe("feed: several replicas, one writer (the Lease), pushes that converge",
       return r.status === 503 ? r.text : undefined;
     });
     assert.match(unready.value, /API server .* has not answered/);
-    for (const r of others) assert.equal((await readyz(r)).status, 200, `${r.identity} stays ready`);
+    for (const r of others) {
+      const answer = await readyz(r);
+      assert.equal(answer.status, 200, `${r.identity} stays ready (${answer.text})`);
+    }
     const before = writes.digest;
     await addPod();
     await converged(next.value, "the new leader writes the change", 15_000, before);
@@ -191,7 +194,12 @@ describe("feed: several replicas, one writer (the Lease), pushes that converge",
       return r.status === 503 ? r.text : undefined;
     });
     assert.match(unready.value, new RegExp(`target ${TARGET} \\(wasmplugin\\) behind for \\d+ s: .*forbidden`, "i"));
-    for (const r of set.replicas.values()) if (r !== leader) assert.equal((await readyz(r)).status, 200, `${r.identity} (a follower) is not behind`);
+    for (const r of set.replicas.values()) {
+      if (r === leader) continue;
+      const answer = await readyz(r);
+      assert.equal(answer.status, 200, `${r.identity} (a follower) is not behind (${answer.text})`);
+      assert.equal(await metric(r, "feed_target_behind_seconds", { target: TARGET, delivery: "wasmplugin" }), 0);
+    }
     // Backoff: doubling from retryInitialMs, so a few attempts in these seconds, not one per render.
     const failedSoFar = ((await metric(leader, "feed_push_errors_total", { delivery: "wasmplugin" })) ?? 0) - errorsBefore;
     assert.ok(failedSoFar <= 10, `${failedSoFar} attempts`);

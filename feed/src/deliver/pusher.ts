@@ -92,7 +92,8 @@ export class Pusher {
     for (const s of this.states) {
       if (s.target !== target) continue;
       s.wanted = snapshot;
-      if (s.behindSince === 0 && s.landed !== snapshot.digest) s.behindSince = publishedAt;
+      // Behind is the writer's account: a follower is never behind (resume() starts its clock).
+      if (this.writer() && s.behindSince === 0 && s.landed !== snapshot.digest) s.behindSince = publishedAt;
       s.failures = 0;
       this.cancelRetry(s);
       runs.push(this.run(s));
@@ -128,6 +129,7 @@ export class Pusher {
 
   /** Deliveries behind now, oldest first (readiness, metrics). */
   behind(): Behind[] {
+    if (!this.writer()) return [];
     return this.states
       .filter((s) => s.behindSince > 0)
       .sort((a, b) => a.behindSince - b.behindSince)
@@ -137,7 +139,8 @@ export class Pusher {
   /** Brings feed_target_behind_seconds to now (called before /metrics is served). */
   refreshMetrics(): void {
     const now = Date.now();
-    for (const s of this.states) this.metrics.set("feed_target_behind_seconds", { target: s.target, delivery: s.delivery.kind }, s.behindSince > 0 ? (now - s.behindSince) / 1000 : 0);
+    const writer = this.writer();
+    for (const s of this.states) this.metrics.set("feed_target_behind_seconds", { target: s.target, delivery: s.delivery.kind }, writer && s.behindSince > 0 ? (now - s.behindSince) / 1000 : 0);
   }
 
   private cancelRetry(s: PushState): void {
@@ -183,7 +186,7 @@ export class Pusher {
         s.known = false;
         s.failures++;
         this.metrics.add("feed_push_errors_total", labels);
-        const message = (error as Error).message?.split("\n")[0] ?? String(error);
+        const message = errorText(error);
         const wait = this.backoff(s.failures);
         if (message !== s.lastError) this.log("error", `target ${s.target}: ${s.delivery.where} not written (${message}); ${wanted.version} is retried in ${(wait / 1000).toFixed(1)} s, with backoff, until it lands`);
         s.lastError = message;
@@ -215,4 +218,19 @@ export class Pusher {
     const full = Math.min(this.config.retryMaxMs, this.config.retryInitialMs * 2 ** Math.min(failures - 1, 30));
     return full / 2 + Math.random() * (full / 2);
   }
+}
+
+/** One line: the API server's own message where there is one (client-node puts it in the body), else the error's first line. */
+export function errorText(error: unknown): string {
+  const e = error as { code?: number; body?: unknown; message?: string };
+  let text = e.message?.split("\n")[0] ?? String(error);
+  if (e.body !== undefined) {
+    try {
+      const body = typeof e.body === "string" ? (JSON.parse(e.body) as { message?: string }) : (e.body as { message?: string });
+      if (body?.message) text = `${e.code ?? ""} ${body.message}`.trim();
+    } catch {
+      // not JSON: the first line stays
+    }
+  }
+  return text.replace(/\s+/g, " ").slice(0, 300);
 }
