@@ -92,6 +92,25 @@ describe("feed: several replicas, one writer (the Lease), pushes that converge",
     await cluster?.stop();
   });
 
+  it("two replicas: one leads; the leader SIGKILLed, the other takes over and writes what changed; the survivor stopped releases the Lease", async () => {
+    const pair = await Promise.all([set.start(), set.start()]);
+    await Promise.all(pair.map((r) => set.ready(r)));
+    const { leader } = await oneLeader("one leader of two", 20_000);
+    const { digest } = await converged(leader, "the WasmPlugin carries the leader's snapshot");
+    const other = pair.find((r) => r !== leader)!;
+    assert.equal((await metric(other, "feed_pushes_total")) ?? 0, 0, "the follower wrote nothing");
+    const crashedAt = Date.now();
+    await set.crash(leader);
+    await addPod();
+    const { leader: next } = await oneLeader("the other leads", CRASH_FAILOVER_MS + SCHEDULING_ALLOWANCE_MS + 5000);
+    assert.equal(next, other);
+    const takeover = Date.now() - crashedAt;
+    assert.ok(takeover <= CRASH_FAILOVER_MS + SCHEDULING_ALLOWANCE_MS, `takeover in ${takeover} ms`);
+    await converged(next, "the survivor writes what changed", 15_000, digest);
+    await set.stop(next);
+    assert.equal(await holder(), "", "released on SIGTERM");
+  });
+
   it("three replicas: all ready and serving the channel, exactly one leader, the WasmPlugin carries the rendered snapshot", async () => {
     const started = await Promise.all([set.start(), set.start(), set.start()]);
     await Promise.all(started.map((r) => set.ready(r)));
