@@ -215,6 +215,9 @@ export class LeaseElector {
 
   private failed(what: string, error: unknown): false {
     const code = (error as { code?: number }).code;
+    // An HTTP status is an answer (a 403 or a 409 says the API server is there); a refused or
+    // dropped connection is not.
+    if (typeof code === "number" && code >= 100) this.contactAt = Date.now();
     if (code !== 409 && this.leader) this.log("warn", `lease ${this.leaseName}: ${what} failed: ${code ?? ""} ${(error as Error).message?.split("\n")[0] ?? error}`);
     return false;
   }
