@@ -129,6 +129,19 @@ describe("feed: deliveries retried until they land (deliver/pusher.ts)", () => {
     pusher.stop();
   });
 
+  it("a place that cannot be read is written anyway (unknown is not landed)", async () => {
+    const { pusher, place } = setup();
+    place.landed = async () => {
+      place.reads++;
+      throw Object.assign(new Error("HTTP-Code: 403"), { code: 403 });
+    };
+    await pusher.want("t", snap(1), Date.now());
+    assert.equal(place.reads, 1);
+    assert.deepEqual(place.writes.map((w) => w.digest), ["d1"]);
+    assert.deepEqual(pusher.behind(), []);
+    pusher.stop();
+  });
+
   it("a write that never answers fails after push.timeoutMs and is retried; the render awaiting it is released", async () => {
     const { pusher, place } = setup({ timeoutMs: 150 });
     place.hang = true;

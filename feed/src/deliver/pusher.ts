@@ -165,7 +165,8 @@ export class Pusher {
       const labels = { target: s.target, delivery: s.delivery.kind };
       try {
         if (!s.known) {
-          s.landed = await this.bounded(s.delivery.landed(), "reading");
+          // A place that cannot be read (e.g. RBAC without `get`) is written: unknown is not landed.
+          s.landed = await this.bounded(s.delivery.landed(), "reading").catch(() => undefined);
           s.known = true;
         }
         if (s.landed !== wanted.digest) {
