@@ -229,6 +229,33 @@ describe("feed: several replicas, one writer (the Lease), pushes that converge",
     await set.ready(leader, 5000);
   });
 
+  it("the Lease lost while a push keeps failing: the old leader stops retrying, the new one takes the retries over and lands it", async () => {
+    const { leader } = await oneLeader("one leader", 10_000);
+    const errors = async (r: Replica) => (await metric(r, "feed_push_errors_total", { delivery: "wasmplugin" })) ?? 0;
+    await cluster.delete({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { namespace: "istio-system", name: "mesh-feed-wasmplugins" } });
+    const errorsBefore = await errors(leader);
+    const before = writes.digest;
+    await addPod();
+    await eventually("the leader's push fails", 10_000, async () => ((await errors(leader)) > errorsBefore ? true : undefined));
+    await leader.relay.cut();
+    await eventually("the cut-off leader stops leading", TIMING.renewDeadlineMs + SCHEDULING_ALLOWANCE_MS, async () => ((await metric(leader, "feed_leader")) === 0 ? true : undefined));
+    const frozen = await errors(leader);
+    const others = [...set.replicas.values()].filter((r) => r !== leader);
+    const { value: next } = await eventually("another replica leads", CRASH_FAILOVER_MS + SCHEDULING_ALLOWANCE_MS + 5000, async () => {
+      const h = await holder();
+      return others.find((r) => r.identity === h);
+    });
+    await eventually("the new leader retries the refused push", 10_000, async () => ((await errors(next)) > 0 ? true : undefined));
+    assert.ok(((await metric(next, "feed_target_behind_seconds", { target: TARGET, delivery: "wasmplugin" })) ?? 0) > 0, "the new leader is behind");
+    await sleep(PUSH.retryMaxMs + 500);
+    assert.equal(await errors(leader), frozen, "the old leader stopped retrying");
+    assert.equal(await metric(leader, "feed_target_behind_seconds", { target: TARGET, delivery: "wasmplugin" }), 0, "nor counts itself behind");
+    await cluster.applyYaml(readFileSync(RBAC_MANIFEST, "utf8"));
+    await converged(next, "the new leader's retry lands", PUSH.retryMaxMs + SCHEDULING_ALLOWANCE_MS + 5000, before);
+    await leader.relay.restore();
+    await set.ready(leader, 30_000);
+  });
+
   it("nothing was written twice: every WasmPlugin write changed its configuration, and the ECDS file was replaced once per configuration", () => {
     assert.deepEqual(writes.repeated(), [], "a write repeating the configuration before it");
     const digests = writes.digests();
