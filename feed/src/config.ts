@@ -8,6 +8,7 @@ import { NetworkResolver } from "./mesh_networks.js";
 import { principalPatternProblem } from "./readers.js";
 import type { ServerLimits } from "./server_guard.js";
 import { FILTERS, type FilterName } from "./render.js";
+import { parseHaConfig, type LeaderElectionConfig, type PushConfig } from "./config_ha.js";
 
 export interface ClusterConfig {
   /** The cluster id (istiod's cluster name; part of every workload uid). */
@@ -128,6 +129,10 @@ export interface FeedConfig {
   clusterSyncTimeoutSeconds: number;
   /** How often the configuration file is checked for a change (0: never; config_reload.ts). */
   configReloadMs: number;
+  /** Several replicas: the Lease electing the one writer (config_ha.ts); absent: this process writes. */
+  leaderElection?: LeaderElectionConfig;
+  /** Retry of failed deliveries (config_ha.ts). */
+  push: PushConfig;
 }
 
 /** istiod's PILOT_REMOTE_CLUSTER_TIMEOUT default. */
@@ -230,7 +235,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   const root = obj(r, parse(text), "(root)");
   // The one plain server the feed used to have served the filters and the operator alike.
   if ("http" in root) r.fail("http", "replaced: `operator` (plain, local: metrics and every snapshot) and `channel` (mutual TLS: the filters)");
-  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "operator", "channel", "health", "wasmDir", "clusters", "targets", "caps", "remoteSecrets", "clusterSyncTimeoutSeconds", "configReloadMs"]);
+  known(r, root, "", ["trustDomain", "domainSuffix", "systemNamespace", "meshNetworksFile", "debounce", "delta", "operator", "channel", "health", "wasmDir", "clusters", "targets", "caps", "remoteSecrets", "clusterSyncTimeoutSeconds", "configReloadMs", "leaderElection", "push"]);
   const base = dirname(path);
   const rel = (p: string) => (isAbsolute(p) || p === "in-cluster" ? p : resolve(base, p));
   const trustDomain = str(r, root, "trustDomain", "", "cluster.local");
@@ -393,7 +398,8 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     }
     return { name, filter, network: str(r, o, "network", at, ""), config, ...(ecds && { ecds }), ...(wasmPlugin && { wasmPlugin }), readers };
   });
-  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, caps, ...(operator && { operator }), ...(channel && { channel }), ...(health && { health }), wasmDir, clusters, targets, ...(remoteSecrets && { remoteSecrets }), clusterSyncTimeoutSeconds, configReloadMs };
+  const { leaderElection, push } = parseHaConfig(root, clusters, (field, reason) => r.fail(field, reason));
+  return { trustDomain, domainSuffix, systemNamespace, ...(meshNetworksFile && { meshNetworksFile }), debounce, delta, caps, ...(operator && { operator }), ...(channel && { channel }), ...(health && { health }), wasmDir, clusters, targets, ...(remoteSecrets && { remoteSecrets }), clusterSyncTimeoutSeconds, configReloadMs, ...(leaderElection && { leaderElection }), push };
 }
 
 export function loadFeedConfig(path: string): FeedConfig {

@@ -9,7 +9,9 @@
 //     WasmPlugin, the whole view is rendered as JSON, checked in the compiled filter, and only
 //     then delivered. Targets without those deliveries render their JSON only when asked
 //     (GET /snapshot), so a mesh consumed through deltas never pays a full render per change.
-// A refused or failed render keeps the previous snapshot / version everywhere.
+// A refused or failed render keeps the previous snapshot / version everywhere. Deliveries are
+// driven until they land (deliver/pusher.ts: retried with backoff), and only by the writer: the
+// replica holding the Lease when several run (leader.ts); every replica renders and serves.
 import { join } from "node:path";
 import type { ClusterObjects } from "./cluster_objects.js";
 import { KINDS } from "./cluster_objects.js";
@@ -17,7 +19,9 @@ import { MeshComputer, type MeshOptions } from "./compute.js";
 import { CapReporter } from "./compute_caps.js";
 import type { FeedConfig, TargetConfig } from "./config.js";
 import { Debouncer } from "./debounce.js";
+import { DEFAULT_PUSH } from "./config_ha.js";
 import { EcdsFileTarget } from "./deliver/ecds.js";
+import { Pusher, type Delivery } from "./deliver/pusher.js";
 import type { PublishedSnapshot, SnapshotSource } from "./http.js";
 import { Metrics } from "./metrics.js";
 import { renderPluginConfig } from "./render.js";
@@ -29,7 +33,17 @@ import { FilterShadow } from "./delta/filter_shadow.js";
 
 /** Applies a target's snapshot as a WasmPlugin (deliver/wasmplugin.ts); absent without an API. */
 export interface WasmPluginApplier {
-  apply(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>, bytes: number): Promise<void>;
+  apply(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>, bytes: number, digest?: string): Promise<void>;
+  /** The digest the stored WasmPlugin carries (undefined: none); absent: unknown, always write. */
+  landedDigest?(target: TargetConfig): Promise<string | undefined>;
+}
+
+/** The writers' Lease as the controller sees it (leader.ts). */
+export interface WriterLease {
+  leading(): boolean;
+  holder(): string;
+  /** How long the API server holding the Lease has not answered, past the lease duration (0: in touch). */
+  apiUnreachableMs(): number;
 }
 
 export type Logger = (level: "info" | "warn" | "error", message: string) => void;
@@ -64,6 +78,9 @@ interface NetworkDelta {
 
 export class FeedController implements SnapshotSource {
   readonly metrics = new Metrics();
+  /** Every delivery of every target, driven until it lands (deliver/pusher.ts). */
+  readonly pushes: Pusher;
+  private lease: WriterLease | undefined;
   private readonly computer: MeshComputer;
   private readonly caps: CapReporter;
   private readonly validator: FilterValidator;
@@ -102,6 +119,8 @@ export class FeedController implements SnapshotSource {
       eager: !!(target.ecds || target.wasmPlugin),
       ...(target.ecds && { ecds: new EcdsFileTarget(target.ecds.file, target.ecds.template) }),
     }));
+    this.pushes = new Pusher(config.push ?? DEFAULT_PUSH, this.metrics, (level, message) => this.log(level, message));
+    for (const state of this.targets) for (const d of this.deliveriesOf(state)) this.pushes.add(state.target.name, d);
     for (const t of config.targets) {
       if (this.networks.has(t.network)) continue;
       // One shadow of each compiled filter (and own configuration) the network's targets run.
@@ -126,7 +145,6 @@ export class FeedController implements SnapshotSource {
     m.declare("feed_renders_total", "counter", "renders run");
     m.declare("feed_validate_seconds", "gauge", "duration of the last validation in the compiled filter, by target");
     m.declare("feed_render_errors_total", "counter", "snapshots the filter refused (not published; the previous one stays), by target");
-    m.declare("feed_push_errors_total", "counter", "deliveries that failed, by target and delivery");
     m.declare("feed_model_gaps", "gauge", "objects carrying something the model cannot express, by reason");
     m.declare("feed_view_dropped", "gauge", "workloads, addresses and VIPs left out of a target's view, by reason");
     m.declare("feed_delta_version", "gauge", "the target's current delta version (in epoch feed_delta_epoch)");
@@ -239,7 +257,14 @@ export class FeedController implements SnapshotSource {
     return this.debouncer.flush();
   }
 
+  /** Several replicas: only the Lease's holder writes (main.ts wires leader.ts here). */
+  useLease(lease: WriterLease): void {
+    this.lease = lease;
+    this.pushes.gate(() => lease.leading());
+  }
+
   stop(): void {
+    this.pushes.stop();
     this.debouncer.stop();
     this.deltaDebouncer.stop();
     for (const n of this.networks.values()) {
@@ -378,7 +403,7 @@ export class FeedController implements SnapshotSource {
   }
 
   /** Renders and checks one target's snapshot; keeps it as published when the filter accepts it. */
-  private checkAndKeep(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"]): { version: string; text: string; bytes: number } | undefined {
+  private checkAndKeep(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"]): { version: string; text: string; bytes: number; digest: string; publishedAt: number } | undefined {
     const t = state.target;
     const rendered = renderPluginConfig(t.filter, t.network, t.config, snapshot);
     if (state.published?.digest === rendered.digest) return undefined;
@@ -400,30 +425,39 @@ export class FeedController implements SnapshotSource {
     this.metrics.set("feed_snapshot_workloads", { target: t.name }, stats.workloads);
     this.metrics.set("feed_snapshot_services", { target: t.name }, stats.services);
     this.log("info", `target ${t.name}: published ${version} (${stats.workloads} workloads, ${stats.services} services, ${rendered.bytes} bytes; checked by ${t.filter} in ${verdict.ms.toFixed(0)} ms)`);
-    return { version, text: rendered.text, bytes: rendered.bytes };
+    return { version, text: rendered.text, bytes: rendered.bytes, digest: rendered.digest, publishedAt: state.published.publishedAt };
   }
 
   private async renderTarget(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"]): Promise<void> {
-    const t = state.target;
     const kept = this.checkAndKeep(state, snapshot, stats);
     if (!kept) return;
-    const { version, text, bytes } = kept;
-    if (state.ecds) {
-      try {
-        state.ecds.write(version, text);
-      } catch (error) {
-        this.metrics.add("feed_push_errors_total", { target: t.name, delivery: "ecds" });
-        this.log("error", `target ${t.name}: writing ${t.ecds?.file} failed: ${(error as Error).message}`);
-      }
+    // The first attempt is awaited (a render ends with its deliveries tried); failures retry on their own.
+    await this.pushes.want(state.target.name, kept, kept.publishedAt);
+  }
+
+  /** The target's deliveries as the pusher drives them. */
+  private deliveriesOf(state: TargetState): Delivery[] {
+    const t = state.target;
+    const out: Delivery[] = [];
+    const ecds = state.ecds;
+    if (ecds) {
+      out.push({
+        kind: "ecds",
+        where: `ECDS file ${t.ecds?.file}`,
+        landed: async () => ecds.heldDigest(),
+        push: async (s) => void ecds.write(s.version, s.text),
+      });
     }
-    if (t.wasmPlugin && this.wasmPlugins) {
-      try {
-        await this.wasmPlugins.apply(t, version, JSON.parse(text) as Record<string, unknown>, bytes);
-      } catch (error) {
-        this.metrics.add("feed_push_errors_total", { target: t.name, delivery: "wasmplugin" });
-        this.log("error", `target ${t.name}: WasmPlugin ${t.wasmPlugin.namespace}/${t.wasmPlugin.name} not applied: ${(error as Error).message}`);
-      }
+    const applier = this.wasmPlugins;
+    if (t.wasmPlugin && applier) {
+      out.push({
+        kind: "wasmplugin",
+        where: `WasmPlugin ${t.wasmPlugin.namespace}/${t.wasmPlugin.name}`,
+        landed: async () => applier.landedDigest?.(t),
+        push: (s) => applier.apply(t, s.version, JSON.parse(s.text) as Record<string, unknown>, s.bytes, s.digest),
+      });
     }
+    return out;
   }
 
   // ------------------------------------------------------------------ SnapshotSource
@@ -446,9 +480,17 @@ export class FeedController implements SnapshotSource {
     if (!this.allSynced()) return { ready: false, reason: notSynced.length > 0 ? `waiting for the initial lists of ${notSynced.join(", ")}` : "waiting for the remote secrets' first list" };
     const unpublished = this.targets.filter((s) => (s.eager ? !s.published : (this.networks.get(s.target.network)?.channel.version ?? 0) === 0)).map((s) => s.target.name);
     if (unpublished.length > 0) return { ready: false, reason: `nothing published yet for ${unpublished.join(", ")}` };
+    const silent = this.lease?.apiUnreachableMs() ?? 0;
+    if (silent > 0) return { ready: false, reason: `the API server holding the writers' Lease has not answered for ${Math.round(silent / 1000)} s: this replica cannot tell whether its model is current` };
+    const now = Date.now();
+    const behind = this.pushes.behind().map((b) => `${b.target} (${b.delivery}) behind for ${Math.round((now - b.since) / 1000)} s${b.error ? `: ${b.error}` : ""}`);
+    const unreadyAfter = (this.config.push ?? DEFAULT_PUSH).unreadyAfterMs;
+    const late = this.pushes.behind().some((b) => now - b.since >= unreadyAfter);
+    if (late) return { ready: false, reason: `target ${behind.join("; ")}` };
+    const role = this.lease ? (this.lease.leading() ? "; the writers' leader" : `; leader ${this.lease.holder() || "unknown"}`) : "";
     // Serving, degraded: the model lacks these clusters' objects (istiod serves what it has too).
-    if (notSynced.length > 0) return { ready: true, reason: `ok, degraded: clusters not synced: ${notSynced.join(", ")}` };
-    return { ready: true, reason: "ok" };
+    const degraded = notSynced.length > 0 ? `, degraded: clusters not synced: ${notSynced.join(", ")}` : "";
+    return { ready: true, reason: `ok${degraded}${role}${behind.length > 0 ? `; retrying ${behind.join("; ")}` : ""}` };
   }
 
   // ------------------------------------------------------------------ DeltaSource
@@ -512,6 +554,7 @@ export class FeedController implements SnapshotSource {
   }
 
   metricsText(): string {
+    this.pushes.refreshMetrics();
     return this.metrics.text();
   }
 

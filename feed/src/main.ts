@@ -2,11 +2,13 @@
 // API server, renders and validates the mesh on every (debounced) change, and delivers it to
 // each target; serves the filters' channel (mutual TLS: /delta, /snapshot of the caller's
 // targets) and the operator's plain port (/snapshots, /snapshot, /metrics, /healthz, /readyz);
-// with `health`, /healthz and /readyz also from a worker thread that renders never block.
+// with `health`, /healthz and /readyz also from a worker thread that renders never block; with
+// `leaderElection`, only the replica holding the Lease writes the deliveries (leader.ts).
 // Clusters come from the configuration and from Istio's remote secrets, and change at run time
 // (cluster_set.ts, remote_secrets.ts); the configuration file is followed (config_reload.ts).
 // SIGTERM/SIGINT stop it.
 import { parseArgs } from "node:util";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { ClusterSet } from "./cluster_set.js";
 import { defaultLogger, FeedController } from "./controller.js";
 import { loadFeedConfig, loadNetworks } from "./config.js";
@@ -15,6 +17,7 @@ import { FeedChannelServer } from "./channel.js";
 import { FeedHttpServer } from "./http.js";
 import { ConfigReloader, configClusterSource } from "./config_reload.js";
 import { HealthServer } from "./health.js";
+import { LeaseElector } from "./leader.js";
 import { RemoteSecretWatch } from "./remote_secrets.js";
 import { loadKubeConfig } from "./watch.js";
 
@@ -35,6 +38,13 @@ export interface RunningFeed {
   stop(): Promise<void>;
 }
 
+/** config_ha.ts checked that the Lease's cluster is read from an API server. */
+function kubeConfigOf(kubeConfigs: Map<string, KubeConfig>, cluster: string): KubeConfig {
+  const kc = kubeConfigs.get(cluster);
+  if (!kc) throw new Error(`leaderElection.cluster: cluster ${JSON.stringify(cluster)} has no kubeconfig`);
+  return kc;
+}
+
 export async function startFeed(configPath: string): Promise<RunningFeed> {
   const config = loadFeedConfig(configPath);
   const networks = loadNetworks(config);
@@ -47,6 +57,11 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     needsApply ? new WasmPluginDelivery(kubeConfigs, undefined, (message) => defaultLogger("warn", message)) : undefined,
   );
   const log = defaultLogger;
+  const le = config.leaderElection;
+  const elector = le
+    ? new LeaseElector(kubeConfigOf(kubeConfigs, le.cluster), le, { started: () => controller.pushes.resume(), stopped: () => controller.pushes.pause() }, controller.metrics, log)
+    : undefined;
+  if (elector) controller.useLease(elector);
   let http: FeedHttpServer | undefined;
   let port: number | undefined;
   let channel: FeedChannelServer | undefined;
@@ -78,12 +93,16 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   let secrets: RemoteSecretWatch | undefined;
   let reloader: ConfigReloader | undefined;
   const stopInputs = async () => {
+    // The Lease first: released, another replica takes the writes over at its next try.
+    await elector?.stop();
     reloader?.stop();
     await secrets?.stop();
     await clusterSet.stop();
   };
   try {
     for (const c of config.clusters) clusterSet.add(c.id, "config", configClusterSource(c));
+    // Elected while the caches fill: nothing is written before every cluster synced (controller.ts).
+    elector?.start();
     if (config.remoteSecrets) {
       // Nothing is published before the Secrets were listed and their clusters synced or timed out (istiod's HasSynced).
       const release = controller.holdStart();

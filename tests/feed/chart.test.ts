@@ -70,23 +70,55 @@ describe("the feed's Helm chart", { concurrency: false }, () => {
     assert.deepEqual([target.wasmPlugin.namespace, target.wasmPlugin.name], [shipped.metadata.namespace, shipped.metadata.name]);
   });
 
-  it("the defaults: one replica, the channel only, the operator port on the loopback, a NetworkPolicy, no PDB", () => {
+  it("the defaults: two replicas rolled one at a time, spread over nodes, a PDB, the writers' Lease, the channel only, the operator port on the loopback, a NetworkPolicy", () => {
     const objects = template({});
     const deployment = find(objects, "Deployment");
-    assert.equal(deployment.spec.replicas, 1);
-    assert.deepEqual(deployment.spec.strategy, { type: "Recreate" });
+    assert.equal(deployment.spec.replicas, 2);
+    assert.deepEqual(deployment.spec.strategy, { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+    const spread = deployment.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm;
+    assert.equal(spread.topologyKey, "kubernetes.io/hostname");
+    assert.deepEqual(spread.labelSelector.matchLabels, deployment.spec.selector.matchLabels);
+    assert.deepEqual(find(objects, "PodDisruptionBudget").spec, { minAvailable: 1, selector: { matchLabels: deployment.spec.selector.matchLabels } });
+    // Each replica names itself in the Lease by its pod name; the Lease is the release's, in its namespace.
+    assert.deepEqual(deployment.spec.template.spec.containers[0].env, [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }]);
+    const le = feedConfigOf(objects).leaderElection;
+    assert.deepEqual(
+      { ...le, identity: undefined },
+      { cluster: "cluster1", namespace: "mesh-feed", name: "mesh-feed", identity: undefined, leaseDurationMs: 30_000, renewDeadlineMs: 15_000, retryPeriodMs: 7_500 },
+    );
+    const leaseRole = objects.find((o) => o.kind === "Role" && o.metadata?.name === "mesh-feed-lease") as any;
+    assert.deepEqual(leaseRole.rules, [
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "update"], resourceNames: ["mesh-feed"] },
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
+    ]);
     assert.equal(deployment.spec.template.spec.containers[0].image, "mesh-feed:0.1.0");
     assert.deepEqual(deployment.spec.template.spec.containers[0].ports.map((p: any) => p.name), ["https-channel"]);
-    assert.equal(find(objects, "PodDisruptionBudget"), undefined);
     assert.ok(find(objects, "NetworkPolicy"));
     const config = feedConfigOf(objects);
     assert.deepEqual(config.operator, { address: "127.0.0.1", port: 9090, limits: DEFAULT_OPERATOR_LIMITS });
     assert.equal(config.channel?.port, 9443);
-    // No target writes a WasmPlugin by default: no Role for it. The one Role reads the remote
-    // secrets of the release namespace (list/watch Secrets there, nothing else).
+    // No target writes a WasmPlugin by default: no Role for it. One Role reads the remote
+    // secrets of the release namespace (list/watch Secrets there, nothing else); the other is the Lease's.
     const roles = objects.filter((o) => o.kind === "Role");
-    assert.deepEqual(roles.map((r: any) => [r.metadata.name, r.metadata.namespace, r.rules]), [["mesh-feed-remote-secrets", "mesh-feed", [{ apiGroups: [""], resources: ["secrets"], verbs: ["list", "watch"] }]]]);
+    assert.deepEqual(roles.map((o: any) => o.metadata.name).sort(), ["mesh-feed-lease", "mesh-feed-remote-secrets"]);
+    const secrets = roles.find((o: any) => o.metadata.name === "mesh-feed-remote-secrets") as any;
+    assert.deepEqual([secrets.metadata.namespace, secrets.rules], ["mesh-feed", [{ apiGroups: [""], resources: ["secrets"], verbs: ["list", "watch"] }]]);
     assert.deepEqual(config.remoteSecrets, { cluster: "cluster1", namespace: "mesh-feed" });
+  });
+
+  it("one replica without the Lease: Recreate, no PDB, no Lease; several without it are refused", () => {
+    const objects = template({ replicas: 1, leaderElection: { enabled: false } });
+    const deployment = find(objects, "Deployment");
+    assert.deepEqual(deployment.spec.strategy, { type: "Recreate" });
+    assert.equal(deployment.spec.template.spec.affinity, undefined);
+    assert.equal(find(objects, "PodDisruptionBudget"), undefined);
+    assert.equal(feedConfigOf(objects).leaderElection, undefined);
+    assert.deepEqual(objects.filter((o) => o.kind === "Role").map((o) => o.metadata?.name), ["mesh-feed-remote-secrets"]);
+    // One replica with the Lease: still RollingUpdate (the Lease keeps one writer), no PDB (it would block drains).
+    const one = template({ replicas: 1 });
+    assert.equal(find(one, "Deployment").spec.strategy.type, "RollingUpdate");
+    assert.equal(find(one, "PodDisruptionBudget"), undefined);
+    assert.throws(() => template({ replicas: 2, leaderElection: { enabled: false } }), (e: unknown) => /replicas > 1 needs leaderElection.enabled/.test(String((e as { stderr?: string }).stderr)));
   });
 
   it("an operator's values: replicas, PDB, scraping, a digest, a WasmPlugin target; every object passes the API server's validation", async () => {
@@ -101,14 +133,14 @@ describe("the feed's Helm chart", { concurrency: false }, () => {
     const objects = template(values);
     const deployment = find(objects, "Deployment");
     assert.equal(deployment.spec.replicas, 3);
-    assert.equal(deployment.spec.strategy, undefined, "RollingUpdate (the default) past one replica");
+    assert.equal(deployment.spec.strategy.type, "RollingUpdate");
     assert.ok(deployment.spec.template.spec.affinity.podAntiAffinity);
     assert.equal(deployment.spec.template.spec.containers[0].image, `registry.internal:5000/mesh/mesh-feed@${DIGEST}`);
     assert.equal(deployment.spec.template.metadata.annotations["prometheus.io/scrape"], "true");
     assert.equal(find(objects, "PodDisruptionBudget").spec.minAvailable, 2);
     assert.equal(feedConfigOf(objects).operator?.address, "0.0.0.0");
-    const role = find(objects, "Role");
-    assert.deepEqual(role.rules, [{ apiGroups: ["extensions.istio.io"], resources: ["wasmplugins"], verbs: ["patch", "create"], resourceNames: ["passthrough-mtls"] }]);
+    const role = objects.find((o) => o.kind === "Role" && o.metadata?.name === "mesh-feed-wasmplugins") as any;
+    assert.deepEqual(role.rules, [{ apiGroups: ["extensions.istio.io"], resources: ["wasmplugins"], verbs: ["get", "patch", "create"], resourceNames: ["passthrough-mtls"] }]);
     const np = find(objects, "NetworkPolicy");
     assert.deepEqual(np.spec.ingress.map((r: any) => r.ports[0].port), ["https-channel", "http-operator"]);
     const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
@@ -123,6 +155,8 @@ describe("the feed's Helm chart", { concurrency: false }, () => {
   it("a value the chart cannot take is refused by helm (values.schema.json), naming it", () => {
     const refused = (values: object, field: RegExp) => assert.throws(() => template(values), (e: unknown) => field.test(String((e as { stderr?: string }).stderr)));
     refused({ replicas: "three" }, /replicas/);
+    refused({ leaderElection: { leaseDurationMs: 1500 } }, /leaseDurationMs/);
+    refused({ config: { clusters: [{ id: "c", kubeconfig: "in-cluster" }], targets: [], leaderElection: { namespace: "x" } } }, /config/);
     refused({ image: { repository: "r", digest: "sha256:nothex" } }, /digest/);
     refused({ replica: 2 }, /replica/);
     // The chart sets these from its own values; setting them in config would be overwritten.

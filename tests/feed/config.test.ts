@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DEFAULT_CHANNEL_LIMITS, DEFAULT_DEBOUNCE, DEFAULT_OPERATOR_LIMITS, parseFeedConfig } from "../../feed/src/config.js";
+import { DEFAULT_PUSH } from "../../feed/src/config_ha.js";
 import { NetworkResolver } from "../../feed/src/mesh_networks.js";
 import { mayRead } from "../../feed/src/readers.js";
 
@@ -33,6 +34,24 @@ describe("feed: configuration", () => {
     assert.deepEqual(r.remoteSecrets, { cluster: "k", namespace: "mesh-feed" });
     assert.equal(r.clusterSyncTimeoutSeconds, 0);
     assert.equal(r.configReloadMs, 0);
+  });
+
+  it("several replicas: no Lease unless configured (this process writes); istiod's timings; the identity from POD_NAME; the push backoff", () => {
+    const c = parse(base);
+    assert.equal(c.leaderElection, undefined);
+    assert.deepEqual(c.push, { retryInitialMs: 1000, retryMaxMs: 30_000, unreadyAfterMs: 60_000, timeoutMs: 30_000 });
+    assert.deepEqual(c.push, DEFAULT_PUSH);
+    const saved = process.env.POD_NAME;
+    process.env.POD_NAME = "mesh-feed-5d9c-abcde";
+    try {
+      const le = parse({ ...base, clusters: [{ id: "files", files: "mesh/" }, ...base.clusters], leaderElection: { namespace: "mesh-feed" } }).leaderElection;
+      assert.deepEqual(le, { cluster: "c1", namespace: "mesh-feed", name: "mesh-feed", identity: "mesh-feed-5d9c-abcde", leaseDurationMs: 30_000, renewDeadlineMs: 15_000, retryPeriodMs: 7_500 });
+    } finally {
+      if (saved === undefined) delete process.env.POD_NAME;
+      else process.env.POD_NAME = saved;
+    }
+    assert.equal(parse({ ...base, leaderElection: { namespace: "n", identity: "me" } }).leaderElection?.identity, "me");
+    assert.deepEqual(parse({ ...base, push: { retryInitialMs: 200 } }).push, { ...DEFAULT_PUSH, retryInitialMs: 200 });
   });
 
   it("a cluster read from files: the path is relative to the configuration file, no kubeconfig", () => {
@@ -105,6 +124,15 @@ describe("feed: configuration", () => {
     ["remote secrets in a namespace that cannot exist", { remoteSecrets: { namespace: "Mesh_Feed" } }, /remoteSecrets\.namespace: not a namespace name/],
     ["a negative sync timeout", { clusterSyncTimeoutSeconds: -1 }, /clusterSyncTimeoutSeconds: expected an integer in \[0, 86400\]/],
     ["a reload period given as text", { configReloadMs: "2s" }, /configReloadMs: expected an integer/],
+    ["a Lease without its namespace", { leaderElection: {} }, /leaderElection\.namespace: missing required field/],
+    ["a Lease on an unknown cluster", { leaderElection: { namespace: "n", cluster: "zz" } }, /leaderElection\.cluster: unknown cluster "zz"/],
+    ["a Lease on a cluster read from files", { clusters: [{ id: "a", files: "mesh" }, { id: "b", kubeconfig: "k" }], leaderElection: { namespace: "n", cluster: "a" } }, /leaderElection\.cluster: cluster "a" reads files: no API server to hold the Lease/],
+    ["a renew deadline not below the lease", { leaderElection: { namespace: "n", leaseDurationMs: 10_000, renewDeadlineMs: 10_000 } }, /leaderElection\.renewDeadlineMs: must be below leaseDurationMs/],
+    ["a retry period too close to the renew deadline", { leaderElection: { namespace: "n", renewDeadlineMs: 1000, retryPeriodMs: 900 } }, /leaderElection\.retryPeriodMs: must be below renewDeadlineMs \/ 1\.2/],
+    ["a lease in fractions of a second", { leaderElection: { namespace: "n", leaseDurationMs: 2500, renewDeadlineMs: 1000, retryPeriodMs: 100 } }, /leaderElection\.leaseDurationMs: must be whole seconds/],
+    ["an unknown Lease field", { leaderElection: { namespace: "n", ttl: 30 } }, /leaderElection\.ttl: unknown field/],
+    ["a backoff cap below its start", { push: { retryInitialMs: 5000, retryMaxMs: 1000 } }, /push\.retryMaxMs: must be at least retryInitialMs/],
+    ["a push timeout given as text", { push: { timeoutMs: "30s" } }, /push\.timeoutMs: expected an integer/],
     ["a WasmPlugin on a cluster read from files", { clusters: [{ id: "a", files: "mesh" }], targets: [{ name: "t", filter: "tunnel_port", wasmPlugin: { cluster: "a", namespace: "n", name: "w" } }] }, /targets\[0\]\.wasmPlugin\.cluster: cluster "a" reads files: no API server to apply a WasmPlugin to/],
   ] as const) {
     it(`refuses ${what} with one line naming the field`, () => {

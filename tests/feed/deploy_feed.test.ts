@@ -45,7 +45,7 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
   it("every manifest passes the API server's validation (server-side dry run)", async () => {
     const api = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
     const objects = manifests();
-    assert.deepEqual(objects.map((o) => o.kind).sort(), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "NetworkPolicy", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"]);
+    assert.deepEqual(objects.map((o) => o.kind).sort(), ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget", "Role", "Role", "Role", "RoleBinding", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"]);
     for (const o of objects) {
       const stored = await api.patch(o, undefined, "All", "feed-test", true, PatchStrategy.ServerSideApply);
       assert.equal(stored.kind, o.kind);
@@ -93,19 +93,25 @@ describe("feed: deployment manifests, RBAC and WasmPlugin delivery on a real API
     for (const verb of ["list", "watch"]) assert.equal(await can(verb, "", "secrets", "mesh-feed"), true, `${verb} secrets in mesh-feed`);
     for (const verb of ["get", "create", "update", "patch", "delete"]) assert.equal(await can(verb, "", "secrets", "mesh-feed"), false, `${verb} secrets in mesh-feed must be refused`);
     for (const ns of ["istio-system", "default"]) assert.equal(await can("list", "", "secrets", ns), false, `list secrets in ${ns} must be refused`);
-    // WasmPlugins: patch and create (server-side apply's create names the object) of the
-    // configured names only; no plain create, no get, no delete, nothing elsewhere.
+    // WasmPlugins: get, patch and create (server-side apply's create names the object) of the
+    // configured names only; no plain create, no update, no delete, nothing elsewhere.
     const cm = manifests().find((o) => o.kind === "ConfigMap") as KubernetesObject & { data: Record<string, string> };
     const names = parseFeedConfig(cm.data["feed.yaml"], "/etc/mesh-feed/feed.yaml").targets.flatMap((t) => (t.wasmPlugin ? [t.wasmPlugin.name] : []));
     const role = manifests().find((o) => o.kind === "Role" && o.metadata?.name === "mesh-feed-wasmplugins") as KubernetesObject & { rules: Array<{ resourceNames?: string[] }> };
     assert.deepEqual(role.rules.flatMap((r) => r.resourceNames ?? []).sort(), names.sort(), "resourceNames are the configured WasmPlugins");
     for (const name of names) {
-      for (const verb of ["patch", "create"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), true, `${verb} ${name}`);
-      for (const verb of ["get", "update", "delete"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), false, `${verb} ${name} must be refused`);
+      for (const verb of ["get", "patch", "create"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), true, `${verb} ${name}`);
+      for (const verb of ["update", "delete"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", name), false, `${verb} ${name} must be refused`);
       assert.equal(await can("patch", "extensions.istio.io", "wasmplugins", "default", name), false);
     }
     for (const verb of ["patch", "create"]) assert.equal(await can(verb, "extensions.istio.io", "wasmplugins", "istio-system", "someone-elses"), false, `${verb} another WasmPlugin`);
     assert.equal(await can("create", "extensions.istio.io", "wasmplugins", "istio-system"), false, "a create without a name (POST)");
+    // The writers' Lease: its own by name (read, renew), a create in its namespace only, nothing else.
+    for (const verb of ["get", "update"]) assert.equal(await can(verb, "coordination.k8s.io", "leases", "mesh-feed", "mesh-feed"), true, `${verb} its Lease`);
+    assert.equal(await can("create", "coordination.k8s.io", "leases", "mesh-feed"), true, "create its Lease");
+    for (const verb of ["get", "update"]) assert.equal(await can(verb, "coordination.k8s.io", "leases", "mesh-feed", "someone-elses"), false, `${verb} another Lease`);
+    for (const verb of ["delete", "patch", "list"]) assert.equal(await can(verb, "coordination.k8s.io", "leases", "mesh-feed", "mesh-feed"), false, `${verb} its Lease must be refused`);
+    for (const verb of ["create", "update"]) assert.equal(await can(verb, "coordination.k8s.io", "leases", "kube-system", "mesh-feed"), false, `${verb} a Lease elsewhere`);
   });
 
   it("the NetworkPolicy guards the feed's pods: ingress to its port from sidecars and Prometheus only", () => {

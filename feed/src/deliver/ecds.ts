@@ -3,7 +3,8 @@
 // format (a DiscoveryResponse with one TypedExtensionConfig wrapping the Wasm filter); the feed
 // replaces its plugin configuration and version_info and writes the result next to the watched
 // file, then renames it over: Envoy's directory watch sees one atomic move, never a half file.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { Document, parseDocument, Scalar } from "yaml";
 
@@ -17,6 +18,16 @@ export class EcdsFileTarget {
     if (value === undefined) {
       throw new Error(`${templateFile ?? file}: not an ECDS file with resources[0].typed_config.config.configuration.value (the shipped *_plugin/*.yaml format)`);
     }
+  }
+
+  /**
+   * sha256 of the configuration the watched file holds now (undefined: no file, or not one this
+   * template's shape): a new leader compares it before writing (deliver/pusher.ts).
+   */
+  heldDigest(): string | undefined {
+    if (!existsSync(this.file)) return undefined;
+    const value = parseDocument(readFileSync(this.file, "utf8")).getIn(["resources", 0, "typed_config", "config", "configuration", "value"]);
+    return typeof value === "string" ? createHash("sha256").update(value).digest("hex") : undefined;
   }
 
   /** Writes `configuration` as version `version`; returns the bytes written. */

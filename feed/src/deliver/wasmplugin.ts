@@ -10,7 +10,10 @@
 // process: it creates the object, and where an operator has since set one of those fields to
 // another value (e.g. pinned a sha256 or moved the url) the API server reports a conflict, the
 // operator's value stays, and the feed says so in one line and goes on delivering.
-// RBAC (deploy/rbac.yaml): patch and create on the WasmPlugins named in the configuration only
+// Digest: the annotation mesh-feed/digest carries the sha256 of the pluginConfig as rendered, so
+// that a replica that becomes the leader reads it and writes only when it differs (the API
+// server re-serializes pluginConfig, so the stored JSON cannot be compared byte for byte).
+// RBAC (deploy/rbac.yaml): get, patch and create on the WasmPlugins named in the configuration only
 // (resourceNames). A create with resourceNames is authorized for server-side apply, whose
 // request names the object; a plain create (POST) of any name stays refused.
 //
@@ -30,6 +33,9 @@ export const MAX_OBJECT_BYTES = ETCD_MAX_REQUEST_BYTES - 64 * 1024;
 export const FIELD_MANAGER = "mesh-feed";
 export const SPEC_FIELD_MANAGER = "mesh-feed-spec";
 
+/** The sha256 of the pluginConfig's JSON as rendered: a new leader compares it before writing. */
+export const DIGEST_ANNOTATION = "mesh-feed/digest";
+
 export class TooLargeError extends Error {}
 
 type WasmPlugin = KubernetesObject & { spec: Record<string, unknown> };
@@ -40,17 +46,17 @@ function meta(target: TargetConfig): { namespace: string; name: string } {
 }
 
 /** The object as stored: the configured spec, pluginConfig and the feed's metadata (its size is what etcd sees). */
-export function wasmPluginObject(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>): WasmPlugin {
-  const own = ownFields(target, version, pluginConfig);
+export function wasmPluginObject(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>, digest?: string): WasmPlugin {
+  const own = ownFields(target, version, pluginConfig, digest);
   return { ...own, spec: { ...target.wasmPlugin!.spec, pluginConfig } };
 }
 
 /** What the feed owns and forces: the plugin configuration, its version, its label. */
-export function ownFields(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>): WasmPlugin {
+export function ownFields(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>, digest?: string): WasmPlugin {
   return {
     apiVersion: "extensions.istio.io/v1alpha1",
     kind: "WasmPlugin",
-    metadata: { ...meta(target), annotations: { "mesh-feed/version": version }, labels: { "app.kubernetes.io/managed-by": FIELD_MANAGER } },
+    metadata: { ...meta(target), annotations: { "mesh-feed/version": version, ...(digest && { [DIGEST_ANNOTATION]: digest }) }, labels: { "app.kubernetes.io/managed-by": FIELD_MANAGER } },
     spec: { pluginConfig },
   };
 }
@@ -73,9 +79,23 @@ export class WasmPluginDelivery implements WasmPluginApplier {
     for (const [id, kc] of kubeConfigs) this.clients.set(id, KubernetesObjectApi.makeApiClient(kc));
   }
 
-  async apply(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>): Promise<void> {
+  /** The digest annotation of the stored WasmPlugin (undefined: absent, or none). */
+  async landedDigest(target: TargetConfig): Promise<string | undefined> {
     const w = target.wasmPlugin!;
-    const bytes = Buffer.byteLength(JSON.stringify(wasmPluginObject(target, version, pluginConfig)));
+    const client = this.clients.get(w.cluster);
+    if (!client) throw new Error(`no API server for cluster ${w.cluster}`);
+    try {
+      const stored = await client.read({ apiVersion: "extensions.istio.io/v1alpha1", kind: "WasmPlugin", metadata: meta(target) });
+      return stored.metadata?.annotations?.[DIGEST_ANNOTATION];
+    } catch (error) {
+      if ((error as { code?: number }).code === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async apply(target: TargetConfig, version: string, pluginConfig: Record<string, unknown>, _bytes?: number, digest?: string): Promise<void> {
+    const w = target.wasmPlugin!;
+    const bytes = Buffer.byteLength(JSON.stringify(wasmPluginObject(target, version, pluginConfig, digest)));
     if (bytes > this.maxBytes) {
       throw new TooLargeError(
         `the WasmPlugin would be ${bytes} bytes, over ${this.maxBytes} (etcd's request limit ${ETCD_MAX_REQUEST_BYTES} less 64 KiB); refused, the applied one stays: deliver this target by ECDS file or HTTP`,
@@ -94,7 +114,7 @@ export class WasmPluginDelivery implements WasmPluginApplier {
       }
       this.specDone.add(key);
     }
-    await client.patch(ownFields(target, version, pluginConfig), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    await client.patch(ownFields(target, version, pluginConfig, digest), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
   }
 }
 
