@@ -5,7 +5,8 @@
 //                      (a stand-in for the next release; Envoy runs it as the same filter);
 //   passthrough_mtls/old/*.yaml   route B's files rendered as npm run package renders them, pinned to the old image;
 //   passthrough_mtls/new/*.yaml   the same pinned to the new image (the main set after promotion);
-//   passthrough_mtls/canary.yaml  what `npm run canary` makes from old/ for the new image;
+//   passthrough_mtls/canary.yaml  what `npm run canary` makes from new/ (the next release's
+//                      rendered files, as docs/upgrades.md runs it) for the new image;
 //   modules.json       url → module file: pilot-agent's cache after a pull, for the Go stand-in.
 // The "image digest" of each module is the module's own sha256 here: the stand-in cache is keyed by
 // url, so only that old and new differ matters.
@@ -74,8 +75,8 @@ export function writeUpgradeInputs(): UpgradeModules {
       writeFileSync(join(dir, name), renderText(readFileSync(join(REPO_ROOT, source), "utf8"), source, TEST_REGISTRY, indexFor(modules[release].sha256)));
     }
   }
-  const oldFiles = ROUTE_B_FILES[FILTER]!.map((name) => ({ name, text: readFileSync(join(UPGRADE_DIR, FILTER, "old", name), "utf8") }));
-  writeFileSync(join(UPGRADE_DIR, FILTER, "canary.yaml"), canaryManifests({ filter: FILTER, files: oldFiles, url: modules.new.url }));
+  const newFiles = ROUTE_B_FILES[FILTER]!.map((name) => ({ name, text: readFileSync(join(UPGRADE_DIR, FILTER, "new", name), "utf8") }));
+  writeFileSync(join(UPGRADE_DIR, FILTER, "canary.yaml"), canaryManifests({ filter: FILTER, files: newFiles, url: modules.new.url }));
   writeFileSync(join(UPGRADE_DIR, "modules.json"), JSON.stringify({ [modules.old.url]: modules.old.file, [modules.new.url]: modules.new.file }, null, 1));
   writeFileSync(join(UPGRADE_DIR, "modules-by-release.json"), JSON.stringify(modules, null, 1));
   return modules;
