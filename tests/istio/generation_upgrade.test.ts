@@ -80,12 +80,11 @@ for (const { era, label } of ERAS) {
       runsOnly(load(era, "B-rolled-back"), MAIN, CANARY, modules.old);
     });
 
-    it("a canary value the canary set does not select: the pod matches neither set and gets no plugin (why promotion relabels before deleting)", () => {
-      // After promotion (B-promoted has no canary set), a pod still labelled enabled-canary would
-      // match nothing; B-promoting shows the canary set is what carries it until relabelled.
-      const d = load(era, "B-promoting", "client-canary");
-      assert.ok(placements(d, CANARY).length > 0);
-      assert.deepEqual(placements(d, MAIN), []);
+    it("a pod left on the canary value after the canary set is deleted matches neither set: no plugin, no mTLS cluster (why promotion relabels before deleting)", () => {
+      const d = load(era, "B-promoted", "client-canary");
+      assert.deepEqual(d.meta.ecdsRequested, []);
+      assert.deepEqual([...placements(d, MAIN), ...placements(d, CANARY)], []);
+      assert.equal(d.clusters.filter((c: Json) => c.name === MTLS_CLUSTER).length, 0);
     });
   });
 }
