@@ -8,7 +8,7 @@
 // pilot-agent's own conversion hands Envoy.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { CATCH_ALL, ERAS, loadDump, placements, served, TCP_PROXY, trafficExtensionName, type Dump, type Json } from "./dump.js";
+import { CATCH_ALL, ERAS, filterNames, loadDump, placements, served, TCP_PROXY, trafficExtensionName, type Dump, type Json } from "./dump.js";
 import { readUpgradeModules, type UpgradeModules } from "./upgrade_inputs.js";
 
 const MAIN = trafficExtensionName("istio-system", "passthrough-mtls");
@@ -78,6 +78,17 @@ for (const { era, label } of ERAS) {
 
     it("rollback (the main set on the previous digest): the main plugin on the old image again", () => {
       runsOnly(load(era, "B-rolled-back"), MAIN, CANARY, modules.old);
+    });
+
+    it("why the canary takes another label value: a second WasmPlugin on a label the main pod also carries lands next to the main one on every chain Istio builds", () => {
+      const d = load(era, "B-second-plugin-extra-label");
+      const both = d.listeners.flatMap((l: Json) => [...(l.filterChains ?? []), ...(l.defaultFilterChain ? [l.defaultFilterChain] : [])])
+        .filter((c: Json) => filterNames(c).includes(MAIN) && filterNames(c).includes(CANARY));
+      assert.ok(both.length > 0, `${d.where}: no chain with both plugins`);
+      // The catch-all chain has only what the (main) hook-up names.
+      const catchAll = placements(d, MAIN).filter((p) => p.chain === CATCH_ALL);
+      assert.equal(catchAll.length, 1);
+      assert.ok(!catchAll[0]!.filters.includes(CANARY));
     });
 
     it("a pod left on the canary value after the canary set is deleted matches neither set: no plugin, no mTLS cluster (why promotion relabels before deleting)", () => {

@@ -7,6 +7,8 @@
 //   passthrough_mtls/new/*.yaml   the same pinned to the new image (the main set after promotion);
 //   passthrough_mtls/canary.yaml  what `npm run canary` makes from new/ (the next release's
 //                      rendered files, as docs/upgrades.md runs it) for the new image;
+//   passthrough_mtls/second-plugin-extra-label.yaml  the canary WasmPlugin on a label the main
+//                      pods carry too (what the procedure avoids, run to show why);
 //   modules.json       url → module file: pilot-agent's cache after a pull, for the Go stand-in.
 // The "image digest" of each module is the module's own sha256 here: the stand-in cache is keyed by
 // url, so only that old and new differ matters.
@@ -16,6 +18,7 @@ import { join } from "node:path";
 import type { ImageIndex } from "../../images/images.js";
 import { renderText } from "../../images/render.js";
 import { canaryManifests, ROUTE_B_FILES } from "../../scripts/canary/transform.js";
+import { parseAllDocuments, stringify } from "yaml";
 import { REPO_ROOT } from "../support/paths.js";
 
 export const UPGRADE_DIR = join(REPO_ROOT, "build", "istio-upgrade");
@@ -77,6 +80,11 @@ export function writeUpgradeInputs(): UpgradeModules {
   }
   const newFiles = ROUTE_B_FILES[FILTER]!.map((name) => ({ name, text: readFileSync(join(UPGRADE_DIR, FILTER, "new", name), "utf8") }));
   writeFileSync(join(UPGRADE_DIR, FILTER, "canary.yaml"), canaryManifests({ filter: FILTER, files: newFiles, url: modules.new.url }));
+  // The alternative docs/upgrades.md rejects: a second WasmPlugin on a label the main pods also
+  // carry (app: sleep), the main selector unchanged.
+  const extraLabel = parseAllDocuments(readFileSync(join(UPGRADE_DIR, FILTER, "canary.yaml"), "utf8")).map((d) => d.toJS()).find((o) => o?.kind === "WasmPlugin");
+  extraLabel.spec.selector = { matchLabels: { app: "sleep" } };
+  writeFileSync(join(UPGRADE_DIR, FILTER, "second-plugin-extra-label.yaml"), stringify(extraLabel));
   writeFileSync(join(UPGRADE_DIR, "modules.json"), JSON.stringify({ [modules.old.url]: modules.old.file, [modules.new.url]: modules.new.file }, null, 1));
   writeFileSync(join(UPGRADE_DIR, "modules-by-release.json"), JSON.stringify(modules, null, 1));
   return modules;

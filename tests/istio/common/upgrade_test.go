@@ -44,6 +44,8 @@ func upgradeScenarios() []scenario {
 		{"passthrough_mtls", "B-promoted", dir("new"), both},
 		// Rollback: the main set back on the previous image (the digest CHANGELOG's Images records).
 		{"passthrough_mtls", "B-rolled-back", dir("old"), []proxySpec{client}},
+		// What the procedure avoids: a second WasmPlugin on a label the main pod also carries.
+		{"passthrough_mtls", "B-second-plugin-extra-label", append(dir("old"), "../build/istio-upgrade/passthrough_mtls/second-plugin-extra-label.yaml"), []proxySpec{client}},
 		// Route A: the snapshot changed in the EnvoyFilter, which is a listener update (only its
 		// listeners are used; the DestinationRule, which shapes clusters, is left out because every
 		// file of a scenario gets the edit).
