@@ -11,16 +11,19 @@
 // Envoy runs with --drain-time-s 4 here so the drain ends within the test. Runs inside the test
 // network namespace (npm run test:istio).
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { spiffe } from "../support/certs.js";
 import { EnvoyProcess, sleep } from "../support/envoy.js";
 import { startTlsPod, type TlsPod } from "../support/pods.js";
+import { REPO_ROOT } from "../support/paths.js";
 import { exchange } from "../support/tcp.js";
 import { ERAS, loadDump, trafficExtensionName, type Dump } from "./dump.js";
 import { CLIENT_IP, closeWithin, meshCerts, meshNetwork, translateFor, type MeshCerts } from "./envoy_sidecar.js";
-import { readUpgradeModules } from "./upgrade_inputs.js";
-import { pushFile, type Translation } from "./xds_files.js";
+import { readUpgradeModules, UPGRADE_DIR } from "./upgrade_inputs.js";
+import { pushFile, translate, type Translation } from "./xds_files.js";
 
 const SLEEP = `URI:${spiffe("default", "sleep")}`;
 const HTTPBIN = { host: "10.244.1.17", port: 9999 };
@@ -35,9 +38,18 @@ interface Sidecar {
   translation: Translation;
 }
 
-/** Envoy on one dump, with a short drain time; requires istiod's listeners and clusters accepted. */
-async function sidecar(d: Dump, certs: MeshCerts, name: string): Promise<Sidecar> {
-  const translation = translateFor(d, certs, "sleep", { ecds: "ecdsAgent", name });
+/**
+ * Envoy on one dump, with a short drain time; requires istiod's listeners and clusters accepted.
+ * `wasmDir`: where route A's mounted module is (default build/, the release the repository builds).
+ */
+async function sidecar(d: Dump, certs: MeshCerts, name: string, wasmDir?: string): Promise<Sidecar> {
+  const translation = wasmDir
+    ? translate(d, mkdtempSync(join(REPO_ROOT, ".tmp", `istio-xds-${name}-`)), {
+        certChain: readFileSync(join(certs.dir, "sleep.crt"), "utf8"),
+        key: readFileSync(join(certs.dir, "sleep.key"), "utf8"),
+        rootCa: certs.ca.cert,
+      }, { ecds: "ecdsAgent", adminPort: 15000, wasmDir, nodeId: `sidecar~${CLIENT_IP}~sleep-0.default~default.svc.cluster.local` })
+    : translateFor(d, certs, "sleep", { ecds: "ecdsAgent", name });
   const envoy = await EnvoyProcess.start({ name, adminPort: 15000, config: translation.bootstrap, readyTimeoutMs: 30_000, extraArgs: ["--drain-time-s", String(DRAIN_TIME_S)] });
   const stats = await envoy.waitForStats((s) => (s.get("listener_manager.lds.update_success") ?? 0) >= 1 && (s.get("cluster_manager.cds.update_success") ?? 0) >= 1, 10_000);
   assert.equal(stats.get("listener_manager.lds.update_rejected") ?? 0, 0, envoy.log());
@@ -112,6 +124,22 @@ for (const { era, label } of ERAS) {
         assert.deepEqual([...s.translation.files.ecds.keys()], [CANARY]);
         assert.deepEqual(s.translation.unserved, []);
         assert.deepEqual(await ecdsModules(s.envoy, CANARY), [modules.new.file]);
+        const reply = await dialHttpbin();
+        assert.equal(reply.received.toString(), `httpbin peer=${SLEEP}\nnew connection`);
+        assert.equal(await counter(s.envoy, "mtls"), 1);
+      } finally {
+        await s.envoy.stop();
+      }
+    });
+
+    it("route A canary: the same istiod output, the pod mounting the new module: Envoy loads the module from the mount and sends pod traffic through it", async () => {
+      const mount = join(UPGRADE_DIR, "route-a-canary-mount");
+      const s = await sidecar(loadDump(era, "passthrough_mtls", "A"), certs, `up-a-canary-${era}`, mount);
+      try {
+        const listeners = await s.envoy.admin("/config_dump?resource=dynamic_listeners");
+        assert.ok(listeners.includes(`"filename": "${join(mount, "passthrough_mtls.wasm")}"`), "the listener does not load the mounted module");
+        assert.ok(!listeners.includes(`"filename": "${join(REPO_ROOT, "build", "passthrough_mtls.wasm")}"`));
+        assert.equal(readFileSync(join(mount, "passthrough_mtls.wasm")).equals(readFileSync(modules.new.file)), true);
         const reply = await dialHttpbin();
         assert.equal(reply.received.toString(), `httpbin peer=${SLEEP}\nnew connection`);
         assert.equal(await counter(s.envoy, "mtls"), 1);

@@ -9,6 +9,7 @@
 //                      rendered files, as docs/upgrades.md runs it) for the new image;
 //   passthrough_mtls/second-plugin-extra-label.yaml  the canary WasmPlugin on a label the main
 //                      pods carry too (what the procedure avoids, run to show why);
+//   route-a-canary-mount/passthrough_mtls.wasm  the new module where a route A canary pod mounts it;
 //   modules.json       url → module file: pilot-agent's cache after a pull, for the Go stand-in.
 // The "image digest" of each module is the module's own sha256 here: the stand-in cache is keyed by
 // url, so only that old and new differ matters.
@@ -70,6 +71,9 @@ export function writeUpgradeInputs(): UpgradeModules {
   };
   writeFileSync(modules.old.file, oldBytes);
   writeFileSync(modules.new.file, newBytes);
+  // Route A's canary: the pod mounts the new module under the file name the EnvoyFilter names.
+  mkdirSync(join(UPGRADE_DIR, "route-a-canary-mount"), { recursive: true });
+  writeFileSync(join(UPGRADE_DIR, "route-a-canary-mount", `${FILTER}.wasm`), newBytes);
   for (const release of ["old", "new"] as const) {
     const dir = join(UPGRADE_DIR, FILTER, release);
     mkdirSync(dir, { recursive: true });
