@@ -29,6 +29,9 @@ if [ ! -f build/passthrough_mtls.wasm ]; then
   exit 1
 fi
 
+# The upgrade scenarios' manifests and modules (TestGenerateUpgrades reads them).
+node --import tsx tests/istio/upgrade_inputs.ts
+
 stale() { # stale <target> <module dir>: target missing or older than any source of the module
   [ ! -e "$1" ] && return 0
   [ -n "$(find "$2" tests/istio/common -newer "$1" \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print -quit)" ]
@@ -61,7 +64,7 @@ for era in 1.30 1.31; do
   # Two runs: a sidecar-only istiod, then the same with ambient enabled (istiod reads its feature
   # flags at start-up).
   (cd "$mod" && ISTIO_ERA=$era ISTIO_OUT="$out" REPO_ROOT="$root" \
-    "$test_bin" -test.run '^TestGenerate$' -test.count=1 >"$out/generate.log" 2>&1) ||
+    "$test_bin" -test.run '^(TestGenerate|TestGenerateUpgrades)$' -test.count=1 >"$out/generate.log" 2>&1) ||
     { tail -50 "$out/generate.log" >&2; echo "istio-gen: istiod $era generation failed ($out/generate.log)" >&2; exit 1; }
   (cd "$mod" && PILOT_ENABLE_AMBIENT=true ISTIO_ERA=$era ISTIO_OUT="$out" REPO_ROOT="$root" \
     "$test_bin" -test.run '^TestGenerateAmbient$' -test.count=1 >"$out/generate-ambient.log" 2>&1) ||

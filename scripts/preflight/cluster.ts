@@ -9,6 +9,8 @@ export interface Istiod {
   readonly name: string;
   readonly version: Version | undefined;
   readonly image: string;
+  /** Set when the preflight was asked about an upgrade (--upgrade-to): what this istiod would become. */
+  readonly planned?: "in-place" | "new-revision";
 }
 
 export interface ProxyGroup {

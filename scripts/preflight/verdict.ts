@@ -2,7 +2,7 @@
 // when the manifests are applied, as findings of three levels. A "refuse" finding is one where
 // applying (or upgrading) would leave sidecars without the filter or with listeners warming
 // forever; the command then exits non-zero.
-import type { ClusterFacts, ProxyGroup } from "./cluster.js";
+import type { ClusterFacts, Istiod, ProxyGroup } from "./cluster.js";
 import type { Hookup } from "./hookups.js";
 import { KUBERNETES_MIN, KUBERNETES_TESTED, pluginOfEcdsName, servedEcdsName } from "./versions.js";
 
@@ -16,6 +16,21 @@ const REQUIRED_CRDS = [
   ["wasmplugins.extensions.istio.io", "v1alpha1", "route B's WasmPlugins"],
   ["envoyfilters.networking.istio.io", "v1alpha3", "both routes' EnvoyFilters"],
 ] as const;
+
+/** How a finding names an istiod: as it runs, or as the planned upgrade would leave it. */
+function istiodText(d: Istiod): string {
+  const version = d.version?.text ?? d.image;
+  if (d.planned === "in-place") return `istiod ${d.name} once upgraded in place to ${version}`;
+  if (d.planned === "new-revision") return `the new istiod revision ${d.revision} at ${version}`;
+  return `istiod ${d.name} ${version}`;
+}
+
+/** What to do when a hook-up names what the sidecars' istiod does not serve. */
+function remedy(d: Istiod): string {
+  return d.planned === "in-place"
+    ? `Do not upgrade revision ${d.revision} in place: install ${d.version?.text} as a new revision (istioctl install --set revision=<name>) and move workloads to it by restarting them (docs/upgrades.md)`
+    : `Upgrade with a new revision, or restart these pods onto ${d.version?.text} first`;
+}
 
 function podList(group: ProxyGroup): string {
   const shown = group.pods.slice(0, 3).join(", ");
@@ -41,12 +56,15 @@ export function judge(facts: ClusterFacts, hookups: readonly Hookup[]): Finding[
   if (facts.istiods.length === 0) out.push({ level: "refuse", text: "no istiod Deployment (label app=istiod) in the Istio namespace: nothing would serve the WasmPlugins" });
   for (const d of facts.istiods) {
     out.push(d.version
-      ? { level: "ok", text: `istiod ${d.name} (revision ${d.revision}) ${d.version.text}: serves WasmPlugins over ECDS as ${servedEcdsName(d.version, "<ns>", "<name>")}` }
+      ? { level: "ok", text: `${d.planned ? istiodText(d) : `istiod ${d.name} (revision ${d.revision}) ${d.version.text}`}: ${d.planned ? "would serve" : "serves"} WasmPlugins over ECDS as ${servedEcdsName(d.version, "<ns>", "<name>")}` }
       : { level: "warn", text: `istiod ${d.name} (revision ${d.revision}): its image ${d.image} carries no version tag; the ECDS name it serves cannot be checked` });
   }
 
   for (const group of facts.proxies) {
-    const who = `${group.pods.length} sidecar(s) of revision ${group.revision} at ${group.version?.text ?? group.image} (${podList(group)})`;
+    // A group without pods stands for the sidecars a planned new revision will have.
+    const who = group.pods.length === 0
+      ? `sidecars restarted onto revision ${group.revision} at ${group.version?.text ?? group.image}`
+      : `${group.pods.length} sidecar(s) of revision ${group.revision} at ${group.version?.text ?? group.image} (${podList(group)})`;
     if (!group.version) {
       out.push({ level: "warn", text: `${who}: no version tag on the proxy image; which hook-up applies cannot be told` });
       continue;
@@ -69,10 +87,10 @@ export function judge(facts: ClusterFacts, hookups: readonly Hookup[]): Finding[
       const h = wrong[0]!;
       out.push({
         level: "refuse",
-        text: `${who}: their hook-up (${h.file}, proxyVersion ${h.proxyVersionText}) asks for ${h.ecdsName}, which istiod ${istiod.name} ${istiod.version.text} does not serve: their listeners would keep warming until each pod restarts. Upgrade with a new revision, or restart these pods onto ${istiod.version.text} first`,
+        text: `${who}: their hook-up (${h.file}, proxyVersion ${h.proxyVersionText}) asks for ${h.ecdsName}, which ${istiodText(istiod)} does not serve: their listeners would keep warming until each pod restarts. ${remedy(istiod)}`,
       });
     } else {
-      out.push({ level: "ok", text: `${who}: route B's hook-ups (${matching.length} patches) name what istiod ${istiod.name} ${istiod.version.text} serves` });
+      out.push({ level: "ok", text: `${who}: route B's hook-ups (${matching.length} patches) name what ${istiodText(istiod)} ${istiod.planned ? "would serve" : "serves"}` });
     }
   }
   if (facts.proxies.length === 0) out.push({ level: "warn", text: "no injected sidecars found (annotation sidecar.istio.io/status): nothing to check the hook-ups against yet" });

@@ -42,6 +42,8 @@ export interface EnvoyOptions {
    * non-integer or large number into a string). Default "yaml".
    */
   format?: "yaml" | "json";
+  /** More command-line flags, e.g. `["--drain-time-s", "2"]` (as pilot-agent passes its own). */
+  extraArgs?: string[];
 }
 
 export class EnvoyProcess {
@@ -72,6 +74,7 @@ export class EnvoyProcess {
       "--file-flush-interval-msec", "50",
     ];
     if (options.componentLogLevel) args.push("--component-log-level", options.componentLogLevel);
+    if (options.extraArgs) args.push(...options.extraArgs);
     // Access logs written to /dev/stdout land in <dir>/stdout (see accessLog()).
     const stdout = openSync(join(dir, "stdout"), "w");
     const child = spawn(binary, args, { stdio: ["ignore", stdout, "ignore"], cwd: REPO_ROOT });

@@ -306,7 +306,14 @@ func cloneAll(in []*anypb.Any) []*anypb.Any {
 // oci://…/<filter-with-dashes>:<tag> is this repository's build/<filter>.wasm.
 type localModules struct{ repo string }
 
+// moduleOverrides: url → module file, for scenarios whose images are not build/<filter>.wasm
+// (TestGenerateUpgrades: two releases of one filter).
+var moduleOverrides map[string]string
+
 func (c localModules) Get(url string, _ wasm.GetOptions) (string, error) {
+	if path, ok := moduleOverrides[url]; ok {
+		return path, nil
+	}
 	base := url[strings.LastIndex(url, "/")+1:]
 	if i := strings.Index(base, ":"); i >= 0 {
 		base = base[:i]

@@ -1,0 +1,1 @@
+../common/upgrade_test.go
