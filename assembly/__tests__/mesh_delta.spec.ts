@@ -2,8 +2,8 @@
 // compaction, memberships under churn, and the lookups tunnel_port's client needs computed from
 // the memberships (checked against a reference walk over every service's endpoints).
 import { parseMeshConfigString } from "../mesh";
-import { addMembership, ensureServices, ensureWorkloads, removeService, removeWorkload, setPorts, setService, setWorkload } from "../mesh/edit";
-import { MEM_NEXT, Mesh, S_HEADLESS, W_LIVE } from "../mesh/model";
+import { addMembership, ensureServices, ensureWorkloads, removeService, removeWorkload, setHostname, setPorts, setService, setWorkload } from "../mesh/edit";
+import { DEFAULT_CLUSTER, MEM_NEXT, Mesh, PORTS_SCANNED, S_HEADLESS, W_LIVE } from "../mesh/model";
 import { ChunkPool } from "../mesh/pool";
 import { AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
 
@@ -231,11 +231,10 @@ describe("headless lookups under churn", () => {
     ensureWorkloads(m, W);
     ensureServices(m, S);
     const ports: u32[] = [(80 << 16) | 8080, (5432 << 16) | 5432];
-    const clusters = [new ArrayBuffer(0), new ArrayBuffer(0)];
     const moved: u32[] = [(80 << 16) | 9000];
     for (let s = 0; s < S; s++) {
       setService(m, s, s % 3 == 0 ? S_HEADLESS : 0, -1, 0);
-      setPorts(m, s, ports, clusters);
+      setPorts(m, s, ports, DEFAULT_CLUSTER);
     }
     let bad = 0;
     let headlessHits = 0;
@@ -264,7 +263,7 @@ describe("headless lookups under churn", () => {
           if (m.workloadLive(w) && m.membershipOf(w, s) < 0) addMembership(m, w, s);
         }
         setService(m, s, rand(2) == 0 ? S_HEADLESS : 0, -1, 0);
-        setPorts(m, s, ports, clusters);
+        setPorts(m, s, ports, DEFAULT_CLUSTER);
       }
       if (i % 500 == 499) {
         const targets: i32[] = [8080, 5432, 9000, 7];
@@ -279,5 +278,44 @@ describe("headless lookups under churn", () => {
     }
     expect(bad).toBe(0);
     expect(headlessHits).toBeGreaterThan(100);
+  });
+});
+
+describe("service ports: short lists scanned, long lists indexed", () => {
+  it("every port is found, with its target and cluster name, whatever the list's length, through replacements", () => {
+    const r = parseMeshConfigString(`{"workloads": [], "services": []}`);
+    const m = r.mesh!;
+    const S = 40;
+    ensureServices(m, S);
+    let seed: u32 = 7;
+    let bad = 0;
+    for (let round = 0; round < 3; round++) {
+      for (let s = 0; s < S; s++) {
+        // Lengths on both sides of PORTS_SCANNED, and a service moving across it between rounds.
+        const n = (s + round * 7) % (PORTS_SCANNED * 3);
+        const ports = new Array<u32>();
+        const base = <u32>(1000 + round * 3000 + s * 50);
+        for (let i = 0; i < n; i++) ports.push(((base + <u32>i * 2) << 16) | (base + <u32>i * 2 + 1));
+        setService(m, s, 0, -1, 0);
+        setHostname(m, s, "svc-" + s.toString() + "-" + round.toString() + ".default.svc.cluster.local");
+        setPorts(m, s, ports, DEFAULT_CLUSTER);
+      }
+      for (let s = 0; s < S; s++) {
+        const n = (s + round * 7) % (PORTS_SCANNED * 3);
+        const base = 1000 + round * 3000 + s * 50;
+        for (let i = 0; i < n; i++) {
+          const port = base + i * 2;
+          if (m.serviceTargetPort(s, port) != port + 1) bad++;
+          const name = m.clusterName(s, port);
+          const want = "outbound|" + port.toString() + "||svc-" + s.toString() + "-" + round.toString() + ".default.svc.cluster.local";
+          if (name === null || String.UTF8.decode(name) != want) bad++;
+          if (m.exposesPort(s, port + 1)) bad++; // a target port, not a service port
+        }
+        // The previous round's ports are gone.
+        if (round > 0 && m.exposesPort(s, 1000 + (round - 1) * 3000 + s * 50)) bad++;
+        seed = seed * 1103515245 + 12345;
+      }
+    }
+    expect(bad).toBe(0);
   });
 });

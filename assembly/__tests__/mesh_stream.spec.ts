@@ -7,6 +7,7 @@
 import { ConfigReader, JsonValue, parseJson, quoteForMessage } from "../json";
 import { Address, FAMILY_V4, IpParse, parseIpString } from "../mesh/ip";
 import {
+  DEFAULT_CLUSTER,
   DEFAULT_LB_PREFS,
   IDENTITY_MASK,
   Mesh,
@@ -192,11 +193,6 @@ const SCOPES = ["network", "region", "zone", "subzone"];
 function legacyPresent(obj: JsonValue, key: string): bool {
   const v = obj.get(key);
   return v !== null && !v.isNull();
-}
-
-// @ts-ignore: decorator
-@inline function legacyPortKey(index: i32, port: i32): u64 {
-  return (<u64>index << 16) | <u64>port;
 }
 
 function legacyQ(text: string): string {
@@ -625,7 +621,6 @@ class LegacyMeshParser {
     const path = r.childPath(p, "ports");
     const keys = ports.keys();
     const words = new Array<u32>();
-    const names = new Array<ArrayBuffer>();
     for (let k = 0; k < keys.length && !r.failed(); k++) {
       const key = unchecked(keys[k]);
       const port = parsePortKey(key);
@@ -633,10 +628,9 @@ class LegacyMeshParser {
       const target = <i32>r.requireInteger(ports, key, path, 1, 65535);
       if (r.failed()) return;
       words.push((<u32>port << 16) | <u32>target);
-      const name = cluster !== null ? cluster : String.UTF8.encode("outbound|" + port.toString() + "||" + hostname);
-      names.push(name);
     }
-    setPorts(m, s, words, names);
+    // The default "outbound|<port>||<hostname>" is the model's own (built on first use).
+    setPorts(m, s, words, cluster !== null ? cluster : DEFAULT_CLUSTER);
   }
 
   private vips(s: i32, obj: JsonValue, p: string): void {
@@ -722,7 +716,7 @@ class LegacyMeshParser {
       if (port < 0) {
         return r.fail(r.childPath(f.fieldPath("ports"), key), "not a port number (1..65535): " + legacyQ(key));
       }
-      if (m.portIndex.get(legacyPortKey(s, port)) < 0) {
+      if (!m.exposesPort(s, port)) {
         const reason = "service port " + port.toString() + " is not in " + r.childPath(servicePath, "ports");
         return r.fail(r.childPath(f.fieldPath("ports"), key), reason);
       }

@@ -404,7 +404,7 @@ describe("passthrough_mtls decision: headless services", () => {
     expect(d.route).toBe(Route.HeadlessMember);
     expect(serviceName(c, d)).toBe("db.default.svc.cluster.local");
     expect(podIdentity(c, d)).toBe("spiffe://cluster.local/ns/default/sa/db-0");
-    expect(utf8(changetype<ArrayBuffer>(c.mesh.portSlotCluster(d.slot)))).toBe(
+    expect(utf8(changetype<ArrayBuffer>(c.mesh.portSlotCluster(d.service, d.slot)))).toBe(
       "outbound|5432||db.default.svc.cluster.local",
     );
   });
@@ -415,7 +415,7 @@ describe("passthrough_mtls decision: headless services", () => {
     const d = decideFor(c, "10.0.1.1:8080");
     expect(d.route).toBe(Route.HeadlessMember);
     expect(serviceName(c, d)).toBe("db.default.svc.cluster.local");
-    expect(utf8(changetype<ArrayBuffer>(c.mesh.portSlotCluster(d.slot)))).toBe(
+    expect(utf8(changetype<ArrayBuffer>(c.mesh.portSlotCluster(d.service, d.slot)))).toBe(
       "outbound|80||db.default.svc.cluster.local",
     );
     // Dialling the service port on the pod is not a served target port.
@@ -430,7 +430,7 @@ describe("passthrough_mtls decision: headless services", () => {
     expect(d.route).toBe(Route.MtlsPod);
     expect(d.service).toBe(-1);
     expect(d.slot).toBe(-1);
-    expect(c.mesh.portSlotCluster(d.slot)).toBeNull();
+    expect(c.mesh.portSlotCluster(d.service, d.slot)).toBeNull();
     expect(podIdentity(c, d)).toBe("spiffe://cluster.local/ns/default/sa/db-0");
   });
 
@@ -440,7 +440,7 @@ describe("passthrough_mtls decision: headless services", () => {
     const overridden = decideFor(c, "10.0.1.2:9090");
     expect(overridden.route).toBe(Route.HeadlessMember);
     expect(serviceName(c, overridden)).toBe("db.default.svc.cluster.local");
-    expect(utf8(changetype<ArrayBuffer>(c.mesh.portSlotCluster(overridden.slot)))).toBe(
+    expect(utf8(changetype<ArrayBuffer>(c.mesh.portSlotCluster(overridden.service, overridden.slot)))).toBe(
       "outbound|80||db.default.svc.cluster.local",
     );
     // The default target 8080 is not served by db-1.
@@ -463,7 +463,7 @@ describe("passthrough_mtls decision: headless services", () => {
     const d = decideFor(c, "[fd00::2]:6379");
     expect(d.route).toBe(Route.HeadlessMember);
     expect(serviceName(c, d)).toBe("cache.default.svc.cluster.local");
-    expect(utf8(changetype<ArrayBuffer>(c.mesh.portSlotCluster(d.slot)))).toBe("cache_cluster");
+    expect(utf8(changetype<ArrayBuffer>(c.mesh.portSlotCluster(d.service, d.slot)))).toBe("cache_cluster");
   });
 
   it("keeps a tlsMode disabled member of a headless service in clear", () => {

@@ -11,9 +11,11 @@ import { grown, growU16, growU32, growU8 } from "./edit_grow";
 import { dropMemberships, dropServiceMembers, markHeadlessMembers } from "./edit_members";
 export { addMembership, dropMembersOfServices, ensureMemberships, markHeadlessMembers, reserveMembers } from "./edit_members";
 import {
+  DEFAULT_CLUSTER,
   IDENTITY_MASK,
   Mesh,
   portKey,
+  PORTS_SCANNED,
   S_HEADLESS,
   S_LIVE,
   VIP_WORDS,
@@ -54,6 +56,15 @@ function ensureSlots(m: Mesh, extra: i32): void {
     const cap = grown(have, need);
     m.slotPort = growU16(m.slotPort, cap);
     m.slotTarget = growU16(m.slotTarget, cap);
+  }
+  // The names' cache to the same capacity, in one step (pushed one by one it reallocates ~13
+  // times for 65,535 ports; setting its length reallocates exactly, so only on a doubling).
+  const names = m.slotCluster;
+  if (need > names.length) {
+    const from = names.length;
+    const size = max(need, m.slotPort.length);
+    names.length = size;
+    for (let i = from; i < size; i++) unchecked((names[i] = DEFAULT_CLUSTER));
   }
 }
 
@@ -205,16 +216,19 @@ export function setHostname(m: Mesh, s: i32, hostname: string): void {
 }
 
 /**
- * Sets s's ports: `ports` are (port << 16 | target) words in order, each with its UTF-8
- * cluster name (`clusters[i]`). Replaces any ports s had.
+ * Sets s's ports: `ports` are (port << 16 | target) words in order; `cluster` is the service's
+ * explicit UTF-8 cluster name, or DEFAULT_CLUSTER (each port's "outbound|<port>||<hostname>",
+ * built on first use: Mesh.slotClusterName). Replaces any ports s had.
  */
-export function setPorts(m: Mesh, s: i32, ports: Array<u32>, clusters: Array<ArrayBuffer>): void {
+export function setPorts(m: Mesh, s: i32, ports: Array<u32>, cluster: ArrayBuffer): void {
   clearPorts(m, s);
   const n = ports.length;
   if (n == 0 || s < 0 || s >= m.sFlags.length) return;
   ensureSlots(m, n);
   const pool = m.sPorts;
   const at = pool.alloc(s, n, m.sFlags.length);
+  const indexed = n > PORTS_SCANNED;
+  if (indexed) m.portIndex.reserve(n);
   for (let i = 0; i < n; i++) {
     let slot: i32;
     if (m.slotFree.length > 0) slot = m.slotFree.pop();
@@ -222,11 +236,10 @@ export function setPorts(m: Mesh, s: i32, ports: Array<u32>, clusters: Array<Arr
     const entry = unchecked(ports[i]);
     unchecked((m.slotPort[slot] = <u16>(entry >> 16)));
     unchecked((m.slotTarget[slot] = <u16>entry));
-    const name = i < clusters.length ? unchecked(clusters[i]) : new ArrayBuffer(0);
-    if (slot < m.slotCluster.length) unchecked((m.slotCluster[slot] = name));
-    else m.slotCluster.push(name);
+    if (slot < m.slotCluster.length) unchecked((m.slotCluster[slot] = cluster));
+    else m.slotCluster.push(cluster);
     pool.setWord(at + i, <u32>slot);
-    m.portIndex.add(portKey(s, <i32>(entry >> 16)), slot);
+    if (indexed) m.portIndex.add(portKey(s, <i32>(entry >> 16)), slot);
   }
 }
 
@@ -234,16 +247,16 @@ function clearPorts(m: Mesh, s: i32): void {
   const pool = m.sPorts;
   const at = pool.offset(s);
   if (at < 0) return;
-  const n = pool.capacityOf(s);
-  const empty = new ArrayBuffer(0);
+  const n = pool.capacityAt(at);
+  const indexed = n > PORTS_SCANNED;
   for (let i = 0; i < n; i++) {
     const slot = <i32>pool.word(at + i);
     if (slot < 0 || slot >= m.slotTotal) continue;
-    m.portIndex.remove(portKey(s, <i32>unchecked(m.slotPort[slot])));
-    if (slot < m.slotCluster.length) unchecked((m.slotCluster[slot] = empty));
+    if (indexed) m.portIndex.remove(portKey(s, <i32>unchecked(m.slotPort[slot])));
+    if (slot < m.slotCluster.length) unchecked((m.slotCluster[slot] = DEFAULT_CLUSTER));
     m.slotFree.push(slot);
   }
-  pool.free(s);
+  pool.freeAt(s, at);
 }
 
 /** Sets s's VIPs: VIP_WORDS words each ([network << 8 | family, 4 address words]); inserts them. */
@@ -274,7 +287,7 @@ function clearVips(m: Mesh, s: i32): void {
   const pool = m.sVips;
   const at = pool.offset(s);
   if (at < 0) return;
-  const n = pool.capacityOf(s) / VIP_WORDS;
+  const n = pool.capacityAt(at) / VIP_WORDS;
   for (let i = 0; i < n; i++) {
     const k = at + i * VIP_WORDS;
     const head = pool.word(k);
@@ -287,7 +300,7 @@ function clearVips(m: Mesh, s: i32): void {
       m.vipTable6.remove(hi, lo, s, net);
     }
   }
-  pool.free(s);
+  pool.freeAt(s, at);
 }
 
 /** Sets s's subject alt names. */
@@ -314,14 +327,14 @@ function clearSans(m: Mesh, s: i32): void {
   const pool = m.sSans;
   const at = pool.offset(s);
   if (at < 0) return;
-  const n = pool.capacityOf(s);
+  const n = pool.capacityAt(at);
   for (let i = 0; i < n; i++) {
     const slot = <i32>pool.word(at + i);
     if (slot < 0 || slot >= m.sans.length) continue;
     unchecked((m.sans[slot] = ""));
     m.sanFree.push(slot);
   }
-  pool.free(s);
+  pool.freeAt(s, at);
 }
 
 /**
@@ -331,7 +344,9 @@ function clearSans(m: Mesh, s: i32): void {
 export function clearServiceContent(m: Mesh, s: i32): void {
   if (s < 0 || s >= m.sFlags.length) return;
   const hostname = s < m.sHostname.length ? unchecked(m.sHostname[s]) : "";
-  if (hostname.length > 0 && m.hostnames.has(hostname) && m.hostnames.get(hostname) == s) m.hostnames.delete(hostname);
+  // One lookup: a live service's hostname is indexed to it (setHostname refuses another
+  // owner), so the entry is s's own.
+  if (hostname.length > 0) m.hostnames.delete(hostname);
   if (s < m.sHostname.length) unchecked((m.sHostname[s] = ""));
   clearPorts(m, s);
   clearVips(m, s);

@@ -110,7 +110,7 @@ export function markHeadlessMembers(m: Mesh, s: i32): void {
   const pool = m.sMembers;
   const at = pool.offset(s);
   if (at < 0) return;
-  const count = min(<i32>pool.word(at), pool.capacityOf(s) - 1);
+  const count = min(<i32>pool.word(at), pool.capacityAt(at) - 1);
   const capacity = m.memCapacity();
   for (let i = 0; i < count; i++) {
     const g = <i32>pool.word(at + 1 + i);
@@ -174,7 +174,7 @@ export function dropMembersOfServices(m: Mesh, removed: Array<i32>): void {
     if (s < 0 || s >= m.sFlags.length || !goneServices.mark(<u32>s)) continue;
     const at = pool.offset(s);
     if (at < 0) continue;
-    const count = min(<i32>pool.word(at), pool.capacityOf(s) - 1);
+    const count = min(<i32>pool.word(at), pool.capacityAt(at) - 1);
     for (let k = 0; k < count; k++) {
       const g = <i32>pool.word(at + 1 + k);
       if (g < 0 || g >= capacity) continue;

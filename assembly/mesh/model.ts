@@ -24,6 +24,7 @@ import { OBJECT_OVERHEAD } from "./table";
 import { arrayBytes, inRange, MEM_NEXT, MEM_SERVICE, Ref, RefTarget, validPort } from "./model_layout";
 
 export {
+  DEFAULT_CLUSTER,
   DEFAULT_LB_PREFS,
   IDENTITY_MASK,
   LbMode,
@@ -35,6 +36,7 @@ export {
   MEM_STRIDE,
   MEM_WORKLOAD,
   portKey,
+  PORTS_SCANNED,
   Ref,
   RefTarget,
   S_HEADLESS,
@@ -85,7 +87,7 @@ export class Mesh extends MeshServices {
   headlessCluster(w: i32, port: i32): ArrayBuffer | null {
     const found = this.headlessMatch(w, port);
     if (found < 0) return null;
-    return this.portSlotCluster(<i32>(found & 0xffffffff));
+    return this.slotClusterName(<i32>(found >> 32), <i32>(found & 0xffffffff));
   }
 
   /**
@@ -97,9 +99,9 @@ export class Mesh extends MeshServices {
     return this.headlessMatch(w, port);
   }
 
-  /** The cluster name (UTF-8, shared) of port slot `slot`, or null; slots come from headlessMatchOf. */
-  portSlotCluster(slot: i32): ArrayBuffer | null {
-    return inRange(slot, this.slotCluster.length) ? unchecked(this.slotCluster[slot]) : null;
+  /** The cluster name (UTF-8, shared) of service s's port slot `slot` (from headlessMatchOf), or null. */
+  portSlotCluster(s: i32, slot: i32): ArrayBuffer | null {
+    return this.slotClusterName(s, slot);
   }
 
   /**

@@ -87,6 +87,19 @@ export const DEFAULT_LB_PREFS: u32 = 0x04030201;
 
 const EMPTY_BYTES = new ArrayBuffer(0);
 
+/**
+ * A port slot's cluster name before it is first asked for: "outbound|<port>||<hostname>" is
+ * built on first use, not stored per port at load (a service may carry 65,535 ports: ~80 bytes
+ * each, most never dialled). An explicit `cluster` is one buffer shared by the service's slots.
+ */
+export const DEFAULT_CLUSTER: ArrayBuffer = new ArrayBuffer(0);
+
+/**
+ * Services with at most this many ports find a port by scanning their own slots (one cache
+ * line, no index entry to add or remove); longer lists go through `portIndex`.
+ */
+export const PORTS_SCANNED: i32 = 8;
+
 // @ts-ignore: decorator
 @inline export function inRange(i: i32, n: i32): bool {
   return <u32>i < <u32>n;

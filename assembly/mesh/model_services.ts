@@ -1,8 +1,9 @@
 // The mesh model's per-service answers: a service by VIP or hostname, its ports and target
 // ports, cluster names, endpoints, SANs, VIPs and load-balancing preference.
 import { Address, FAMILY_V4, FAMILY_V6 } from "./ip";
+import { defaultClusterName } from "./parse_text";
 import { MeshWorkloads } from "./model_workloads";
-import { inRange, LbMode, M_OVERRIDES, M_POS_MASK, MEM_POS, MEM_WORKLOAD, portKey, S_HEADLESS, S_LB_STANDARD, S_LIVE, Scope, validPort, VIP_WORDS } from "./model_layout";
+import { inRange, LbMode, M_OVERRIDES, M_POS_MASK, MEM_POS, MEM_WORKLOAD, portKey, PORTS_SCANNED, S_HEADLESS, S_LB_STANDARD, S_LIVE, Scope, validPort, VIP_WORDS } from "./model_layout";
 
 /** Mesh's service accessors (see model.ts). */
 export class MeshServices extends MeshWorkloads {
@@ -67,8 +68,21 @@ export class MeshServices extends MeshWorkloads {
    * not expose the port.
    */
   clusterName(s: i32, servicePort: i32): ArrayBuffer | null {
-    const slot = this.portSlot(s, servicePort);
-    return inRange(slot, this.slotCluster.length) ? unchecked(this.slotCluster[slot]) : null;
+    return this.slotClusterName(s, this.portSlot(s, servicePort));
+  }
+
+  /**
+   * The cluster name of s's port slot `slot` (UTF-8, shared: do not modify), or null. A
+   * default name is built the first time it is asked for and kept until the port changes:
+   * once per dialled port, never per port loaded.
+   */
+  slotClusterName(s: i32, slot: i32): ArrayBuffer | null {
+    if (!inRange(slot, this.slotCluster.length) || !inRange(s, this.serviceTotal)) return null;
+    const name = unchecked(this.slotCluster[slot]);
+    if (name.byteLength > 0) return name;
+    const built = defaultClusterName(<i32>unchecked(this.slotPort[slot]), unchecked(this.sHostname[s]));
+    unchecked((this.slotCluster[slot] = built));
+    return built;
   }
 
   endpointCount(s: i32): i32 {
@@ -228,7 +242,17 @@ export class MeshServices extends MeshWorkloads {
 
   protected portSlot(s: i32, port: i32): i32 {
     if (!inRange(s, this.serviceTotal) || !validPort(port)) return -1;
-    return this.portIndex.get(portKey(s, port));
+    const pool = this.sPorts;
+    const at = pool.offset(s);
+    if (at < 0) return -1;
+    const n = pool.capacityAt(at);
+    if (n > PORTS_SCANNED) return this.portIndex.get(portKey(s, port));
+    // A short list: its slots side by side (ports are unique within a service).
+    for (let i = 0; i < n; i++) {
+      const slot = <i32>pool.word(at + i);
+      if (inRange(slot, this.slotPort.length) && <i32>unchecked(this.slotPort[slot]) == port) return slot;
+    }
+    return -1;
   }
 
   /** Membership g's override for `servicePort`, or -1. */

@@ -5,11 +5,11 @@ import { JsonToken } from "../json";
 import { FAMILY_V4 } from "./ip";
 import { addMembership, ensureMemberships, ensureServices, markHeadlessMembers, reserveMembers, reserveSlots, setHostname, setPorts, setSans, setVips } from "./edit";
 import { failElementString, failEnum, failInteger, FieldReader } from "./fields";
-import { DEFAULT_LB_PREFS, S_HEADLESS, S_LB_STANDARD, S_LIVE, VIP_WORDS } from "./model";
+import { DEFAULT_CLUSTER, DEFAULT_LB_PREFS, S_HEADLESS, S_LB_STANDARD, S_LIVE, VIP_WORDS } from "./model";
 import { EF_PORTS, EF_WORKLOAD, LB_MODES, LB_STANDARD, LF_MODE, LF_PREFERENCE, MAX_SERVICE_ITEMS, SCOPES, SF_CLUSTER, SF_ENDPOINTS, SF_HEADLESS, SF_HOSTNAME, SF_LB, SF_PORTS, SF_SANS, SF_VIPS, SF_WAYPOINT, VF_ADDRESS, VF_NETWORK } from "./parse";
 import { MeshParser } from "./parse_context";
 import { MeshScan } from "./parse_scan";
-import { defaultClusterName, integerIn, keyText, onNetwork, portOfKey, q } from "./parse_text";
+import { integerIn, keyText, onNetwork, portOfKey, q } from "./parse_text";
 import { ChunkPool } from "./pool";
 import { ADDED, AddrTable4, AddrTable6, U64Table } from "./table";
 import { isHostname, isSanText, SAN_COMMA } from "./validate";
@@ -118,19 +118,16 @@ export function readServicePorts(p: MeshParser, si: i32, f: FieldReader, hostnam
   const m = p.mesh;
   if (!f.optionalObject(SF_PORTS)) return;
   const words = p.portWords;
-  const names = p.clusters;
   words.length = 0;
-  names.length = 0;
   while (true) {
     const port = nextPortKey(p, f);
     if (port <= 0) break;
     const target = portTarget(p, f);
     if (target < 0) break;
     words.push((<u32>port << 16) | <u32>target);
-    names.push(cluster !== null ? cluster : defaultClusterName(port, hostname));
   }
   // Stored before the endpoints are read: their overrides must name these ports.
-  setPorts(m, si, words, names);
+  setPorts(m, si, words, cluster !== null ? cluster : DEFAULT_CLUSTER);
 }
 
 export function readVips(p: MeshParser, si: i32, f: FieldReader): void {

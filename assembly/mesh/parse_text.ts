@@ -64,19 +64,6 @@ export function defaultClusterName(port: i32, hostname: string): ArrayBuffer {
   return out;
 }
 
-/**
- * The same from the hostname's UTF-8 bytes, copied whole: the binary update path has them in
- * the message, and a service may carry 65,535 ports (a byte-by-byte copy through the string
- * was a sixth of decoding such a service).
- */
-export function defaultClusterNameUtf8(port: i32, hostPtr: usize, hostLen: i32): ArrayBuffer {
-  const digits = portDigits(port);
-  const out = new ArrayBuffer(11 + digits + hostLen);
-  const at = writeClusterHead(changetype<usize>(out), port, digits);
-  memory.copy(at, hostPtr, <usize>hostLen);
-  return out;
-}
-
 // @ts-ignore: decorator
 @inline function portDigits(port: i32): i32 {
   return port >= 10000 ? 5 : port >= 1000 ? 4 : port >= 100 ? 3 : port >= 10 ? 2 : 1;

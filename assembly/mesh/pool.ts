@@ -44,6 +44,12 @@ export class ChunkPool {
     return at < 0 ? 0 : <i32>unchecked(this.words[at - 1]);
   }
 
+  /** Data words of the chunk at data offset `at` (an offset from `offset`, not -1). */
+  // @ts-ignore: decorator
+  @inline capacityAt(at: i32): i32 {
+    return at >= HEADER && at <= this.used ? <i32>unchecked(this.words[at - 1]) : 0;
+  }
+
   /** Word `at` of the pool (an offset from `offset` plus an index below `capacityOf`). */
   // @ts-ignore: decorator
   @inline word(at: i32): u32 {
@@ -78,6 +84,12 @@ export class ChunkPool {
     if (old >= 0 && keep > 0) memory.copy(words + (<usize>at << 2), words + (<usize>old << 2), <usize>keep << 2);
     if (old >= 0) this.garbage += before + HEADER;
     return at;
+  }
+
+  /** Drops owner's chunk, found at data offset `at` (from `offset`, not -1). */
+  freeAt(owner: i32, at: i32): void {
+    this.garbage += this.capacityAt(at) + HEADER;
+    this.index.remove(owner);
   }
 
   /** Drops owner's chunk. */

@@ -84,6 +84,24 @@ export class U64Table {
     return true;
   }
 
+  /**
+   * Room for `extra` more keys with one growth at most: a list of 65,535 ports added one by
+   * one would double the table ~13 times, each step's old table left as garbage.
+   */
+  reserve(extra: i32): void {
+    const want = <i64>this.used + <i64>extra;
+    const cap = <i64>this.mask + 1;
+    if (want * 3 <= cap * 2) return;
+    const old = this.slots;
+    const next = tableCapacity(<i32>min<i64>(want, 0x3fffffff));
+    this.slots = new StaticArray<u64>(next << 1);
+    this.mask = <u32>next - 1;
+    for (let i = 0; i + 1 < old.length; i += 2) {
+      const stored = unchecked(old[i + 1]);
+      if (stored != 0) this.place(unchecked(old[i]), stored);
+    }
+  }
+
   clear(): void {
     memory.fill(changetype<usize>(this.slots), 0, <usize>this.slots.length << 3);
     this.used = 0;

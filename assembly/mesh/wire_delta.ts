@@ -11,7 +11,8 @@ import {
 } from "./edit";
 import { IDENTITY_MASK, MEM_SERVICE, Mesh, W_V4 } from "./model";
 import { MAX_LOCALITIES, MAX_NETWORKS } from "./parse";
-import { ADDED, AddrTable4, AddrTable6, U64Table } from "./table";
+import { ADDED, AddrTable4, AddrTable6 } from "./table";
+import { IdSlots } from "./wire_marks";
 import {
   indexed,
   quoted,
@@ -79,10 +80,15 @@ function warmLines(m: Mesh, n: i32): void {
   warmSink += sink;
 }
 
-/** Key of an id in the "last record" index: workloads and services apart. */
+/** The last record of each workload id and service id in the message; the removed services. */
+const lastWorkload = new IdSlots();
+const lastService = new IdSlots();
+const removedServices = new IdSlots();
+
+/** The index of the message's last record for the id, or -1. */
 // @ts-ignore: decorator
-@inline function idKey(service: bool, id: i32): u64 {
-  return (service ? (<u64>1 << 32) : 0) | <u64><u32>id;
+@inline function lastOf(service: bool, id: i32): i32 {
+  return service ? lastService.get(<u32>id) : lastWorkload.get(<u32>id);
 }
 
 export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
@@ -113,14 +119,15 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   const n = h.records;
   warmLines(m, n);
   // The last record of each id, and which service ids are removed somewhere in the message.
-  const last = new U64Table(n);
-  const removedServices = new U64Table(0);
+  lastWorkload.begin();
+  lastService.begin();
+  removedServices.begin();
   for (let i = 0; i < n; i++) {
     const type = unchecked(recType[i]);
-    const key = idKey(type >= REC_SERVICE_UPSERT, unchecked(recId[i]));
-    last.remove(key);
-    last.add(key, i);
-    if (type == REC_SERVICE_REMOVE) removedServices.add(key, i);
+    const id = <u32>unchecked(recId[i]);
+    if (type >= REC_SERVICE_UPSERT) lastService.set(id, i);
+    else lastWorkload.set(id, i);
+    if (type == REC_SERVICE_REMOVE) removedServices.set(id, i);
   }
   // Whether each record is its id's last, looked up once (every loop below asks).
   recLast.length = n;
@@ -128,10 +135,10 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   for (let i = 0; i < n; i++) {
     const type = unchecked(recType[i]);
     if (type >= REC_SERVICE_UPSERT) serviceRecords++;
-    unchecked((recLast[i] = last.get(idKey(type >= REC_SERVICE_UPSERT, unchecked(recId[i]))) == i));
+    unchecked((recLast[i] = lastOf(type >= REC_SERVICE_UPSERT, unchecked(recId[i])) == i));
   }
   lastHasServices = serviceRecords > 0;
-  if (!checkFinalState(m, r, h, last)) return false;
+  if (!checkFinalState(m, r, h)) return false;
 
   // Apply. 1: clear every id the message names.
   ensureWorkloads(m, workloadIds);
@@ -145,7 +152,7 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   for (let i = 0; i < n; i++) {
     const id = unchecked(recId[i]);
     // A service upserted last but removed earlier in the message loses its members too.
-    if (unchecked(recType[i]) == REC_SERVICE_UPSERT && unchecked(recLast[i]) && removedServices.get(idKey(true, id)) >= 0) removedIds.push(id);
+    if (unchecked(recType[i]) == REC_SERVICE_UPSERT && unchecked(recLast[i]) && removedServices.get(<u32>id) >= 0) removedIds.push(id);
   }
   if (removedIds.length > 0) dropMembersOfServices(m, removedIds);
   for (let i = 0; i < n; i++) {
@@ -155,7 +162,7 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
     if (!unchecked(recLast[i])) continue;
     if (service) m.changedServices.push(id);
     if (!service) removeWorkload(m, id);
-    else if (removedServices.get(idKey(true, id)) >= 0) removeService(m, id);
+    else if (removedServices.get(<u32>id) >= 0) removeService(m, id);
     else clearServiceContent(m, id);
   }
   // 2: the services' last upserts; 3: the workloads'.
@@ -191,7 +198,7 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
  * addresses unique (an existing holder counts unless the message names it), memberships
  * naming services live after the message. Touches nothing in m.
  */
-function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): bool {
+function checkFinalState(m: Mesh, r: WireReader, h: Header): bool {
   const n = h.records;
   const hostnames = new Map<string, i32>();
   const vip4 = new AddrTable4(0);
@@ -218,7 +225,7 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
       if (hostnames.has(hostname)) return r.fail("hostname", "duplicate hostname " + quoted(s.hostPtr, s.hostLen) + " (record " + hostnames.get(hostname).toString() + ")");
       hostnames.set(hostname, i);
       const owner = m.serviceByHostname(hostname);
-      if (owner >= 0 && owner != id && last.get(idKey(true, owner)) < 0) {
+      if (owner >= 0 && owner != id && lastOf(true, owner) < 0) {
         return r.fail("hostname", "duplicate hostname " + quoted(s.hostPtr, s.hostLen) + " (service " + owner.toString() + ")");
       }
       r.pos = s.vipAt;
@@ -232,7 +239,7 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
         const clash = a.family == FAMILY_V4 ? vip4.insert(a.v4, id, net) : vip6.insert(a.hi, a.lo, id, net);
         if (clash != ADDED) return r.fail(indexed("vips", k) + ".address", "VIP " + formatIp(a) + (clash == id ? " listed twice" : " is also in service " + clash.toString()));
         const owner = net < m.networkCount() ? m.serviceByVip(net, a) : -1;
-        if (owner >= 0 && owner != id && last.get(idKey(true, owner)) < 0) {
+        if (owner >= 0 && owner != id && lastOf(true, owner) < 0) {
           return r.fail(indexed("vips", k) + ".address", "VIP " + formatIp(a) + " is already used by service " + owner.toString());
         }
       }
@@ -259,7 +266,7 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
           return r.fail(indexed("addresses", k), "address " + formatIp(a) + " is also in workload " + clash.toString() + " of this message");
         }
         const owner = net < m.networkCount() ? m.workloadByAddress(net, a) : -1;
-        if (owner >= 0 && owner != id && last.get(idKey(false, owner)) < 0) {
+        if (owner >= 0 && owner != id && lastOf(false, owner) < 0) {
           return r.fail(indexed("addresses", k), "address " + formatIp(a) + " on network " + quoted(w.netPtr, w.netLen) + " is already used by workload " + owner.toString());
         }
       }
@@ -268,7 +275,7 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header, last: U64Table): boo
         const s = <i32>r.u32At(at);
         const nov = <i32>r.u8At(at + 4);
         // A message without service records leaves every service as the model has it.
-        const final = lastHasServices ? last.get(idKey(true, s)) : -1;
+        const final = lastHasServices ? lastOf(true, s) : -1;
         const live = final >= 0 ? unchecked(recType[final]) == REC_SERVICE_UPSERT : m.serviceLive(s);
         if (!live) return r.fail(indexed("memberships", k) + ".service", "service " + s.toString() + " is not live after this message");
         at += 5 + nov * 4;

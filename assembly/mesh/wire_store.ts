@@ -14,9 +14,8 @@ import {
   setWorkload,
   setWorkloadRefs,
 } from "./edit";
-import { IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, W_HEALTHY, W_ISTIO } from "./model";
+import { DEFAULT_CLUSTER, IDENTITY_MASK, Mesh, S_HEADLESS, S_LB_STANDARD, W_HEALTHY, W_ISTIO } from "./model";
 import { MAX_LOCALITIES, MAX_NETWORKS } from "./parse";
-import { defaultClusterNameUtf8 } from "./parse_text";
 import { RefTable } from "./refs";
 import {
   indexed,
@@ -59,7 +58,6 @@ export const scratchAddress = new Address();
 const v4s = new Array<u32>();
 const v6s = new Array<u64>();
 const words = new Array<u32>();
-const clusters = new Array<ArrayBuffer>();
 const names = new Array<string>();
 const overrides = new Array<u32>();
 let refTable: RefTable | null = null;
@@ -244,15 +242,13 @@ export function storeService(r: WireReader, m: Mesh, s: WireService): bool {
   setHostname(m, id, hostname);
   // Ports, with a cluster name each.
   words.length = 0;
-  clusters.length = 0;
-  const explicit = (s.flags & SF_CLUSTER) != 0 ? String.UTF8.encode(String.UTF8.decodeUnsafe(s.clusterPtr, <usize>s.clusterLen)) : null;
+  const cluster = (s.flags & SF_CLUSTER) != 0 ? String.UTF8.encode(String.UTF8.decodeUnsafe(s.clusterPtr, <usize>s.clusterLen)) : DEFAULT_CLUSTER;
   for (let i = 0; i < s.portCount; i++) {
     const port = r.u16At(s.portAt + i * 4);
     const target = r.u16At(s.portAt + i * 4 + 2);
     words.push((port << 16) | target);
-    clusters.push(explicit !== null ? explicit : defaultClusterNameUtf8(<i32>port, s.hostPtr, s.hostLen));
   }
-  setPorts(m, id, words, clusters);
+  setPorts(m, id, words, cluster);
   // VIPs.
   words.length = 0;
   r.pos = s.vipAt;

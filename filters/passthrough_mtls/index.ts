@@ -110,7 +110,7 @@ class PassthroughConnection extends MeshConnection<PassthroughRoot, PassthroughC
     }
     ok = ok && this.pinIdentity(config, decision.workload, config.subsetMode);
     if (decision.route == Route.HeadlessMember) {
-      const cluster = config.mesh.portSlotCluster(decision.slot);
+      const cluster = config.mesh.portSlotCluster(decision.service, decision.slot);
       ok = ok && cluster !== null && this.pinAddress(lbAddress) && this.pick(cluster);
       if (!ok) return this.reject(dst);
       root.headless.inc();
