@@ -31,3 +31,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "mesh-feed.operatorAddress" -}}
 {{- if .Values.metrics.scrape -}}0.0.0.0{{- else -}}127.0.0.1{{- end -}}
 {{- end -}}
+
+{{/* The channel port's name: Istio treats `http-` as HTTP (its inbound sidecar then sets
+x-forwarded-client-cert); the feed's own mutual TLS is `https-`. */}}
+{{- define "mesh-feed.channelPortName" -}}
+{{- if .Values.istio.enabled -}}http-channel{{- else -}}https-channel{{- end -}}
+{{- end -}}
+
+{{/* Every target's readers, each once: the principals the AuthorizationPolicy admits to the channel. */}}
+{{- define "mesh-feed.readers" -}}
+{{- $seen := dict -}}
+{{- range .Values.config.targets -}}
+{{- range (.readers | default list) -}}{{- $_ := set $seen . "" -}}{{- end -}}
+{{- end -}}
+{{- keys $seen | sortAlpha | toJson -}}
+{{- end -}}
