@@ -36,6 +36,8 @@ import { ServerGuard } from "./server_guard.js";
 import { TlsFiles } from "./tls_files.js";
 
 export const REFUSED = "feed_channel_refused_total";
+/** Distinct (caller, target) pairs logged on their first read; past it, no more such lines. */
+const MAX_READERS_LOGGED = 10_000;
 
 /** A channel request: which endpoint and which target (undefined for any other path). */
 function channelPath(rawUrl: string | undefined): { url: URL; endpoint: "delta" | "snapshot"; target: string } | undefined {
@@ -75,6 +77,9 @@ export class FeedChannelServer {
   private readonly files: TlsFiles | undefined;
   private readonly readers: Map<string, readonly string[]>;
   private readonly guard: ServerGuard;
+  /** Who has read what: each caller's first read of a target is logged with its SPIFFE id (bounded). */
+  private readonly readersSeen = new Set<string>();
+  private readonly log: Logger;
 
   constructor(
     private readonly source: SnapshotSource & DeltaSource,
@@ -84,6 +89,7 @@ export class FeedChannelServer {
     log: Logger,
     private readonly maxWaitSeconds: number,
   ) {
+    this.log = log;
     this.readers = new Map(targets.map((t) => [t.name, t.readers]));
     this.guard = new ServerGuard("channel", config.limits, metrics);
     metrics.declare(REFUSED, "counter", "channel callers refused, by reason (handshake, no_certificate, untrusted, no_spiffe_id, not_sidecar, no_forwarded_identity, bad_forwarded_identity, not_reader)");
@@ -131,6 +137,11 @@ export class FeedChannelServer {
     if (!readers || !mayRead(readers, caller.spiffeId)) {
       this.refuse(res, "not_reader", `${caller.spiffeId} may not read target ${JSON.stringify(target)}`);
       return;
+    }
+    const reader = `${caller.spiffeId} ${target}`;
+    if (!this.readersSeen.has(reader) && this.readersSeen.size < MAX_READERS_LOGGED) {
+      this.readersSeen.add(reader);
+      this.log("info", `channel: ${caller.spiffeId} reads target ${JSON.stringify(target)}`);
     }
     routeChannel(this.source, req, res, this.maxWaitSeconds);
   }
