@@ -60,7 +60,6 @@ for (const { era, label } of ERAS) {
       assert.deepEqual(common.tlsCertificateSdsSecretConfigs.map((s: Json) => s.name), ["default"]);
       const sans = findAll(common.combinedValidationContext ?? common.validationContext, (n) => typeof n.exact === "string").map((n) => n.exact);
       assert.deepEqual(sans, [FEED_ID]);
-      assert.ok(common.alpnProtocols.includes("istio-http/1.1"), common.alpnProtocols.join(","));
       // The feed's endpoint carries the label that selects it (the injector's tlsMode).
       const cla = client.endpoints.find((e: Json) => e.clusterName === FEED_CLUSTER);
       const eps = findAll(cla, (n) => n.endpoint?.address?.socketAddress !== undefined);
@@ -101,9 +100,10 @@ for (const { era, label } of ERAS) {
         const policies = Object.values(rbac.rules?.policies ?? {}) as Json[];
         assert.equal(rbac.rules.action ?? "ALLOW", "ALLOW");
         assert.equal(policies.length, 1, JSON.stringify(rbac.rules));
-        const principals = findAll(policies[0].principals, (n) => n.principalName !== undefined || n.authenticated !== undefined);
-        const prefixes = findAll(principals, (n) => typeof n.prefix === "string").map((n) => n.prefix);
-        assert.deepEqual(prefixes, ["spiffe://cluster.local/"]);
+        // The readers' pattern cluster.local/* as the authenticated (mTLS) principal's prefix, nothing else.
+        const authenticated = findAll(policies[0].principals, (n) => n.authenticated !== undefined).map((n) => n.authenticated);
+        assert.deepEqual(authenticated, [{ principalName: { prefix: "spiffe://cluster.local/" } }]);
+        assert.deepEqual(findAll(policies[0].principals, (n) => n.any !== undefined || n.remoteIp !== undefined || n.header !== undefined), []);
         assert.ok(findAll(policies[0].permissions, (n) => n.destinationPort === 9443).length >= 1, "the rule is for the channel port");
       }
       assert.ok(!inbound.filterChains.some((c: Json) => c.filterChainMatch?.destinationPort === 9443 && c.filterChainMatch?.transportProtocol === "raw_buffer"), "a plaintext chain for the channel port");
