@@ -46,9 +46,12 @@ sources_hash() { # sources_hash <module dir>: digest of the Go sources a test bi
 }
 
 # The feed's chart with istio.enabled, rendered by the real Helm: its PeerAuthentication and
-# AuthorizationPolicy go through istiod's generation with the feed's sidecar (scenario mesh_feed).
+# AuthorizationPolicy go through istiod's generation with the feed's sidecar (scenario mesh_feed),
+# its one target read by the default namespace's workloads (tests/istio/envoy_feed_channel.test.ts
+# relies on data/postgres being denied by the AuthorizationPolicy).
 feed_chart="$root/build/istio/feed-chart-istio.yaml"
-"$(bash scripts/helm-setup.sh)" template mesh-feed charts/mesh-feed --namespace mesh-feed --set istio.enabled=true >"$feed_chart"
+"$(bash scripts/helm-setup.sh)" template mesh-feed charts/mesh-feed --namespace mesh-feed --set istio.enabled=true \
+  --set-json 'config.targets=[{"name":"passthrough-mtls","filter":"passthrough_mtls","network":"","readers":["cluster.local/ns/default/*"]}]' >"$feed_chart"
 
 for era in 1.30 1.31; do
   mod="tests/istio/v${era/./_}"

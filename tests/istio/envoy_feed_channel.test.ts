@@ -233,16 +233,20 @@ for (const { era, label } of ERAS) {
       assert.match(b.body, new RegExp(FRESH_IP.replace(/\./g, "\\.")));
     });
 
-    it("a caller without a mesh certificate, or of another trust domain, never reaches the feed", async () => {
+    it("a caller without a mesh certificate, of another trust domain, or not among the readers never reaches the feed", async () => {
       const counts = async () => Promise.all(["no_forwarded_identity", "bad_forwarded_identity", "no_spiffe_id", "not_reader", "not_sidecar"].map(refused));
       const before = await counts();
       // Plain HTTP to the pod's port: STRICT leaves the sidecar no plaintext chain for it.
       const plain = await plainGet(FEED_IP, CHANNEL_PORT, "10.244.1.17", "/delta/passthrough-mtls?epoch=0&version=0", { "x-forwarded-client-cert": `URI=${SLEEP}` });
       assert.ok("error" in plain, `plain HTTP got an answer: ${JSON.stringify(plain)}`);
-      // A certificate of the mesh's root for another trust domain: mTLS holds, the AuthorizationPolicy denies.
-      const foreign = await meshGet(certs, "foreign", "10.244.1.17", "/delta/passthrough-mtls?epoch=0&version=0");
-      assert.equal(foreign.status, 403);
-      assert.equal(foreign.body, "RBAC: access denied");
+      // A certificate of the mesh's root for another trust domain: refused in the handshake
+      // (istiod's inbound validation matches the trust domain's SPIFFE prefix).
+      await assert.rejects(meshGet(certs, "foreign", "10.244.1.17", "/delta/passthrough-mtls?epoch=0&version=0"), /certificate unknown|alert|ECONNRESET|socket hang up/);
+      // A mesh identity no target lists (data/postgres; the AuthorizationPolicy admits
+      // cluster.local/ns/default/*): mTLS holds, the sidecar's RBAC denies.
+      const outsider = await meshGet(certs, "postgres", "10.244.3.4", "/delta/passthrough-mtls?epoch=0&version=0");
+      assert.equal(outsider.status, 403);
+      assert.equal(outsider.body, "RBAC: access denied");
       assert.deepEqual(await counts(), before, "the feed saw a request");
       assert.ok([...(await feedSidecar!.envoy.stats())].some(([n, v]) => /rbac.*denied$/.test(n) && v >= 1));
     });
@@ -266,7 +270,7 @@ for (const { era, label } of ERAS) {
       // httpbin's certificate of the mesh's root on the feed pod's captured port, answering an empty model.
       const impostor: TlsServer = createTlsServer({
         cert: readFileSync(join(certs.dir, "httpbin.crt")), key: readFileSync(join(certs.dir, "httpbin.key")), ca: certs.ca.cert,
-        requestCert: true, rejectUnauthorized: false, ALPNProtocols: ["istio-http/1.1", "http/1.1"],
+        requestCert: true, rejectUnauthorized: false,
       }, (socket) => {
         socket.on("error", () => socket.destroy());
         socket.end("HTTP/1.1 200 OK\r\ncontent-type: application/x-mesh-delta\r\ncontent-length: 0\r\n\r\n");

@@ -100,9 +100,10 @@ for (const { era, label } of ERAS) {
         const policies = Object.values(rbac.rules?.policies ?? {}) as Json[];
         assert.equal(rbac.rules.action ?? "ALLOW", "ALLOW");
         assert.equal(policies.length, 1, JSON.stringify(rbac.rules));
-        // The readers' pattern cluster.local/* as the authenticated (mTLS) principal's prefix, nothing else.
+        // The readers' pattern (cluster.local/ns/default/*, scripts/istio-gen.sh renders the chart
+        // with it) as the authenticated (mTLS) principal's prefix, nothing else.
         const authenticated = findAll(policies[0].principals, (n) => n.authenticated !== undefined).map((n) => n.authenticated);
-        assert.deepEqual(authenticated, [{ principalName: { prefix: "spiffe://cluster.local/" } }]);
+        assert.deepEqual(authenticated, [{ principalName: { prefix: "spiffe://cluster.local/ns/default/" } }]);
         assert.deepEqual(findAll(policies[0].principals, (n) => n.any !== undefined || n.remoteIp !== undefined || n.header !== undefined), []);
         assert.ok(findAll(policies[0].permissions, (n) => n.destinationPort === 9443).length >= 1, "the rule is for the channel port");
       }
