@@ -62,23 +62,26 @@ describe("the feed's chart in an Istio mesh (istio.enabled)", { concurrency: fal
     assert.equal(config.channel?.certFile, "");
   });
 
-  it("STRICT for the feed's pod (the scraped operator port excepted); only the readers on the channel port", () => {
+  it("STRICT on every port of the feed's pod; only the readers, only on the channel port", () => {
     const selector = { matchLabels: { "app.kubernetes.io/name": "mesh-feed", "app.kubernetes.io/instance": "mesh-feed" } };
     const pa = find(objects, "PeerAuthentication");
-    assert.deepEqual(pa.spec, { selector, mtls: { mode: "STRICT" }, portLevelMtls: { 9090: { mode: "PERMISSIVE" } } });
+    assert.deepEqual(pa.spec, { selector, mtls: { mode: "STRICT" } });
     const ap = find(objects, "AuthorizationPolicy");
     assert.deepEqual(ap.spec, {
       selector,
       action: "ALLOW",
-      rules: [
-        { from: [{ source: { principals: ["cluster.local/ns/data/sa/postgres", "cluster.local/ns/default/*"] } }], to: [{ operation: { ports: ["9443"] } }] },
-        { to: [{ operation: { ports: ["9090"], paths: ["/metrics"] } }] },
-      ],
+      rules: [{ from: [{ source: { principals: ["cluster.local/ns/data/sa/postgres", "cluster.local/ns/default/*"] } }], to: [{ operation: { ports: ["9443"] } }] }],
     });
-    const plain = template({ istio: { enabled: true } });
-    assert.equal(find(plain, "PeerAuthentication").spec.portLevelMtls, undefined, "without scraping every port is STRICT");
-    assert.equal(find(plain, "AuthorizationPolicy").spec.rules.length, 1);
     assert.equal(find(template({}), "PeerAuthentication"), undefined, "no Istio objects without istio.enabled");
+  });
+
+  it("scraped in the mesh: the operator port stays on the loopback, Prometheus is admitted to Istio's merged metrics port", () => {
+    const config = parseFeedConfig(find(objects, "ConfigMap").data["feed.yaml"], "/etc/mesh-feed/feed.yaml");
+    assert.equal(config.operator?.address, "127.0.0.1");
+    const pod = find(objects, "Deployment").spec.template;
+    assert.deepEqual(pod.spec.containers[0].ports.map((p: any) => p.name), ["http-channel"]);
+    assert.equal(pod.metadata.annotations["prometheus.io/port"], "9090", "the injector moves it to 15020 and tells pilot-agent");
+    assert.deepEqual(find(objects, "NetworkPolicy").spec.ingress.map((r: any) => r.ports[0].port), ["http-channel", 15020]);
   });
 
   it("every object passes the API server's validation (Istio's CRDs installed)", async () => {

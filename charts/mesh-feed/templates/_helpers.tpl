@@ -27,9 +27,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- keys $seen | sortAlpha | join " " -}}
 {{- end -}}
 
-{{/* The operator port binds the pod's loopback unless Prometheus scrapes it. */}}
+{{/* The operator port binds the pod's loopback unless Prometheus scrapes it directly (in Istio,
+pilot-agent's metrics merging reads it on localhost). */}}
 {{- define "mesh-feed.operatorAddress" -}}
-{{- if .Values.metrics.scrape -}}0.0.0.0{{- else -}}127.0.0.1{{- end -}}
+{{- if and .Values.metrics.scrape (not .Values.istio.enabled) -}}0.0.0.0{{- else -}}127.0.0.1{{- end -}}
 {{- end -}}
 
 {{/* The channel port's name: Istio treats `http-` as HTTP (its inbound sidecar then sets
