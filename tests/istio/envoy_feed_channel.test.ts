@@ -110,11 +110,12 @@ interface Answer {
 }
 
 /** An mTLS request to the feed's pod port as a mesh workload would make it (Istio's ALPN), from `from`. */
-function meshGet(certs: MeshCerts, cert: string, from: string, path: string, headers: Record<string, string> = {}): Promise<Answer> {
+function meshGet(certs: MeshCerts, cert: string | null, from: string, path: string, headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((done, fail) => {
     const req = httpsRequest({
       host: FEED_IP, port: CHANNEL_PORT, path, localAddress: from, headers,
-      cert: readFileSync(join(certs.dir, `${cert}.crt`)), key: readFileSync(join(certs.dir, `${cert}.key`)), ca: certs.ca.cert,
+      ...(cert === null ? {} : { cert: readFileSync(join(certs.dir, `${cert}.crt`)), key: readFileSync(join(certs.dir, `${cert}.key`)) }),
+      ca: certs.ca.cert,
       ALPNProtocols: ["istio-http/1.1"],
       // The feed's sidecar presents the feed's SPIFFE id only (no DNS name to check).
       checkServerIdentity: (_host, peer) => (peer.subjectaltname === `URI:${FEED_ID}` ? undefined : new Error(`not the feed: ${peer.subjectaltname}`)),
@@ -244,6 +245,8 @@ for (const { era, label } of ERAS) {
         // Plain HTTP to the pod's port: STRICT leaves the sidecar no plaintext chain for it.
         const plain = await plainGet(FEED_IP, CHANNEL_PORT, "10.244.1.17", "/delta/passthrough-mtls?epoch=0&version=0", { "x-forwarded-client-cert": `URI=${SLEEP}` });
         assert.ok("error" in plain, `plain HTTP got an answer: ${JSON.stringify(plain)}`);
+      // TLS without a client certificate: the sidecar requires one (the handshake fails).
+      await assert.rejects(meshGet(certs, null, "10.244.1.17", "/delta/passthrough-mtls?epoch=0&version=0", { "x-forwarded-client-cert": `URI=${SLEEP}` }));
         // A certificate of the mesh's root for another trust domain: refused in the handshake
         // (istiod's inbound validation matches the trust domain's SPIFFE prefix).
         await assert.rejects(meshGet(certs, "foreign", "10.244.1.17", "/delta/passthrough-mtls?epoch=0&version=0"), /certificate unknown|alert|ECONNRESET|socket hang up/);
