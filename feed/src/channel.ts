@@ -22,7 +22,7 @@
 // Refusals are 403 with a one-line reason and `connection: close`; the TLS layer itself accepts
 // any client certificate so that the refusal can say why and be counted (istiod refuses in the
 // handshake; a caller here learns nothing more than the reason).
-import { createServer as createTlsServer } from "node:https";
+import { createServer as createTlsServer, type Server as TlsServer } from "node:https";
 import { createServer as createPlainServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
@@ -101,7 +101,8 @@ export class FeedChannelServer {
     metrics.declare("feed_channel_tls_reload_errors_total", "counter", "changed certificate sets that did not load (the previous stays)");
     this.files = new TlsFiles(config, {
       loaded: (options) => {
-        (this.server as import("node:https").Server | undefined)?.setSecureContext(options);
+        // Only the TLS mode has files, so the server is the TLS one.
+        (this.server as TlsServer | undefined)?.setSecureContext(options);
         metrics.add("feed_channel_tls_reloads_total", {});
         log("info", "channel: certificate files changed, new connections get the new set");
       },
