@@ -80,6 +80,26 @@ for (const { era, label } of ERAS) {
       assert.equal(client.clusters.filter((x: Json) => x.name === FEED_CLUSTER).length, 1);
     });
 
+    it("every proxy a shipped route configures (both routes, every filter and role) has the cluster its meshFeed names, Istio's own with mTLS", () => {
+      const proxies = [
+        ["passthrough_mtls", "A", "client"], ["passthrough_mtls", "B", "client"],
+        ["tunnel_port", "A", "client"], ["tunnel_port", "A", "server"], ["tunnel_port", "B", "client"], ["tunnel_port", "B", "server"],
+        ["waypoint_route", "A", "client"], ["waypoint_route", "B", "client"],
+      ] as const;
+      for (const [filter, route, proxy] of proxies) {
+        const d = loadDump(era, filter, route, proxy);
+        // The plugin configurations Envoy runs: inline in the listeners (route A) or over ECDS as pilot-agent hands them (route B).
+        const wasm = findAll([d.listeners, d.ecdsAgent], (n) => n.vmConfig !== undefined && typeof n.configuration?.value === "string");
+        assert.ok(wasm.length >= 1, `${d.where}: no Wasm plugin`);
+        for (const w of wasm) {
+          const name = JSON.parse(w.configuration.value).meshFeed?.cluster;
+          assert.equal(name, FEED_CLUSTER, `${d.where}: meshFeed.cluster`);
+        }
+        const c = d.clusters.find((x: Json) => x.name === FEED_CLUSTER);
+        assert.ok(c?.transportSocketMatches?.some((m: Json) => m.match?.tlsMode === "istio"), `${d.where}: no Istio mTLS cluster ${FEED_CLUSTER}`);
+      }
+    });
+
     it("the feed's inbound chains for the channel port: mutual TLS only, XFCC appended with the URI, RBAC admitting the readers", () => {
       const inbound = feed.listeners.find((l: Json) => l.name === "virtualInbound");
       assert.ok(inbound, `${feed.where}: no virtualInbound`);
