@@ -233,7 +233,14 @@ for (const { era, label } of ERAS) {
         assert.equal(a.status, 403);
         assert.equal(a.body, `refused (not_reader): ${spiffe("default", "httpbin")} may not read target "passthrough-mtls"\n`);
         assert.equal(await refused("not_reader"), before + 1);
-        // The same request as sleep itself is served: the route is right, only the identity differs.
+        // Envoy writes the header, the feed parses it: an open quote in the caller's part would make
+      // a quote-aware parser read sleep's URI and a comma-splitting one httpbin's. Refused whole.
+      const badBefore = await refused("bad_forwarded_identity");
+      const quoted = await meshGet(certs, "httpbin", "10.244.1.17", "/delta/passthrough-mtls?epoch=0&version=0", { "x-forwarded-client-cert": `URI=${SLEEP};Subject="` });
+      assert.equal(quoted.status, 403);
+      assert.match(quoted.body, /^refused \(bad_forwarded_identity\): x-forwarded-client-cert: a quoted value is never closed/);
+      assert.equal(await refused("bad_forwarded_identity"), badBefore + 1);
+      // The same request as sleep itself is served: the route is right, only the identity differs.
         const b = await meshGet(certs, "sleep", CLIENT_IP, "/snapshot/passthrough-mtls");
         assert.equal(b.status, 200);
         assert.match(b.body, new RegExp(FRESH_IP.replace(/\./g, "\\.")));
