@@ -48,6 +48,14 @@ sources_hash() { # sources_hash <module dir>: digest of the Go sources a test bi
     sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12
 }
 
+# The feed's chart with istio.enabled, rendered by the real Helm: its PeerAuthentication and
+# AuthorizationPolicy go through istiod's generation with the feed's sidecar (scenario mesh_feed),
+# its one target read by the default namespace's workloads (tests/istio/envoy_feed_channel.test.ts
+# relies on data/postgres being denied by the AuthorizationPolicy).
+feed_chart="$root/build/istio/feed-chart-istio.yaml"
+"$(bash scripts/helm-setup.sh)" template mesh-feed charts/mesh-feed --namespace mesh-feed --set istio.enabled=true \
+  --set-json 'config.targets=[{"name":"passthrough-mtls","filter":"passthrough_mtls","network":"","readers":["cluster.local/ns/default/*"]}]' >"$feed_chart"
+
 for era in 1.30 1.31; do
   mod="tests/istio/v${era/./_}"
   # Named after its sources' digest: .cache is shared by every checkout of the repository, and
@@ -63,15 +71,15 @@ for era in 1.30 1.31; do
   mkdir -p "$out"
   # Two runs: a sidecar-only istiod, then the same with ambient enabled (istiod reads its feature
   # flags at start-up).
-  (cd "$mod" && ISTIO_ERA=$era ISTIO_OUT="$out" REPO_ROOT="$root" \
+  (cd "$mod" && ISTIO_ERA=$era ISTIO_OUT="$out" REPO_ROOT="$root" ISTIO_FEED_CHART="$feed_chart" \
     "$test_bin" -test.run '^(TestGenerate|TestGenerateUpgrades)$' -test.count=1 >"$out/generate.log" 2>&1) ||
     { tail -50 "$out/generate.log" >&2; echo "istio-gen: istiod $era generation failed ($out/generate.log)" >&2; exit 1; }
-  (cd "$mod" && PILOT_ENABLE_AMBIENT=true ISTIO_ERA=$era ISTIO_OUT="$out" REPO_ROOT="$root" \
+  (cd "$mod" && PILOT_ENABLE_AMBIENT=true ISTIO_ERA=$era ISTIO_OUT="$out" REPO_ROOT="$root" ISTIO_FEED_CHART="$feed_chart" \
     "$test_bin" -test.run '^TestGenerateAmbient$' -test.count=1 >"$out/generate-ambient.log" 2>&1) ||
     { tail -50 "$out/generate-ambient.log" >&2; echo "istio-gen: istiod $era ambient generation failed" >&2; exit 1; }
   # istiod's workload and service view of tests/istiodview/mesh.yaml (ambient index and sidecar
   # registry), compared with the feed's model by tests/istio/feed_vs_istiod.test.ts.
-  (cd "$mod" && PILOT_ENABLE_AMBIENT=true ISTIO_ERA=$era ISTIO_OUT="$out" REPO_ROOT="$root" \
+  (cd "$mod" && PILOT_ENABLE_AMBIENT=true ISTIO_ERA=$era ISTIO_OUT="$out" REPO_ROOT="$root" ISTIO_FEED_CHART="$feed_chart" \
     "$test_bin" -test.run '^TestIstiodView$' -test.count=1 >"$out/view.log" 2>&1) ||
     { tail -50 "$out/view.log" >&2; echo "istio-gen: istiod $era workload/service view failed ($out/view.log)" >&2; exit 1; }
   echo "istio-gen: istiod $era generation written to build/istio/$era" >&2

@@ -1,17 +1,23 @@
-// Who is calling on the channel: the one place the feed learns a caller's identity. Today it is
-// the client certificate of the TLS connection (channel.ts asks for one and checks it against
-// the mesh's trust root); a feed behind its own Istio sidecar would instead read the identity
-// the sidecar verified (its x-forwarded-client-cert), here and nowhere else.
+// Who is calling on the channel: the one place the feed learns a caller's identity, in one of
+// two ways (`channel.identityFrom`):
+//   tls            the client certificate of the TLS connection (channel.ts asks for one and
+//                  checks it against the mesh's trust root);
+//   istio-sidecar  the feed runs behind its own Istio sidecar, which terminates Istio's mutual
+//                  TLS and names the certificate it verified in the last element of
+//                  x-forwarded-client-cert (xfcc.ts); the request must come from the sidecar's
+//                  inbound source address (Istio binds 127.0.0.6 for it), or anyone who reaches
+//                  the pod's port in clear could write that header.
 //
 // A caller is a mesh workload when its certificate chains to the mesh's root and carries exactly
 // one URI SAN that is a SPIFFE id (the X.509-SVID rule); anything else is refused, by reason.
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
+import { parseXfcc, valuesOf } from "./xfcc.js";
 // @peculiar/x509 resolves its services through tsyringe, which needs the Reflect metadata polyfill.
 import "reflect-metadata";
 import { SubjectAlternativeNameExtension, X509Certificate } from "@peculiar/x509";
 
-export type RefusalReason = "no_certificate" | "untrusted" | "no_spiffe_id";
+export type RefusalReason = "no_certificate" | "untrusted" | "no_spiffe_id" | "not_sidecar" | "no_forwarded_identity" | "bad_forwarded_identity";
 
 export type CallerIdentity = { ok: true; spiffeId: string } | { ok: false; reason: RefusalReason; detail: string };
 
@@ -55,4 +61,31 @@ export function socketIdentity(socket: TLSSocket): CallerIdentity {
     known.set(socket, id);
   }
   return id;
+}
+
+/** The address a socket's peer connected from, IPv4-mapped IPv6 written as IPv4. */
+export function peerAddress(socket: { remoteAddress?: string }): string {
+  const a = socket.remoteAddress ?? "";
+  return a.startsWith("::ffff:") && a.includes(".") ? a.slice(7) : a;
+}
+
+/**
+ * The caller of this request behind the feed's own Istio sidecar: the request must come from one
+ * of `sidecarAddresses` (where Istio's inbound sidecar connects from) and carry the identity the
+ * sidecar appended last to x-forwarded-client-cert. Elements before it are whatever the caller
+ * sent and are never read.
+ */
+export function forwardedIdentity(req: IncomingMessage, sidecarAddresses: readonly string[]): CallerIdentity {
+  const from = peerAddress(req.socket);
+  if (!sidecarAddresses.includes(from)) return { ok: false, reason: "not_sidecar", detail: `connection from ${from}, not from the sidecar (${sidecarAddresses.join(", ")})` };
+  // Several header lines arrive joined by Node with ", ": the sidecar's element is still last.
+  const raw = req.headers["x-forwarded-client-cert"];
+  const header = Array.isArray(raw) ? raw.join(",") : raw;
+  if (header === undefined || header === "") return { ok: false, reason: "no_forwarded_identity", detail: "no x-forwarded-client-cert: the sidecar verified no client certificate (is PeerAuthentication STRICT?)" };
+  const parsed = parseXfcc(header);
+  if (!parsed.ok) return { ok: false, reason: "bad_forwarded_identity", detail: `x-forwarded-client-cert: ${parsed.detail}` };
+  const uris = valuesOf(parsed.elements[parsed.elements.length - 1], "URI");
+  if (uris.length !== 1) return { ok: false, reason: "no_spiffe_id", detail: `x-forwarded-client-cert: expected exactly one URI in the sidecar's element, found ${uris.length}` };
+  if (!SPIFFE_ID.test(uris[0])) return { ok: false, reason: "no_spiffe_id", detail: `x-forwarded-client-cert: URI is no SPIFFE id: ${JSON.stringify(uris[0].slice(0, 200))}` };
+  return { ok: true, spiffeId: uris[0] };
 }

@@ -1,23 +1,32 @@
-// The filters' channel: `/delta/<target>` and `/snapshot/<target>` over mutual TLS, as istiod
-// serves xDS. The feed presents its own workload certificate (certFile/keyFile), asks every
-// caller for one and checks it against the mesh's trust root (caFile); the caller's SPIFFE id
-// (caller_identity.ts) must be among the target's readers (readers.ts). Everything else is
+// The filters' channel: `/delta/<target>` and `/snapshot/<target>`, each caller identified as
+// istiod identifies xDS clients, in one of two ways (`channel.identityFrom`, caller_identity.ts):
+//   tls            the feed serves mutual TLS itself: it presents its own workload certificate
+//                  (certFile/keyFile), asks every caller for one and checks it against the mesh's
+//                  trust root (caFile); the files are re-read when they change (tls_files.ts).
+//   istio-sidecar  the feed runs in the mesh behind its own Istio sidecar, which terminates
+//                  Istio's mutual TLS (STRICT PeerAuthentication, an AuthorizationPolicy): the
+//                  feed serves plain HTTP on the pod port, takes requests only from the sidecar's
+//                  inbound source address and the caller's identity from the element the sidecar
+//                  appended to x-forwarded-client-cert.
+// The caller's SPIFFE id must be among the target's readers (readers.ts). Everything else is
 // refused and counted in feed_channel_refused_total{reason}:
-//   handshake       the TLS handshake failed (plain HTTP, no common protocol, a broken hello)
-//   no_certificate  TLS without a client certificate
-//   untrusted       a client certificate that does not chain to the mesh's root (or expired)
-//   no_spiffe_id    a trusted certificate without exactly one SPIFFE URI SAN
+//   handshake       (tls) the TLS handshake failed (plain HTTP, no common protocol, a broken hello)
+//   no_certificate  (tls) TLS without a client certificate
+//   untrusted       (tls) a client certificate that does not chain to the mesh's root (or expired)
+//   no_spiffe_id    a trusted certificate (or the sidecar's element) without exactly one SPIFFE URI
+//   not_sidecar     (istio-sidecar) a connection from another address than the sidecar's
+//   no_forwarded_identity   (istio-sidecar) no x-forwarded-client-cert: the sidecar saw no client certificate
+//   bad_forwarded_identity  (istio-sidecar) an x-forwarded-client-cert that does not parse whole
 //   not_reader      a mesh identity asking for a target it may not read (or that does not exist:
 //                   the answer is the same 403, so target names are not disclosed)
 // Refusals are 403 with a one-line reason and `connection: close`; the TLS layer itself accepts
 // any client certificate so that the refusal can say why and be counted (istiod refuses in the
-// handshake; a caller here learns nothing more than the reason). The certificate files are
-// re-read when they change (tls_files.ts).
-import { createServer, type Server } from "node:https";
-import type { IncomingMessage, ServerResponse } from "node:http";
+// handshake; a caller here learns nothing more than the reason).
+import { createServer as createTlsServer, type Server as TlsServer } from "node:https";
+import { createServer as createPlainServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
-import { callerIdentity, socketIdentity } from "./caller_identity.js";
+import { callerIdentity, forwardedIdentity, socketIdentity, type CallerIdentity } from "./caller_identity.js";
 import type { ChannelConfig } from "./config.js";
 import type { Logger } from "./controller.js";
 import { handleDelta, handleSnapshot, type DeltaSource, type SnapshotSource } from "./http.js";
@@ -27,6 +36,8 @@ import { ServerGuard } from "./server_guard.js";
 import { TlsFiles } from "./tls_files.js";
 
 export const REFUSED = "feed_channel_refused_total";
+/** Distinct (caller, target) pairs logged on their first read; past it, no more such lines. */
+const MAX_READERS_LOGGED = 10_000;
 
 /** A channel request: which endpoint and which target (undefined for any other path). */
 function channelPath(rawUrl: string | undefined): { url: URL; endpoint: "delta" | "snapshot"; target: string } | undefined {
@@ -62,9 +73,13 @@ export function routeChannel(source: SnapshotSource & DeltaSource, req: Incoming
 
 export class FeedChannelServer {
   private server: Server | undefined;
-  private readonly files: TlsFiles;
+  /** tls only: the certificate files, watched for rotation. */
+  private readonly files: TlsFiles | undefined;
   private readonly readers: Map<string, readonly string[]>;
   private readonly guard: ServerGuard;
+  /** Who has read what: each caller's first read of a target is logged with its SPIFFE id (bounded). */
+  private readonly readersSeen = new Set<string>();
+  private readonly log: Logger;
 
   /** A target's readers changed in the configuration (config_reload.ts); the next request uses them. */
   setReaders(target: string, readers: readonly string[]): void {
@@ -79,14 +94,20 @@ export class FeedChannelServer {
     log: Logger,
     private readonly maxWaitSeconds: number,
   ) {
+    this.log = log;
     this.readers = new Map(targets.map((t) => [t.name, t.readers]));
     this.guard = new ServerGuard("channel", config.limits, metrics);
-    metrics.declare(REFUSED, "counter", "channel callers refused, by reason (handshake, no_certificate, untrusted, no_spiffe_id, not_reader)");
+    metrics.declare(REFUSED, "counter", "channel callers refused, by reason (handshake, no_certificate, untrusted, no_spiffe_id, not_sidecar, no_forwarded_identity, bad_forwarded_identity, not_reader)");
+    if (config.identityFrom === "istio-sidecar") {
+      this.files = undefined;
+      return;
+    }
     metrics.declare("feed_channel_tls_reloads_total", "counter", "certificate sets loaded after a change of certFile, keyFile or caFile");
     metrics.declare("feed_channel_tls_reload_errors_total", "counter", "changed certificate sets that did not load (the previous stays)");
     this.files = new TlsFiles(config, {
       loaded: (options) => {
-        this.server?.setSecureContext(options);
+        // Only the TLS mode has files, so the server is the TLS one.
+        (this.server as TlsServer | undefined)?.setSecureContext(options);
         metrics.add("feed_channel_tls_reloads_total", {});
         log("info", "channel: certificate files changed, new connections get the new set");
       },
@@ -102,8 +123,12 @@ export class FeedChannelServer {
     res.writeHead(403, { "content-type": "text/plain", connection: "close" }).end(`refused (${reason}): ${detail}\n`);
   }
 
+  private identify(req: IncomingMessage): CallerIdentity {
+    return this.config.identityFrom === "istio-sidecar" ? forwardedIdentity(req, this.config.sidecarAddresses) : callerIdentity(req);
+  }
+
   private handle(req: IncomingMessage, res: ServerResponse): void {
-    const caller = callerIdentity(req);
+    const caller = this.identify(req);
     if (!caller.ok) {
       this.refuse(res, caller.reason, caller.detail);
       return;
@@ -119,43 +144,56 @@ export class FeedChannelServer {
       this.refuse(res, "not_reader", `${caller.spiffeId} may not read target ${JSON.stringify(target)}`);
       return;
     }
+    const reader = `${caller.spiffeId} ${target}`;
+    if (!this.readersSeen.has(reader) && this.readersSeen.size < MAX_READERS_LOGGED) {
+      this.readersSeen.add(reader);
+      this.log("info", `channel: ${caller.spiffeId} reads target ${JSON.stringify(target)}`);
+    }
     routeChannel(this.source, req, res, this.maxWaitSeconds);
   }
 
   async listen(): Promise<AddressInfo> {
-    const server = createServer(
+    const handler = this.guard.wrap((req, res) => {
+      try {
+        this.handle(req, res);
+      } catch (error) {
+        res.writeHead(500, { "content-type": "text/plain" }).end(`${(error as Error).message}\n`);
+      }
+    });
+    const files = this.files;
+    let server: Server;
+    if (!files) {
+      // Behind the sidecar: plain HTTP on the pod port, every request judged by its peer address
+      // and forwarded identity (the sidecar pools callers on its connections: no cap per caller).
+      server = createPlainServer(this.guard.serverOptions(), handler);
+      this.guard.attach(server);
+    } else {
       // Ask every caller for a certificate; judge it in the request (counted, with a reason).
-      { ...this.guard.serverOptions(), ...this.files.load(), requestCert: true, rejectUnauthorized: false, minVersion: "TLSv1.2" },
-      this.guard.wrap((req, res) => {
-        try {
-          this.handle(req, res);
-        } catch (error) {
-          res.writeHead(500, { "content-type": "text/plain" }).end(`${(error as Error).message}\n`);
-        }
-      }),
-    );
-    this.guard.attach(server);
-    // The cap per caller: its identity is known once the handshake is done (callers without a
-    // mesh identity share one bucket, so they cannot crowd out the mesh's own).
-    server.on("secureConnection", (socket: TLSSocket) => {
-      const id = socketIdentity(socket);
-      this.guard.callerConnected(socket, id.ok ? id.spiffeId : "");
-    });
-    server.on("tlsClientError", (_error, socket) => {
-      this.metrics.add(REFUSED, { reason: "handshake" });
-      socket.destroy();
-    });
+      const tls = createTlsServer({ ...this.guard.serverOptions(), ...files.load(), requestCert: true, rejectUnauthorized: false, minVersion: "TLSv1.2" }, handler);
+      this.guard.attach(tls);
+      // The cap per caller: its identity is known once the handshake is done (callers without a
+      // mesh identity share one bucket, so they cannot crowd out the mesh's own).
+      tls.on("secureConnection", (socket: TLSSocket) => {
+        const id = socketIdentity(socket);
+        this.guard.callerConnected(socket, id.ok ? id.spiffeId : "");
+      });
+      tls.on("tlsClientError", (_error, socket) => {
+        this.metrics.add(REFUSED, { reason: "handshake" });
+        socket.destroy();
+      });
+      server = tls;
+    }
     this.server = server;
     await new Promise<void>((done, fail) => {
       server.once("error", fail);
       server.listen(this.config.port, this.config.address, () => done());
     });
-    this.files.watch(this.config.reloadMs);
+    files?.watch(this.config.reloadMs);
     return server.address() as AddressInfo;
   }
 
   async close(): Promise<void> {
-    this.files.stop();
+    this.files?.stop();
     const s = this.server;
     if (!s) return;
     s.closeAllConnections();

@@ -2,6 +2,7 @@
 // problem is one line naming the field, and the feed does not start.
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
+import { isIP } from "node:net";
 import { parse } from "yaml";
 import { DEFAULT_CAPS, MAX_COUNT_CAP, type FeedCaps } from "./compute_caps.js";
 import { NetworkResolver } from "./mesh_networks.js";
@@ -53,11 +54,24 @@ export interface TargetConfig {
   readers: string[];
 }
 
-/** The filters' channel: `/delta/<target>` and `/snapshot/<target>` over mutual TLS (channel.ts). */
+/** Where the channel learns a caller's identity (caller_identity.ts). */
+export type IdentityFrom = "tls" | "istio-sidecar";
+
+/** Where Istio's inbound sidecar connects to the application from (its inbound passthrough bind addresses). */
+export const ISTIO_INBOUND_SOURCES = ["127.0.0.6", "::6"];
+
+/**
+ * The filters' channel: `/delta/<target>` and `/snapshot/<target>` (channel.ts), over the feed's
+ * own mutual TLS (`identityFrom: tls`) or in clear behind the feed's Istio sidecar, which
+ * terminates Istio's mutual TLS and forwards the caller's identity (`identityFrom: istio-sidecar`).
+ */
 export interface ChannelConfig {
+  identityFrom: IdentityFrom;
+  /** istio-sidecar: the only peer addresses a request is taken from (the sidecar's). */
+  sidecarAddresses: string[];
   address: string;
   port: number;
-  /** The feed's own workload certificate (PEM chain), its key, and the mesh's trust root(s). */
+  /** tls: the feed's own workload certificate (PEM chain), its key, and the mesh's trust root(s); "" otherwise. */
   certFile: string;
   keyFile: string;
   caFile: string;
@@ -299,20 +313,34 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   let channel: ChannelConfig | undefined;
   if (root.channel !== undefined) {
     const c = obj(r, root.channel, "channel");
-    known(r, c, "channel.", ["address", "port", "certFile", "keyFile", "caFile", "reloadMs", "limits"]);
+    const identityFrom = str(r, c, "identityFrom", "channel.", "tls") as IdentityFrom;
+    if (identityFrom !== "tls" && identityFrom !== "istio-sidecar") r.fail("channel.identityFrom", `expected "tls" or "istio-sidecar", not ${JSON.stringify(identityFrom)}`);
+    const sidecar = identityFrom === "istio-sidecar";
+    // Behind the sidecar the feed holds no certificate, and the sidecar multiplexes every caller
+    // over its own connections: a cap per caller on connections would cap the sidecar.
+    known(r, c, "channel.", sidecar ? ["identityFrom", "sidecarAddresses", "address", "port", "limits"] : ["identityFrom", "address", "port", "certFile", "keyFile", "caFile", "reloadMs", "limits"]);
     const file = (field: string) => {
+      if (sidecar) return "";
       const v = str(r, c, field, "channel.");
       if (v === "") r.fail(`channel.${field}`, "expected a path to a PEM file");
       return rel(v);
     };
+    let sidecarAddresses: string[] = [];
+    if (sidecar) {
+      const v = c.sidecarAddresses ?? ISTIO_INBOUND_SOURCES;
+      if (!Array.isArray(v) || v.length === 0 || v.some((a) => typeof a !== "string" || isIP(a) === 0)) r.fail("channel.sidecarAddresses", "expected a non-empty list of IP addresses");
+      sidecarAddresses = (v as string[]).slice();
+    }
     channel = {
+      identityFrom,
+      sidecarAddresses,
       address: str(r, c, "address", "channel.", "0.0.0.0"),
       port: int(r, c, "port", "channel.", 0, 65535, 9443),
       certFile: file("certFile"),
       keyFile: file("keyFile"),
       caFile: file("caFile"),
-      reloadMs: int(r, c, "reloadMs", "channel.", 50, 3_600_000, 1000),
-      limits: limitsOf(r, c.limits, "channel.limits.", DEFAULT_CHANNEL_LIMITS, true),
+      reloadMs: sidecar ? 0 : int(r, c, "reloadMs", "channel.", 50, 3_600_000, 1000),
+      limits: limitsOf(r, c.limits, "channel.limits.", sidecar ? { ...DEFAULT_CHANNEL_LIMITS, maxConnectionsPerCaller: 0 } : DEFAULT_CHANNEL_LIMITS, !sidecar),
     };
     // A held long poll sends nothing until it is answered: it must not count as idle.
     if (channel.limits.idleTimeoutMs <= delta.maxWaitSeconds * 1000) r.fail("channel.limits.idleTimeoutMs", `must be above delta.maxWaitSeconds (${delta.maxWaitSeconds} s): a held long poll is not idle`);

@@ -59,9 +59,9 @@ describe("feed: configuration", () => {
     assert.deepEqual(c.clusters, [{ id: "c1", files: "/etc/feed/mesh" }, { id: "c2", kubeconfig: "in-cluster" }]);
   });
 
-  it("the channel: address 0.0.0.0, port 9443, files relative to the configuration file, checked every second; the operator port on 127.0.0.1; no readers = nobody", () => {
+  it("the channel: its own mutual TLS, address 0.0.0.0, port 9443, files relative to the configuration file, checked every second; the operator port on 127.0.0.1; no readers = nobody", () => {
     const c = parse({ ...base, operator: {}, channel: { certFile: "tls/cert.pem", keyFile: "/k.pem", caFile: "ca.pem" } });
-    assert.deepEqual(c.channel, { address: "0.0.0.0", port: 9443, certFile: "/etc/feed/tls/cert.pem", keyFile: "/k.pem", caFile: "/etc/feed/ca.pem", reloadMs: 1000, limits: DEFAULT_CHANNEL_LIMITS });
+    assert.deepEqual(c.channel, { identityFrom: "tls", sidecarAddresses: [], address: "0.0.0.0", port: 9443, certFile: "/etc/feed/tls/cert.pem", keyFile: "/k.pem", caFile: "/etc/feed/ca.pem", reloadMs: 1000, limits: DEFAULT_CHANNEL_LIMITS });
     assert.deepEqual(c.operator, { address: "127.0.0.1", port: 9090, limits: DEFAULT_OPERATOR_LIMITS });
     assert.deepEqual(c.targets[0].readers, []);
     assert.equal(parse(base).channel, undefined);

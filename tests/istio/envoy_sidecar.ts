@@ -55,7 +55,7 @@ export async function meshCerts(): Promise<MeshCerts> {
   mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
   const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "istio-certs-"));
   const ca = await createCa(dir, "ca");
-  for (const [ns, sa] of [["default", "sleep"], ["default", "httpbin"], ["data", "postgres"], ["default", "my-service"], ["default", "imposter"]]) {
+  for (const [ns, sa] of [["default", "sleep"], ["default", "httpbin"], ["data", "postgres"], ["default", "my-service"], ["default", "imposter"], ["mesh-feed", "mesh-feed"]]) {
     await ca.issue(sa, [spiffe(ns, sa)]);
   }
   return { dir, ca };
@@ -69,6 +69,12 @@ export interface SidecarOptions {
   pod?: string;
   /** The bootstrap node's metadata (pilot-agent's part), e.g. `{ NETWORK: "net1" }`. */
   nodeMetadata?: Record<string, string>;
+  /** The pod's namespace (default `default`). */
+  namespace?: string;
+  /** Envoy's admin port (default 15000; a second sidecar in the namespace needs another). */
+  adminPort?: number;
+  /** Which of istiod's listeners to run (default all; see xds_files.ts). */
+  keepListener?: (name: string) => boolean;
 }
 
 /** The dump as xDS files for one sidecar, in a new directory under .tmp. */
@@ -80,10 +86,11 @@ export function translateFor(d: Dump, certs: MeshCerts, serviceAccount: string, 
     rootCa: certs.ca.cert,
   }, {
     ecds: options.ecds,
-    adminPort: 15000,
+    adminPort: options.adminPort ?? 15000,
     wasmDir: join(REPO_ROOT, "build"),
-    nodeId: `sidecar~${options.nodeIp ?? CLIENT_IP}~${options.pod ?? "sleep-0"}.default~default.svc.cluster.local`,
+    nodeId: `sidecar~${options.nodeIp ?? CLIENT_IP}~${options.pod ?? "sleep-0"}.${options.namespace ?? "default"}~${options.namespace ?? "default"}.svc.cluster.local`,
     nodeMetadata: options.nodeMetadata,
+    keepListener: options.keepListener,
   });
 }
 
@@ -102,7 +109,7 @@ export async function startSidecar(
   const translation = translateFor(d, certs, serviceAccount, options);
   const envoy = await EnvoyProcess.start({
     name: options.name,
-    adminPort: 15000,
+    adminPort: options.adminPort ?? 15000,
     config: translation.bootstrap,
     readyTimeoutMs: options.readyTimeoutMs ?? 30_000,
   });

@@ -92,14 +92,16 @@ export function translate(
   secrets: Secrets,
   // nodeMetadata: what pilot-agent puts in the bootstrap's node (e.g. NETWORK from the pod's
   // topology.istio.io/network label); istiod does not make the bootstrap.
-  options: { ecds: EcdsSet; adminPort: number; nodeId: string; wasmDir: string; nodeMetadata?: Record<string, string> },
+  // keepListener: which of istiod's listeners this Envoy runs (two sidecars in one network
+  // namespace would both bind 15001 and 15006; each keeps the side its test needs).
+  options: { ecds: EcdsSet; adminPort: number; nodeId: string; wasmDir: string; nodeMetadata?: Record<string, string>; keepListener?: (name: string) => boolean },
 ): Translation {
   const wasmDir = options.wasmDir;
   mkdirSync(dir, { recursive: true });
   const stripped: Stripped[] = [];
   const unserved: string[] = [];
   const ecdsFiles = new Map<string, string>();
-  const listeners = structuredClone(d.listeners);
+  const listeners = structuredClone(d.listeners).filter((l: Json) => options.keepListener?.(l.name) ?? true);
   const clusters = structuredClone(d.clusters);
   const routes = structuredClone(d.routes);
   const endpoints = structuredClone(d.endpoints);

@@ -34,10 +34,11 @@ import (
 )
 
 type proxySpec struct {
-	name   string // directory name of the dump
-	pod    string
-	ip     string
-	labels map[string]string
+	name      string // directory name of the dump
+	pod       string
+	namespace string // "" = default
+	ip        string
+	labels    map[string]string
 	// The proxy's own Istio version (node metadata ISTIO_VERSION); "" = the era's.
 	version string
 	hbone   bool // node metadata ENABLE_HBONE, as the injector sets it in ambient-enabled meshes
@@ -51,6 +52,14 @@ type scenario struct {
 
 var client = proxySpec{name: "client", pod: "sleep-0", ip: clientIP, labels: clientLabels}
 var server = proxySpec{name: "server", pod: "my-service-0", ip: serverIP, labels: serverLabels}
+
+// The mesh feed's own sidecar (charts/mesh-feed with istio.enabled).
+var feed = proxySpec{name: "feed", pod: "mesh-feed-0", namespace: "mesh-feed", ip: feedIP, labels: feedLabels}
+
+// chartPolicy marks a scenario file that is not under istio/: the Istio policy documents
+// (PeerAuthentication, AuthorizationPolicy) of the chart rendered with istio.enabled, from the
+// file ISTIO_FEED_CHART (scripts/istio-gen.sh renders it with the real Helm).
+const chartPolicy = "chart:mesh-feed"
 
 func scenarios() []scenario {
 	oldClient := client
@@ -70,7 +79,22 @@ func scenarios() []scenario {
 		// (route B) or a new listener (route A).
 		{"waypoint_route", "A-local-waypoint-unhealthy", []string{"waypoint_route/envoyfilter.yaml"}, []proxySpec{client}},
 		{"waypoint_route", "B-local-waypoint-unhealthy", []string{"waypoint_route/wasmplugin.yaml"}, []proxySpec{client}},
+		// The feed in the mesh: its sidecar with the chart's STRICT PeerAuthentication and
+		// AuthorizationPolicy, and a client polling it with route B's plugin (meshFeed on).
+		{"mesh_feed", "istio", []string{chartPolicy, "passthrough_mtls/wasmplugin.yaml", "passthrough_mtls/cluster.yaml", "passthrough_mtls/catchall.yaml", "passthrough_mtls/headless-destinationrule.yaml"}, []proxySpec{feed, client}},
 	}
+}
+
+// securityDocs keeps the security.istio.io documents of a multi-document YAML (the rendered
+// chart also holds a Deployment, a Service and RBAC, which are not Istio configuration).
+func securityDocs(text string) string {
+	var keep []string
+	for _, doc := range strings.Split(text, "\n---") {
+		if strings.Contains(doc, "apiVersion: security.istio.io/") {
+			keep = append(keep, doc)
+		}
+	}
+	return strings.Join(keep, "\n---\n")
 }
 
 // manifestEdits: scenarios whose manifests are the shipped ones with one edit, keyed by
@@ -181,11 +205,20 @@ func runAll(t *testing.T, mode string, list []scenario) {
 		t.Run(sc.filter+"/"+sc.route, func(t *testing.T) {
 			var manifests []string
 			for _, f := range sc.files {
-				b, err := os.ReadFile(filepath.Join(repo, "istio", f))
+				path := filepath.Join(repo, "istio", f)
+				if f == chartPolicy {
+					path = env(t, "ISTIO_FEED_CHART")
+				}
+				b, err := os.ReadFile(path)
 				if err != nil {
 					t.Fatal(err)
 				}
 				text := string(b)
+				if f == chartPolicy {
+					if text = securityDocs(text); !strings.Contains(text, "kind: PeerAuthentication") || !strings.Contains(text, "kind: AuthorizationPolicy") {
+						t.Fatalf("%s: no PeerAuthentication and AuthorizationPolicy in the rendered chart", path)
+					}
+				}
 				if edit, ok := manifestEdits[sc.filter+"/"+sc.route]; ok {
 					if text = edit(text); text == string(b) {
 						t.Fatalf("%s: the edit of scenario %s/%s matched nothing", f, sc.filter, sc.route)
@@ -213,7 +246,10 @@ func runAll(t *testing.T, mode string, list []scenario) {
 }
 
 func generate(t *testing.T, s *xds.FakeDiscoveryServer, ps proxySpec, version, repo, dir string) {
-	ns := "default"
+	ns := ps.namespace
+	if ns == "" {
+		ns = "default"
+	}
 	proxy := s.SetupProxy(&model.Proxy{
 		ID:              ps.pod + "." + ns,
 		IPAddresses:     []string{ps.ip},

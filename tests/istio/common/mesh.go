@@ -27,7 +27,7 @@ type meshService struct {
 // The client pod carries every filter's opt-in label; each scenario loads one filter's manifests
 // only, so only that filter's selector matters.
 var clientLabels = map[string]string{
-	"app":                              "sleep",
+	"app":                               "sleep",
 	"mesh.example.com/passthrough-mtls": "enabled",
 	"mesh.example.com/tunnel-port":      "enabled",
 	"mesh.example.com/waypoint-route":   "net1.us-east1-b",
@@ -42,7 +42,16 @@ var serverLabels = map[string]string{
 const (
 	clientIP = "10.244.1.5"
 	serverIP = "10.244.1.21"
+	// The mesh feed, as charts/mesh-feed deploys it with istio.enabled (release mesh-feed in
+	// namespace mesh-feed): its pod labels, service account and Service port http-channel.
+	feedIP = "10.244.1.50"
 )
+
+var feedLabels = map[string]string{
+	"app":                        "mesh-feed",
+	"app.kubernetes.io/name":     "mesh-feed",
+	"app.kubernetes.io/instance": "mesh-feed",
+}
 
 var meshPods = []meshPod{
 	{"default", "sleep-0", clientIP, "sleep", clientLabels, true},
@@ -52,6 +61,7 @@ var meshPods = []meshPod{
 	{"data", "postgres-1", "10.244.1.30", "postgres", map[string]string{"app": "postgres"}, true},
 	{"default", "my-service-0", serverIP, "my-service", serverLabels, true},
 	{"default", "my-service-1", "10.244.2.22", "my-service", map[string]string{"app": "my-service"}, true},
+	{"mesh-feed", "mesh-feed-0", feedIP, "mesh-feed", feedLabels, true},
 }
 
 var meshServices = []meshService{
@@ -59,6 +69,7 @@ var meshServices = []meshService{
 	{"default", "legacy", "10.96.0.11", 7000, 7000, "tcp", "legacy"},
 	{"data", "postgres", "None", 5432, 5432, "tcp-postgres", "postgres"},
 	{"default", "my-service", "10.96.10.1", 80, 9376, "tcp-web", "my-service"},
+	{"mesh-feed", "mesh-feed", "10.96.20.1", 9443, 9443, "http-channel", "mesh-feed"},
 }
 
 func labelsYAML(indent string, labels map[string]string) string {
@@ -72,7 +83,7 @@ func labelsYAML(indent string, labels map[string]string) string {
 // kubernetesObjects renders the mesh as YAML for FakeOptions.KubernetesObjectString.
 func kubernetesObjects() string {
 	var docs []string
-	for _, ns := range []string{"default", "data", "istio-system"} {
+	for _, ns := range []string{"default", "data", "istio-system", "mesh-feed"} {
 		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", ns))
 	}
 	for _, p := range meshPods {
