@@ -55,6 +55,10 @@ function feedConfig(dir: string, meshDir: string): { path: string; channel: Reco
   const config = parseYaml(configMap.data["feed.yaml"]);
   writeFileSync(join(dir, "meshNetworks.yaml"), configMap.data["meshNetworks.yaml"]);
   config.clusters = [{ id: "cluster1", files: meshDir }];
+  // Its mesh comes from files here: no API server to hold remote secrets or the writers' Lease
+  // (both on in the chart's defaults; this test is about the channel).
+  delete config.remoteSecrets;
+  delete config.leaderElection;
   config.wasmDir = join(REPO_ROOT, "build");
   config.targets[0].readers = [SLEEP.slice("spiffe://".length)];
   const path = join(dir, "feed.yaml");
