@@ -66,7 +66,14 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     await health?.close();
     throw error;
   }
-  const hooks = { changed: (id: string) => controller.changed(id), synced: (id: string) => controller.markSynced(id), refused: (id: string, reason: string) => controller.sourceRefused(id, reason), log };
+  const hooks = {
+    changed: (id: string) => controller.changed(id),
+    synced: (id: string) => controller.markSynced(id),
+    refused: (id: string, reason: string) => controller.sourceRefused(id, reason),
+    watchFailed: (id: string, kind: string) => controller.clusterState.watchFailed(id, kind),
+    watchRecovered: (id: string, kind: string) => controller.clusterState.watchRecovered(id, kind),
+    log,
+  };
   // Each cluster is read from its API server or from its files (config.ts allows exactly one).
   const watches = config.clusters.map((c, i) => {
     const kc = kubeConfigs.get(c.id);

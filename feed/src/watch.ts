@@ -20,6 +20,10 @@ import type { Logger } from "./controller.js";
 export interface WatchHooks {
   changed(clusterId: string): void;
   synced(clusterId: string): void;
+  /** A list or watch of `kind` failed (metrics: the cluster is not synced until it is back). */
+  watchFailed?(clusterId: string, kind: Kind): void;
+  /** A watch of `kind` that failed is established again. */
+  watchRecovered?(clusterId: string, kind: Kind): void;
   log: Logger;
 }
 
@@ -122,12 +126,28 @@ export class ClusterWatch {
     // The informer reports a failed list or watch here and stops; it is restarted after a
     // back-off (a missing optional CRD quietly, and less often).
     let missing = false;
+    let errors = 0;
+    // The informer reports a failure synchronously, before start() resolves: a start() that
+    // resolves with no new error has its watch established.
+    const restart = () => {
+      const before = errors;
+      void informer.start().then(
+        () => {
+          if (errors === before && !this.stopped) this.hooks.watchRecovered?.(id, s.kind);
+        },
+        () => undefined,
+      );
+    };
     informer.on("error", (error) => {
       if (this.stopped) return;
+      errors++;
       const code = statusOf(error);
       missing = s.optional && code === 404;
-      if (!missing) this.hooks.log("warn", `cluster ${id}: watch of ${s.path} failed (${code ?? (error as Error)?.message ?? error}); retrying in ${this.retryMs} ms, last objects kept`);
-      this.later(() => void informer.start().catch(() => undefined), missing ? 10 * this.retryMs : this.retryMs);
+      if (!missing) {
+        this.hooks.log("warn", `cluster ${id}: watch of ${s.path} failed (${code ?? (error as Error)?.message ?? error}); retrying in ${this.retryMs} ms, last objects kept`);
+        this.hooks.watchFailed?.(id, s.kind);
+      }
+      this.later(restart, missing ? 10 * this.retryMs : this.retryMs);
     });
     await informer.start();
     // Synced once a list went through (it leaves a resourceVersion), or the kind does not exist.
