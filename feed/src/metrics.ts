@@ -127,6 +127,11 @@ export class Metrics {
     return this.families.get(name)?.series.get(seriesKey(labels))?.value;
   }
 
+  /** Every metric declared or written, by name (the documented list is checked against it). */
+  names(): string[] {
+    return [...this.families.keys()].sort();
+  }
+
   /** Drops every series of `name` (e.g. gap reasons that no longer occur). */
   clear(name: string): void {
     const f = this.families.get(name);
