@@ -21,7 +21,7 @@ const README = readFileSync(join(REPO_ROOT, "feed/README.md"), "utf8");
 
 /** The rows of the README's metric tables: name → type. */
 function documented(prefix: RegExp): Map<string, string> {
-  const rows = [...README.matchAll(/^\| `([a-z_]+)` \| (gauge|counter|histogram) \|/gm)];
+  const rows = [...README.matchAll(/^\| `([a-z0-9_]+)` \| (gauge|counter|histogram) \|/gm)];
   return new Map(rows.filter((m) => prefix.test(m[1]!)).map((m) => [m[1]!, m[2]!]));
 }
 
