@@ -12,8 +12,8 @@
 // at each call instead. So a metric is created on its first write with that write's label
 // names, and re-created with the union if a later write brings a new one (gauge and counter
 // values are replayed from the values kept here; a histogram's buckets restart). Nothing here
-// throws on a write: a write the metric's type cannot take (a counter going down, a value that
-// is not a number) is dropped.
+// throws on a write: a write the metric's type cannot take (a counter going down, an observation
+// of a gauge, a value that is not a number) is dropped. set() on a counter replaces its value.
 import client from "prom-client";
 
 type Labels = Record<string, string>;
@@ -81,12 +81,9 @@ export class Metrics {
     const labels = ordered(rawLabels);
     if (!Number.isFinite(value)) return;
     const f = this.family(name, "gauge");
+    if (f.type === "histogram") return;
     const k = seriesKey(labels);
     const metric = this.ensure(name, f, labels);
-    if (f.type === "histogram") {
-      this.observe(name, labels, value);
-      return;
-    }
     f.series.set(k, { labels, value });
     if (f.type === "gauge") (metric as client.Gauge).set(labels, value);
     else {
@@ -112,10 +109,7 @@ export class Metrics {
     const labels = ordered(rawLabels);
     if (!Number.isFinite(value)) return;
     const f = this.family(name, "histogram");
-    if (f.type !== "histogram") {
-      this.set(name, labels, value);
-      return;
-    }
+    if (f.type !== "histogram") return;
     const k = seriesKey(labels);
     const metric = this.ensure(name, f, labels);
     f.series.set(k, { labels, value: (f.series.get(k)?.value ?? 0) + 1 });
