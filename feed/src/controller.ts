@@ -175,6 +175,13 @@ export class FeedController implements SnapshotSource {
   markSynced(clusterId: string): void {
     this.synced.add(clusterId);
     this.clusterState.listed(clusterId);
+    // The initial lists are not changes to propagate: feed_propagation_seconds times the first
+    // publication after them from here, not from the first object listed (a restart at 100k pods
+    // would otherwise add one sample of the whole initial sync).
+    if (this.allSynced()) {
+      this.oldestPending = 0;
+      this.oldestDeltaPending = 0;
+    }
     this.changed();
   }
 

@@ -85,6 +85,13 @@ export class ClusterSyncMetrics {
     this.update(clusterId);
   }
 
+  /** The cluster is no longer read (removed at run time): its series go. */
+  forget(clusterId: string): void {
+    this.listedClusters.delete(clusterId);
+    this.failing.delete(clusterId);
+    for (const name of ["feed_cluster_synced", "feed_cluster_last_event_timestamp_seconds", "feed_cluster_watch_errors_total"]) this.m.remove(name, { cluster: clusterId });
+  }
+
   synced(clusterId: string): boolean {
     return this.listedClusters.has(clusterId) && !this.failing.has(clusterId);
   }

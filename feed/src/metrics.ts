@@ -126,6 +126,18 @@ export class Metrics {
     return [...this.families.keys()].sort();
   }
 
+  /** Drops the series of `name` whose labels include all of `labels` (e.g. a cluster removed at run time). */
+  remove(name: string, labels: Labels): void {
+    const f = this.families.get(name);
+    if (!f) return;
+    const wanted = Object.entries(labels);
+    for (const [k, s] of f.series) {
+      if (!wanted.every(([l, v]) => s.labels[l] === v)) continue;
+      f.series.delete(k);
+      f.metric?.remove(s.labels);
+    }
+  }
+
   /** Drops every series of `name` (e.g. gap reasons that no longer occur). */
   clear(name: string): void {
     const f = this.families.get(name);

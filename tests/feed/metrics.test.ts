@@ -73,6 +73,16 @@ describe("feed metrics API", () => {
     assert.deepEqual(samples(await m.text(), "feed_gaps"), ['feed_gaps{reason="external_name"} 1']);
   });
 
+  it("remove drops only the series whose labels include the given ones", async () => {
+    const m = new Metrics(false);
+    m.add("feed_watch_errors_total", { cluster: "east", kind: "pods" });
+    m.add("feed_watch_errors_total", { cluster: "east", kind: "services" });
+    m.add("feed_watch_errors_total", { cluster: "west", kind: "pods" });
+    m.remove("feed_watch_errors_total", { cluster: "east" });
+    assert.equal(m.get("feed_watch_errors_total", { cluster: "east", kind: "pods" }), undefined);
+    assert.deepEqual(samples(await m.text(), "feed_watch_errors_total"), ['feed_watch_errors_total{cluster="west",kind="pods"} 1']);
+  });
+
   it("label values are escaped", async () => {
     const m = new Metrics(false);
     m.set("feed_odd", { cluster: 'a"b\\c\nd' }, 1);
