@@ -4,6 +4,7 @@
 // compiled filters the feed checks each snapshot with, and the Dockerfile.
 //   node feed/image/bundle.mjs        (after `npm run build`, which makes build/<filter>.wasm)
 import { build } from "esbuild";
+import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,6 +23,13 @@ for (const filter of FILTERS) {
 rmSync(out, { recursive: true, force: true });
 mkdirSync(join(out, "app/wasm"), { recursive: true });
 const version = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version;
+// feed_build_info's labels (feed/src/feed_metrics.ts): the release and the commit built.
+let revision = "unknown";
+try {
+  revision = execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+} catch {
+  // Not a git checkout: the label says unknown.
+}
 await build({
   entryPoints: [join(root, "feed/src/main.ts")],
   outfile: join(out, "app/main.mjs"),
@@ -33,6 +41,7 @@ await build({
   banner: { js: 'import { createRequire as __feedRequire } from "node:module"; const require = __feedRequire(import.meta.url);' },
   legalComments: "linked",
   logLevel: "warning",
+  define: { FEED_BUILD_VERSION: JSON.stringify(version), FEED_BUILD_REVISION: JSON.stringify(revision) },
 });
 for (const filter of FILTERS) copyFileSync(join(root, "build", `${filter}.wasm`), join(out, "app/wasm", `${filter}.wasm`));
 copyFileSync(join(root, "feed/image/Dockerfile"), join(out, "Dockerfile"));

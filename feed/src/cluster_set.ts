@@ -34,6 +34,9 @@ export interface ClusterHost {
   clusterTimedOut(clusterId: string): void;
   changed(clusterId?: string): void;
   sourceRefused(clusterId: string, reason: string): void;
+  /** A watch of the cluster's current informers failed / works again (feed_cluster_synced). */
+  watchFailed(clusterId: string, kind: string): void;
+  watchRecovered(clusterId: string, kind: string): void;
 }
 
 interface Running {
@@ -55,7 +58,6 @@ interface Member {
   next?: Running;
 }
 
-export const SYNCED = "feed_cluster_synced";
 const TIMEOUTS = "feed_cluster_sync_timeouts_total";
 const CHANGES = "feed_cluster_changes_total";
 
@@ -75,7 +77,6 @@ export class ClusterSet {
     public waitForever: string | undefined,
   ) {
     const m = host.metrics;
-    m.declare(SYNCED, "gauge", "1 once the cluster's initial lists are in (its objects are in the model), 0 while they are not, by cluster");
     m.declare(TIMEOUTS, "counter", "clusters whose initial lists were not in within clusterSyncTimeoutSeconds (the feed served without them), by cluster");
     m.declare(CHANGES, "counter", "clusters added, updated (new credentials) and removed at run time, by origin (config, secret) and event");
   }
@@ -104,7 +105,6 @@ export class ClusterSet {
     const current = this.launch(id, source);
     const member: Member = { id, origin, current };
     this.members.set(id, member);
-    this.host.metrics.set(SYNCED, { cluster: id }, 0);
     this.host.metrics.add(CHANGES, { origin: kindOf(origin), event: "added" });
     this.log("info", `cluster ${id} (${origin}): added; listing its objects`);
     this.host.addCluster(current.objects);
@@ -126,7 +126,6 @@ export class ClusterSet {
       this.retire(member.current);
       this.host.removeCluster(id);
       member.current = this.launch(id, source);
-      this.host.metrics.set(SYNCED, { cluster: id }, 0);
       this.host.addCluster(member.current.objects);
       this.run(member, member.current);
       return;
@@ -145,10 +144,6 @@ export class ClusterSet {
     this.retire(member.current);
     this.host.removeCluster(id);
     this.host.metrics.add(CHANGES, { origin: kindOf(member.origin), event: "removed" });
-    // The Metrics API drops series by name only: set the others again.
-    const synced = new Map([...this.members.values()].map((m) => [m.id, m.current.synced ? 1 : 0] as const));
-    this.host.metrics.clear(SYNCED);
-    for (const [cluster, v] of synced) this.host.metrics.set(SYNCED, { cluster }, v);
     this.log("info", `cluster ${id} (${member.origin}): removed; its objects leave the model`);
   }
 
@@ -185,6 +180,14 @@ export class ClusterSet {
       },
       synced: () => this.synced(id, running),
       refused: (clusterId: string, reason: string) => this.host.sourceRefused(clusterId, reason),
+      // feed_cluster_synced says whether the objects in the model are current: a replacement's
+      // failures count once it is swapped in (the previous informers keep serving until then).
+      watchFailed: (clusterId: string, kind: string) => {
+        if (this.members.get(id)?.current === running) this.host.watchFailed(clusterId, kind);
+      },
+      watchRecovered: (clusterId: string, kind: string) => {
+        if (this.members.get(id)?.current === running) this.host.watchRecovered(clusterId, kind);
+      },
       log: this.log,
     };
     const watch = source.kind === "kube" ? new ClusterWatch(objects, source.kubeConfig, hooks) : new FileSource(objects, source.path, hooks);
@@ -233,7 +236,6 @@ export class ClusterSet {
     } else if (member.current === running) {
       this.host.markSynced(id);
     }
-    this.host.metrics.set(SYNCED, { cluster: id }, 1);
   }
 
   private retire(running: Running): Promise<void> {

@@ -25,7 +25,7 @@ import {
   tlsModeOf,
 } from "./istio_rules.js";
 import type { NetworkResolver } from "./mesh_networks.js";
-import type { CappedObject, ComputedMesh, MeshChanges, WorkloadInfo } from "./mesh_model.js";
+import { GAP, type CappedObject, type ComputedMesh, type GapReason, type MeshChanges, type WorkloadInfo } from "./mesh_model.js";
 import type { Service, Workload } from "./schema.js";
 import { ClusterWaypoints, gatewayRef, networkGatewaysOf, type NetworkGateway } from "./waypoints.js";
 import { addSlice, finishService, newBuild, portSpecs, type ServiceBuild, type ServiceContext } from "./compute_service.js";
@@ -42,7 +42,7 @@ export interface MeshOptions {
   caps?: FeedCaps;
 }
 
-const EMPTY_GAPS: ReadonlyMap<string, number> = new Map();
+const EMPTY_GAPS: ReadonlyMap<GapReason, number> = new Map();
 
 function time(t: Date | string | undefined): number {
   if (!t) return 0;
@@ -63,8 +63,8 @@ function time(t: Date | string | undefined): number {
 export class MeshComputer {
   private mesh: ComputedMesh = emptyMesh();
   private clusterStates: ClusterState[] = [];
-  private readonly objectGaps = new Map<string, Map<string, number>>();
-  private gapSink: Map<string, number> | undefined;
+  private readonly objectGaps = new Map<string, Map<GapReason, number>>();
+  private gapSink: Map<GapReason, number> | undefined;
   /** hostname → the uids of the workloads its selector-less slice endpoints made. */
   private readonly sliceWorkloads = new Map<string, string[]>();
   /**
@@ -82,7 +82,7 @@ export class MeshComputer {
     return this.mesh;
   }
 
-  private gap(reason: string, n = 1): void {
+  private gap(reason: GapReason, n = 1): void {
     // Created on the first gap: most objects have none.
     const sink = (this.gapSink ??= new Map());
     sink.set(reason, (sink.get(reason) ?? 0) + n);
@@ -104,7 +104,7 @@ export class MeshComputer {
         else totals.delete(reason);
       }
       if (sink.size > 0) {
-        this.objectGaps.set(key, sink as Map<string, number>);
+        this.objectGaps.set(key, sink as Map<GapReason, number>);
         for (const [reason, n] of sink) totals.set(reason, (totals.get(reason) ?? 0) + n);
       } else this.objectGaps.delete(key);
     }
@@ -327,7 +327,7 @@ export class MeshComputer {
           const svc = st.c.services.get(key);
           if (!svc) continue;
           if (svc.spec?.type === "ExternalName") {
-            this.gap("ExternalName service (not implemented by istiod's ambient index either)");
+            this.gap(GAP.externalName);
             continue;
           }
           if (!b) b = newBuild(ctx, st.c, svc, hostname, st.waypoints);
@@ -492,12 +492,12 @@ export class MeshComputer {
     const raw = podIps(pod);
     if (raw.length === 0) return undefined;
     if (raw.some((ip) => isIP(ip) === 0)) {
-      this.gap("pod with an unparsable IP (skipped, as istiod does)");
+      this.gap(GAP.unparsableIp);
       return undefined;
     }
     if (pod.spec?.hostNetwork) {
       // The node's IP is shared by every host-network pod: not an address of this pod alone.
-      this.gap("host-network pod (NetworkMode HOST_NETWORK: no per-pod address)");
+      this.gap(GAP.hostNetwork);
       return undefined;
     }
     const labels = labelsOf(pod);
@@ -505,7 +505,7 @@ export class MeshComputer {
     const addresses = [...new Set(raw.map(canonicalIp))];
     const network = podNetwork(systemNetwork, registryNetwork, () => this.options.networks.cidrNetwork(addresses[0]));
     const labelled = labels[LABEL_NETWORK];
-    if (labelled !== undefined && labelled !== network) this.gap("pod topology.istio.io/network label naming another network (ignored: a pod is on its cluster's network)");
+    if (labelled !== undefined && labelled !== network) this.gap(GAP.foreignNetworkLabel);
     const tlsMode = tlsModeOf(labels);
     const locality = podLocality(pod, c.nodes.get(pod.spec?.nodeName ?? ""));
     const waypoint = waypoints.forWorkload(pod);

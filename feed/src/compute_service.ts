@@ -2,7 +2,7 @@
 // from its EndpointSlices, SANs, waypoint and load balancing, merged across clusters by hostname.
 import { isIP } from "node:net";
 import type { ClusterObjects } from "./cluster_objects.js";
-import type { WorkloadInfo } from "./mesh_model.js";
+import { GAP, type GapReason, type WorkloadInfo } from "./mesh_model.js";
 import { canonicalIp } from "./ip.js";
 import type { EndpointSlice, Service as KubeService } from "./kube_objects.js";
 import {
@@ -22,7 +22,7 @@ import { sameNamespace } from "./compute_index.js";
 
 /** What a service's computation reads from the computer: its gap counter, the trust domain, the workloads. */
 export interface ServiceContext {
-  gap(reason: string): void;
+  gap(reason: GapReason): void;
   trustDomain: string;
   /** A computed workload by uid, including one held out of the model for its memberships (compute_caps.ts). */
   workload(uid: string): WorkloadInfo | undefined;
@@ -55,7 +55,7 @@ export function newBuild(ctx: ServiceContext, c: ClusterObjects, svc: KubeServic
   const nsAnnotations = c.namespaces.get(svc.metadata?.namespace ?? "")?.metadata?.annotations ?? {};
   const { lb, gap } = serviceLoadBalancing(svc, nsAnnotations);
   if (gap) ctx.gap(gap);
-  if (svc.spec?.publishNotReadyAddresses) ctx.gap("publishNotReadyAddresses (HealthPolicy ALLOW_ALL)");
+  if (svc.spec?.publishNotReadyAddresses) ctx.gap(GAP.publishNotReady);
   const annotations = svc.metadata?.annotations ?? {};
   const namespace = svc.metadata?.namespace ?? "";
   // Service accounts declared on the service (kube/conversion.go ConvertService).
@@ -97,7 +97,7 @@ export function addSlice(ctx: ServiceContext, c: ClusterObjects, slice: Endpoint
     let uid: string;
     if (ep.targetRef?.kind === "Pod") {
       if (!sameNamespace(ep.targetRef.namespace, namespace)) {
-        ctx.gap("EndpointSlice endpoint naming a pod of another namespace (ignored: a Service selects pods of its own namespace only)");
+        ctx.gap(GAP.crossNamespaceEndpoint);
         continue;
       }
       // The Pod must be a workload (istiod skips the endpoint otherwise); its health from the
@@ -152,7 +152,7 @@ export function finishService(ctx: ServiceContext, b: ServiceBuild, made: Map<st
     for (const p of b.ports) {
       const t = targets.get(p.port);
       if (t === undefined) {
-        if (p.target === undefined) ctx.gap("endpoint without the service's named target port (istiod drops that port for it)");
+        if (p.target === undefined) ctx.gap(GAP.missingTargetPort);
         continue;
       }
       if (t !== ports[String(p.port)]) {

@@ -23,6 +23,7 @@ import { DEFAULT_PUSH } from "./config_ha.js";
 import { EcdsFileTarget } from "./deliver/ecds.js";
 import { Pusher, type Delivery } from "./deliver/pusher.js";
 import type { PublishedSnapshot, SnapshotSource } from "./http.js";
+import { CHECK_BUCKETS, ClusterSyncMetrics, declareBuildInfo, PROPAGATION_BUCKETS, PUSH_BUCKETS, RENDER_BUCKETS } from "./feed_metrics.js";
 import { Metrics } from "./metrics.js";
 import { renderPluginConfig } from "./render.js";
 import { FilterValidator } from "./validate.js";
@@ -71,6 +72,8 @@ interface TargetState {
 interface NetworkDelta {
   view: NetworkView;
   channel: DeltaChannel;
+  /** The filters checking its versions (their `ms` adds up the time spent checking). */
+  shadows: FilterShadow[];
   lastError?: string;
   /** Long polls waiting for the next version. */
   waiters: Set<() => void>;
@@ -94,11 +97,17 @@ export class FeedController implements SnapshotSource {
   private readonly synced = new Set<string>();
   /** Clusters whose initial lists did not come in within clusterSyncTimeoutSeconds. */
   private readonly timedOut = new Set<string>();
+  /** Per target: the oldest change its pending snapshot carries (timed when a delivery lands). */
+  private readonly changeSeenOf = new Map<string, number>();
   /** The start-up gate (allSynced) is open. */
   private started = false;
   private startHolds = 0;
   /** When the oldest change not yet rendered arrived (0: none pending). */
   private oldestPending = 0;
+  /** When the oldest change not yet in a delta version arrived (0: none pending). */
+  private oldestDeltaPending = 0;
+  /** Per-cluster sync state and its metrics. */
+  readonly clusterState: ClusterSyncMetrics;
   private readonly waiters: Array<() => void> = [];
   renders = 0;
 
@@ -130,7 +139,7 @@ export class FeedController implements SnapshotSource {
         const key = JSON.stringify([u.filter, u.config]);
         if (!shadows.has(key)) shadows.set(key, new FilterShadow(u, () => this.validator.bytes(u.filter), () => viewFor(this.computer.current, u.network).snapshot));
       }
-      this.networks.set(t.network, { view: new NetworkView(t.network), channel: new DeltaChannel(this.epoch, config.delta, [...shadows.values()]), waiters: new Set() });
+      this.networks.set(t.network, { view: new NetworkView(t.network), channel: new DeltaChannel(this.epoch, config.delta, [...shadows.values()]), shadows: [...shadows.values()], waiters: new Set() });
     }
     const m = this.metrics;
     m.declare("feed_objects", "gauge", "objects the feed holds, by cluster and kind");
@@ -140,18 +149,18 @@ export class FeedController implements SnapshotSource {
     m.declare("feed_snapshot_bytes", "gauge", "size of the target's published plugin configuration");
     m.declare("feed_snapshot_workloads", "gauge", "workloads in the target's published snapshot");
     m.declare("feed_snapshot_services", "gauge", "services in the target's published snapshot");
-    m.declare("feed_render_seconds", "gauge", "duration of the last render (compute, views, JSON, validation, delivery)");
-    m.declare("feed_render_seconds_sum", "counter", "total render time");
-    m.declare("feed_renders_total", "counter", "renders run");
-    m.declare("feed_validate_seconds", "gauge", "duration of the last validation in the compiled filter, by target");
+    m.declare("feed_render_seconds", "histogram", "duration of the snapshot path's renders (compute, views, JSON, check, delivery)", RENDER_BUCKETS);
+    m.declare("feed_check_seconds", "histogram", "time the compiled filters took to check a new model, by path (delta: a version in the network's filter shadows; snapshot: a target's JSON)", CHECK_BUCKETS);
+    m.declare("feed_push_seconds", "histogram", "duration of one delivery of a target's snapshot, by target and delivery (ecds, wasmplugin)", PUSH_BUCKETS);
+    m.declare("feed_propagation_seconds", "histogram", "from the arrival of the oldest watch event a publication carries to that publication, by target and path (delta: version published on the channel; snapshot: delivered)", PROPAGATION_BUCKETS);
+    m.declare("feed_delta_published_timestamp_seconds", "gauge", "when the target's current delta version was published (Unix seconds)");
+    m.declare("feed_snapshot_delivered_timestamp_seconds", "gauge", "when the target's current snapshot was last delivered in full (ECDS file written, WasmPlugin applied; Unix seconds), for targets with a delivery");
     m.declare("feed_render_errors_total", "counter", "snapshots the filter refused (not published; the previous one stays), by target");
     m.declare("feed_model_gaps", "gauge", "objects carrying something the model cannot express, by reason");
     m.declare("feed_view_dropped", "gauge", "workloads, addresses and VIPs left out of a target's view, by reason");
     m.declare("feed_delta_version", "gauge", "the target's current delta version (in epoch feed_delta_epoch)");
     m.declare("feed_delta_epoch", "gauge", "the feed's epoch (its start time in ms): a client of another epoch gets a full message");
-    m.declare("feed_delta_render_seconds", "gauge", "duration of the last delta render (incremental compute, views, diff, check)");
-    m.declare("feed_delta_render_seconds_sum", "counter", "total delta render time");
-    m.declare("feed_delta_renders_total", "counter", "delta renders run");
+    m.declare("feed_delta_render_seconds", "histogram", "duration of the delta path's renders (incremental compute, views, diff, check)", RENDER_BUCKETS);
     m.declare("feed_delta_published_records_total", "counter", "records published in new versions, by target");
     m.declare("feed_delta_refused_total", "counter", "versions a target's compiled filter refused, or past the id limits (not published; the previous version stays), by target");
     m.declare("feed_delta_journal_records", "gauge", "records the target's journal keeps");
@@ -165,14 +174,20 @@ export class FeedController implements SnapshotSource {
     m.declare("feed_delta_held", "gauge", "long polls held now");
     m.declare("feed_delta_held_total", "counter", "long polls that were held (answered on a change or when their wait ran out)");
     this.metrics.set("feed_delta_epoch", {}, this.epoch);
+    declareBuildInfo(m);
+    this.clusterState = new ClusterSyncMetrics(m, clusters.map((c) => c.clusterId));
   }
 
   // ------------------------------------------------------------------ inputs
 
   /** The watch layer (or a test) changed some cluster's objects. */
   changed(clusterId?: string): void {
-    if (clusterId) this.metrics.add("feed_events_total", { cluster: clusterId });
+    if (clusterId) {
+      this.metrics.add("feed_events_total", { cluster: clusterId });
+      this.clusterState.event(clusterId);
+    }
     if (this.oldestPending === 0) this.oldestPending = Date.now();
+    if (this.oldestDeltaPending === 0) this.oldestDeltaPending = Date.now();
     this.deltaDebouncer.poke();
     if (this.targets.some((t) => t.eager)) this.debouncer.poke();
   }
@@ -185,6 +200,14 @@ export class FeedController implements SnapshotSource {
   markSynced(clusterId: string): void {
     this.synced.add(clusterId);
     this.timedOut.delete(clusterId);
+    this.clusterState.listed(clusterId);
+    // The initial lists are not changes to propagate: feed_propagation_seconds times the first
+    // publication after them from here, not from the first object listed (a restart at 100k pods
+    // would otherwise add one sample of the whole initial sync).
+    if (this.allSynced()) {
+      this.oldestPending = 0;
+      this.oldestDeltaPending = 0;
+    }
     this.changed();
   }
 
@@ -220,6 +243,7 @@ export class FeedController implements SnapshotSource {
   /** A cluster joins (its objects count once it is synced). */
   addCluster(objects: ClusterObjects): void {
     this.clusters.push(objects);
+    this.clusterState.added(objects.clusterId);
   }
 
   /** A cluster's objects are replaced by a new, synced set (new credentials, relisted). */
@@ -236,6 +260,7 @@ export class FeedController implements SnapshotSource {
     if (i >= 0) this.clusters.splice(i, 1);
     this.synced.delete(clusterId);
     this.timedOut.delete(clusterId);
+    this.clusterState.forget(clusterId);
     this.metrics.clear("feed_objects");
     this.changed();
   }
@@ -247,6 +272,15 @@ export class FeedController implements SnapshotSource {
   }
 
   /** The feed stops waiting for this cluster's initial lists (it keeps listing; synced() later). */
+  /** A watch of the cluster failed / works again (feed_cluster_synced, feed_cluster_watch_errors_total). */
+  watchFailed(clusterId: string, kind: string): void {
+    this.clusterState.watchFailed(clusterId, kind);
+  }
+
+  watchRecovered(clusterId: string, kind: string): void {
+    this.clusterState.watchRecovered(clusterId, kind);
+  }
+
   clusterTimedOut(clusterId: string): void {
     if (!this.synced.has(clusterId)) this.timedOut.add(clusterId);
     this.changed();
@@ -290,6 +324,8 @@ export class FeedController implements SnapshotSource {
     // last cluster renders.
     if (!this.allSynced()) return;
     const started = performance.now();
+    const changeSeen = this.oldestDeltaPending;
+    let refused = false;
     try {
       const clusters = this.syncedClusters();
       for (const c of clusters) for (const [kind, n] of Object.entries(c.count())) this.metrics.set("feed_objects", { cluster: c.clusterId, kind }, n);
@@ -301,18 +337,25 @@ export class FeedController implements SnapshotSource {
       }
       for (const [network, n] of this.networks) {
         const moved = n.view.update(mesh, changes);
+        const checkedMs = n.shadows.reduce((sum, s) => sum + s.ms, 0);
         const outcome = n.channel.publish(n.view, mesh, moved);
+        const checkMs = n.shadows.reduce((sum, s) => sum + s.ms, 0) - checkedMs;
+        if (checkMs > 0) this.metrics.observe("feed_check_seconds", { path: "delta" }, checkMs / 1000);
         const names = this.targets.filter((t) => t.target.network === network).map((t) => t.target.name);
         if (outcome.published) {
           n.lastError = undefined;
+          const now = Date.now();
           for (const name of names) {
             this.metrics.set("feed_delta_version", { target: name }, outcome.version);
             this.metrics.add("feed_delta_published_records_total", { target: name }, outcome.records);
+            this.metrics.set("feed_delta_published_timestamp_seconds", { target: name }, now / 1000);
+            if (changeSeen > 0) this.metrics.observe("feed_propagation_seconds", { target: name, path: "delta" }, (now - changeSeen) / 1000);
           }
           const waiters = [...n.waiters];
           n.waiters.clear();
           for (const w of waiters) w();
         } else if (outcome.error) {
+          refused = true;
           for (const name of names) this.metrics.add("feed_delta_refused_total", { target: name });
           const message = `network ${JSON.stringify(network)} (targets ${names.join(", ")}): delta refused (${outcome.error}); not published, version ${n.channel.version} stays`;
           if (message !== n.lastError) this.log("error", message);
@@ -335,14 +378,15 @@ export class FeedController implements SnapshotSource {
       // the next render recomputes everything (what this one touched may be half-updated) and
       // publishes the difference from the last published version.
       this.computer.invalidate();
+      refused = true;
       setTimeout(() => this.deltaDebouncer.poke(), 1000).unref();
       this.metrics.add("feed_render_errors_total", { target: "*" });
       this.log("error", `delta render failed, previous versions kept: ${(error as Error).stack ?? error}`);
     } finally {
-      const seconds = (performance.now() - started) / 1000;
-      this.metrics.set("feed_delta_render_seconds", {}, seconds);
-      this.metrics.add("feed_delta_render_seconds_sum", {}, seconds);
-      this.metrics.add("feed_delta_renders_total", {});
+      // A refused or failed version leaves its changes pending: the propagation of the version
+      // that finally carries them counts from their arrival.
+      if (!refused) this.oldestDeltaPending = 0;
+      this.metrics.observe("feed_delta_render_seconds", {}, (performance.now() - started) / 1000);
       this.deltaRenders++;
     }
   }
@@ -368,19 +412,15 @@ export class FeedController implements SnapshotSource {
           view = viewFor(mesh, t.network);
           views.set(t.network, view);
         }
-        await this.renderTarget(state, view.snapshot, view.stats);
+        await this.renderTarget(state, view.snapshot, view.stats, changeSeen);
       }
     } catch (error) {
       // A bug or an unexpected object: nothing is published, the previous snapshots stay.
       this.metrics.add("feed_render_errors_total", { target: "*" });
       this.log("error", `render failed, previous snapshots kept: ${(error as Error).stack ?? error}`);
     } finally {
-      const seconds = (performance.now() - started) / 1000;
-      this.metrics.set("feed_render_seconds", {}, seconds);
-      this.metrics.add("feed_render_seconds_sum", {}, seconds);
-      this.metrics.add("feed_renders_total", {});
+      this.metrics.observe("feed_render_seconds", {}, (performance.now() - started) / 1000);
       this.renders++;
-      void changeSeen;
       for (const w of this.waiters.splice(0)) w();
     }
   }
@@ -408,7 +448,7 @@ export class FeedController implements SnapshotSource {
     const rendered = renderPluginConfig(t.filter, t.network, t.config, snapshot);
     if (state.published?.digest === rendered.digest) return undefined;
     const verdict = this.validator.check(t.filter, rendered.text);
-    this.metrics.set("feed_validate_seconds", { target: t.name }, verdict.ms / 1000);
+    this.metrics.observe("feed_check_seconds", { path: "snapshot" }, verdict.ms / 1000);
     if (!verdict.ok) {
       this.metrics.add("feed_render_errors_total", { target: t.name });
       const kept = state.published ? `version ${state.published.version} stays` : "nothing published yet";
@@ -428,9 +468,11 @@ export class FeedController implements SnapshotSource {
     return { version, text: rendered.text, bytes: rendered.bytes, digest: rendered.digest, publishedAt: state.published.publishedAt };
   }
 
-  private async renderTarget(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"]): Promise<void> {
+  private async renderTarget(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"], changeSeen: number): Promise<void> {
     const kept = this.checkAndKeep(state, snapshot, stats);
     if (!kept) return;
+    // The oldest change this snapshot carries: its propagation is timed when a delivery lands.
+    if (changeSeen > 0 && !this.changeSeenOf.has(state.target.name)) this.changeSeenOf.set(state.target.name, changeSeen);
     // The first attempt is awaited (a render ends with its deliveries tried); failures retry on their own.
     await this.pushes.want(state.target.name, kept, kept.publishedAt);
   }
@@ -445,7 +487,7 @@ export class FeedController implements SnapshotSource {
         kind: "ecds",
         where: `ECDS file ${t.ecds?.file}`,
         landed: async () => ecds.heldDigest(),
-        push: async (s) => void ecds.write(s.version, s.text),
+        push: (s) => this.timedPush(t.name, "ecds", async () => void ecds.write(s.version, s.text)),
       });
     }
     const applier = this.wasmPlugins;
@@ -454,10 +496,25 @@ export class FeedController implements SnapshotSource {
         kind: "wasmplugin",
         where: `WasmPlugin ${t.wasmPlugin.namespace}/${t.wasmPlugin.name}`,
         landed: async () => applier.landedDigest?.(t),
-        push: (s) => applier.apply(t, s.version, JSON.parse(s.text) as Record<string, unknown>, s.bytes, s.digest),
+        push: (s) => this.timedPush(t.name, "wasmplugin", () => applier.apply(t, s.version, JSON.parse(s.text) as Record<string, unknown>, s.bytes, s.digest)),
       });
     }
     return out;
+  }
+
+  /** One delivery attempt, timed (`feed_push_seconds`); a landed one stamps the target's delivery and propagation. */
+  private async timedPush(target: string, delivery: string, push: () => Promise<void>): Promise<void> {
+    const started = performance.now();
+    try {
+      await push();
+    } finally {
+      this.metrics.observe("feed_push_seconds", { target, delivery }, (performance.now() - started) / 1000);
+    }
+    const now = Date.now();
+    this.metrics.set("feed_snapshot_delivered_timestamp_seconds", { target }, now / 1000);
+    const seen = this.changeSeenOf.get(target);
+    this.changeSeenOf.delete(target);
+    if (seen !== undefined) this.metrics.observe("feed_propagation_seconds", { target, path: "snapshot" }, (now - seen) / 1000);
   }
 
   // ------------------------------------------------------------------ SnapshotSource
@@ -553,7 +610,7 @@ export class FeedController implements SnapshotSource {
     if (delta > 0) this.metrics.add("feed_delta_held_total", {});
   }
 
-  metricsText(): string {
+  metricsText(): Promise<string> {
     this.pushes.refreshMetrics();
     return this.metrics.text();
   }

@@ -33,7 +33,8 @@ export interface SnapshotSource {
   snapshot(target: string): PublishedSnapshot | undefined;
   snapshots(): PublishedSnapshot[];
   ready(): { ready: boolean; reason: string };
-  metricsText(): string;
+  /** Prometheus' text format (prom-client renders it asynchronously). */
+  metricsText(): string | Promise<string>;
 }
 
 /** What /delta needs from the controller (FeedController implements it). */
@@ -156,7 +157,10 @@ function handleOperator(source: SnapshotSource, req: IncomingMessage, res: Serve
     return;
   }
   if (url.pathname === "/metrics") {
-    res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(source.metricsText());
+    Promise.resolve(source.metricsText()).then(
+      (text) => res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(text),
+      (error) => res.writeHead(500, { "content-type": "text/plain" }).end(`metrics: ${(error as Error).message}\n`),
+    );
     return;
   }
   if (url.pathname === "/snapshots") {

@@ -3,6 +3,7 @@
 // field table points here.
 import type { Gateway, KubeObject, Node, Pod, Service, ServicePort } from "./kube_objects.js";
 import { labelsOf } from "./kube_objects.js";
+import { GAP, type GapReason } from "./mesh_model.js";
 import type { LoadBalancing } from "./schema.js";
 
 export const LABEL_TLS_MODE = "security.istio.io/tlsMode";
@@ -184,15 +185,15 @@ export function numericTargetPort(port: ServicePort): number | undefined {
  * four scopes it has, internalTrafficPolicy Local is reported (README). Nothing set: the model's
  * default (all four scopes, failover), where istiod sends no preference.
  */
-export function serviceLoadBalancing(service: Service, nsAnnotations: Record<string, string>): { lb?: LoadBalancing; gap?: string } {
-  if (service.spec?.internalTrafficPolicy === "Local") return { gap: "internalTrafficPolicy Local (NODE scope, strict)" };
+export function serviceLoadBalancing(service: Service, nsAnnotations: Record<string, string>): { lb?: LoadBalancing; gap?: GapReason } {
+  if (service.spec?.internalTrafficPolicy === "Local") return { gap: GAP.internalTrafficLocal };
   const td =
     service.spec?.trafficDistribution ||
     service.metadata?.annotations?.[ANNOTATION_TRAFFIC_DISTRIBUTION] ||
     nsAnnotations[ANNOTATION_TRAFFIC_DISTRIBUTION] ||
     "";
   if (td === "PreferClose" || td === "PreferSameZone") return { lb: { routingPreference: ["network", "region", "zone"], mode: "failover" } };
-  if (td === "PreferSameNode") return { lb: { routingPreference: ["network", "region", "zone", "subzone"], mode: "failover" }, gap: "trafficDistribution PreferSameNode (NODE scope)" };
+  if (td === "PreferSameNode") return { lb: { routingPreference: ["network", "region", "zone", "subzone"], mode: "failover" }, gap: GAP.preferSameNode };
   return {};
 }
 

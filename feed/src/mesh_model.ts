@@ -31,13 +31,31 @@ export interface CappedObject {
   detail: string;
 }
 
+/**
+ * Why an object carries something the model cannot express: the `reason` label of
+ * feed_model_gaps (short and fixed, so that alerts and dashboards can name it; feed/README.md
+ * explains each).
+ */
+export const GAP = {
+  externalName: "external_name",
+  unparsableIp: "unparsable_pod_ip",
+  hostNetwork: "host_network_pod",
+  foreignNetworkLabel: "foreign_network_label",
+  publishNotReady: "publish_not_ready_addresses",
+  crossNamespaceEndpoint: "cross_namespace_endpoint",
+  missingTargetPort: "missing_target_port",
+  internalTrafficLocal: "internal_traffic_policy_local",
+  preferSameNode: "prefer_same_node",
+} as const;
+export type GapReason = (typeof GAP)[keyof typeof GAP];
+
 export interface ComputedMesh {
   workloads: Map<string, WorkloadInfo>;
   services: Map<string, Service>;
   /** The gateway of each network (the first valid one, as getNetworkGatewayAddress takes). */
   gateways: Map<string, NetworkGateway>;
   /** What the model cannot say, by reason, with how many objects it touched (README). */
-  gaps: Map<string, number>;
+  gaps: Map<GapReason, number>;
   /** uid → hostname → its endpoint entry's port overrides: the services a workload is in. */
   memberships: Map<string, Map<string, Membership>>;
   /** Objects left out for passing a cap (compute_caps.ts), by workload uid, service hostname or gateway uid. */

@@ -1,55 +1,195 @@
-// The feed's metrics in Prometheus' text format (served at /metrics). Small on purpose: gauges
-// and counters with labels, no histograms (render and validation times are exposed as the last
-// value plus a running sum and count).
-type Labels = Record<string, string>;
+// The feed's metrics, exposed with prom-client (served at /metrics in Prometheus' text format).
+// The rest of the feed talks to this small API (declare, set, add, observe, get, clear, text) and
+// never to prom-client, so that a metric is one line at its call site and the library could be
+// swapped without touching the callers.
+//
+// Each Metrics has its own prom-client Registry: tests run several feeds in one process, and
+// each must show its own counters. The process and Node.js metrics (CPU, RSS, heap, event-loop
+// lag, GC) describe the process, not a feed, so they live in one registry per process, created
+// on first use and appended to every feed's text.
+//
+// prom-client wants a metric's label names when the metric is created; the callers name labels
+// at each call instead. So a metric is created on its first write with that write's label
+// names, and re-created with the union if a later write brings a new one (gauge and counter
+// values are replayed from the values kept here; a histogram's buckets restart). Nothing here
+// throws on a write: a write the metric's type cannot take (a counter going down, an observation
+// of a gauge, a value that is not a number) is dropped. set() on a counter replaces its value.
+import client from "prom-client";
 
-function key(name: string, labels: Labels): string {
-  const parts = Object.keys(labels)
+type Labels = Record<string, string>;
+export type MetricType = "gauge" | "counter" | "histogram";
+
+/** Buckets for durations measured in seconds, from 1 ms to 60 s (a render at 100k pods takes seconds). */
+export const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+interface Family {
+  type: MetricType;
+  help: string;
+  buckets: number[];
+  labelNames: string[];
+  metric?: client.Gauge | client.Counter | client.Histogram;
+  /** Gauge and counter values by series (histograms: observations), for get() and re-creation. */
+  series: Map<string, { labels: Labels; value: number }>;
+}
+
+/** The same labels with their names in order: prom-client prints them in the object's order. */
+function ordered(labels: Labels): Labels {
+  const keys = Object.keys(labels);
+  if (keys.length < 2) return labels;
+  const out: Labels = {};
+  for (const k of keys.sort()) out[k] = labels[k];
+  return out;
+}
+
+function seriesKey(labels: Labels): string {
+  return Object.keys(labels)
     .sort()
-    .map((k) => `${k}="${labels[k].replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`);
-  return parts.length > 0 ? `${name}{${parts.join(",")}}` : name;
+    .map((k) => `${k}=${JSON.stringify(labels[k])}`)
+    .join(",");
+}
+
+let processRegistry: client.Registry | undefined;
+
+/** The process-wide registry with prom-client's default metrics (created once). */
+function processMetrics(): client.Registry {
+  if (!processRegistry) {
+    processRegistry = new client.Registry();
+    client.collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
 }
 
 export class Metrics {
-  private readonly values = new Map<string, { name: string; value: number }>();
-  private readonly help = new Map<string, { type: "gauge" | "counter"; text: string }>();
+  private readonly registry = new client.Registry();
+  private readonly families = new Map<string, Family>();
 
-  declare(name: string, type: "gauge" | "counter", text: string): void {
-    this.help.set(name, { type, text });
+  constructor(private readonly withProcessMetrics = true) {}
+
+  /** Names a metric, its type and help text; histograms take their buckets (in seconds by default). */
+  declare(name: string, type: MetricType, help: string, buckets: number[] = SECONDS_BUCKETS): void {
+    const f = this.families.get(name);
+    if (f && f.type === type) {
+      f.help = help;
+      f.buckets = buckets;
+      return;
+    }
+    if (f) this.drop(name, f);
+    this.families.set(name, { type, help, buckets, labelNames: [], series: new Map() });
   }
 
-  set(name: string, labels: Labels, value: number): void {
-    this.values.set(key(name, labels), { name, value });
+  set(name: string, rawLabels: Labels, value: number): void {
+    const labels = ordered(rawLabels);
+    if (!Number.isFinite(value)) return;
+    const f = this.family(name, "gauge");
+    if (f.type === "histogram") return;
+    const k = seriesKey(labels);
+    const metric = this.ensure(name, f, labels);
+    f.series.set(k, { labels, value });
+    if (f.type === "gauge") (metric as client.Gauge).set(labels, value);
+    else {
+      (metric as client.Counter).remove(labels);
+      if (value > 0) (metric as client.Counter).inc(labels, value);
+    }
   }
 
-  add(name: string, labels: Labels, delta = 1): void {
-    const k = key(name, labels);
-    const v = this.values.get(k);
-    this.values.set(k, { name, value: (v?.value ?? 0) + delta });
+  add(name: string, rawLabels: Labels, delta = 1): void {
+    const labels = ordered(rawLabels);
+    if (!Number.isFinite(delta)) return;
+    const f = this.family(name, name.endsWith("_total") ? "counter" : "gauge");
+    if (f.type === "histogram" || (f.type === "counter" && delta < 0)) return;
+    const k = seriesKey(labels);
+    const metric = this.ensure(name, f, labels);
+    f.series.set(k, { labels, value: (f.series.get(k)?.value ?? 0) + delta });
+    if (f.type === "gauge") (metric as client.Gauge).inc(labels, delta);
+    else (metric as client.Counter).inc(labels, delta);
   }
 
+  /** One observation of a histogram (declared with declare(name, "histogram", ...)). */
+  observe(name: string, rawLabels: Labels, value: number): void {
+    const labels = ordered(rawLabels);
+    if (!Number.isFinite(value)) return;
+    const f = this.family(name, "histogram");
+    if (f.type !== "histogram") return;
+    const k = seriesKey(labels);
+    const metric = this.ensure(name, f, labels);
+    f.series.set(k, { labels, value: (f.series.get(k)?.value ?? 0) + 1 });
+    (metric as client.Histogram).observe(labels, value);
+  }
+
+  /** A gauge's or counter's value, a histogram's number of observations; undefined if never written. */
   get(name: string, labels: Labels = {}): number | undefined {
-    return this.values.get(key(name, labels))?.value;
+    return this.families.get(name)?.series.get(seriesKey(labels))?.value;
+  }
+
+  /** Every metric declared or written, by name (the documented list is checked against it). */
+  names(): string[] {
+    return [...this.families.keys()].sort();
+  }
+
+  /** Drops the series of `name` whose labels include all of `labels` (e.g. a cluster removed at run time). */
+  remove(name: string, labels: Labels): void {
+    const f = this.families.get(name);
+    if (!f) return;
+    const wanted = Object.entries(labels);
+    for (const [k, s] of f.series) {
+      if (!wanted.every(([l, v]) => s.labels[l] === v)) continue;
+      f.series.delete(k);
+      f.metric?.remove(s.labels);
+    }
   }
 
   /** Drops every series of `name` (e.g. gap reasons that no longer occur). */
   clear(name: string): void {
-    for (const [k, v] of this.values) if (v.name === name) this.values.delete(k);
+    const f = this.families.get(name);
+    if (!f) return;
+    f.series.clear();
+    // Removed rather than reset: a label-less metric would otherwise show 0 for "no value".
+    if (f.metric) this.registry.removeSingleMetric(name);
+    f.metric = undefined;
+    f.labelNames = [];
   }
 
-  text(): string {
-    const byName = new Map<string, string[]>();
-    for (const [k, v] of [...this.values].sort(([a], [b]) => a.localeCompare(b))) {
-      const lines = byName.get(v.name) ?? [];
-      lines.push(`${k} ${v.value}`);
-      byName.set(v.name, lines);
+  /** Prometheus' text format: this feed's metrics, then the process's. */
+  async text(): Promise<string> {
+    const own = await this.registry.metrics();
+    return this.withProcessMetrics ? own + (await processMetrics().metrics()) : own;
+  }
+
+  readonly contentType = client.register.contentType;
+
+  private family(name: string, type: MetricType): Family {
+    let f = this.families.get(name);
+    if (!f) {
+      f = { type, help: name, buckets: SECONDS_BUCKETS, labelNames: [], series: new Map() };
+      this.families.set(name, f);
     }
-    const out: string[] = [];
-    for (const [name, lines] of byName) {
-      const h = this.help.get(name);
-      if (h) out.push(`# HELP ${name} ${h.text}`, `# TYPE ${name} ${h.type}`);
-      out.push(...lines);
+    return f;
+  }
+
+  /** The prom-client metric for a write with these labels, (re-)created if needed. */
+  private ensure(name: string, f: Family, labels: Labels): client.Gauge | client.Counter | client.Histogram {
+    const missing = Object.keys(labels).filter((l) => !f.labelNames.includes(l));
+    if (f.metric && missing.length === 0) return f.metric;
+    if (f.metric) this.registry.removeSingleMetric(name);
+    f.labelNames = [...f.labelNames, ...missing].sort();
+    const common = { name, help: f.help, labelNames: f.labelNames, registers: [this.registry] };
+    if (f.type === "histogram") {
+      f.metric = new client.Histogram({ ...common, buckets: f.buckets });
+      f.series.clear();
+    } else if (f.type === "counter") {
+      const c = new client.Counter(common);
+      for (const s of f.series.values()) if (s.value > 0) c.inc(s.labels, s.value);
+      f.metric = c;
+    } else {
+      const g = new client.Gauge(common);
+      for (const s of f.series.values()) g.set(s.labels, s.value);
+      f.metric = g;
     }
-    return out.join("\n") + "\n";
+    return f.metric;
+  }
+
+  private drop(name: string, f: Family): void {
+    if (f.metric) this.registry.removeSingleMetric(name);
+    this.families.delete(name);
   }
 }

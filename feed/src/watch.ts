@@ -20,6 +20,10 @@ import type { Logger } from "./controller.js";
 export interface WatchHooks {
   changed(clusterId: string): void;
   synced(clusterId: string): void;
+  /** A list or watch of `kind` failed (metrics: the cluster is not synced until it is back). */
+  watchFailed?(clusterId: string, kind: Kind): void;
+  /** A watch of `kind` that failed is established again. */
+  watchRecovered?(clusterId: string, kind: Kind): void;
   log: Logger;
 }
 
@@ -127,8 +131,21 @@ export class ClusterWatch {
     // An unreachable cluster fails every retry: the same failure is logged once a minute, with
     // the number of repeats not logged, not once a second per kind.
     let last = { text: "", at: 0, repeats: 0 };
+    let errors = 0;
+    // The informer reports a failure synchronously, before start() resolves: a start() that
+    // resolves with no new error has its watch established.
+    const restart = () => {
+      const before = errors;
+      void informer.start().then(
+        () => {
+          if (errors === before && !this.stopped) this.hooks.watchRecovered?.(id, s.kind);
+        },
+        () => undefined,
+      );
+    };
     informer.on("error", (error) => {
       if (this.stopped) return;
+      errors++;
       const code = statusOf(error);
       missing = s.optional && code === 404;
       const text = `watch of ${s.path} failed (${code ?? (error as Error)?.message ?? error})`;
@@ -140,7 +157,8 @@ export class ClusterWatch {
         this.hooks.log("warn", `cluster ${id}: ${text}${repeats}; retrying every ${this.retryMs} ms, last objects kept`);
         last = { text, at: now, repeats: 0 };
       } else last.repeats++;
-      this.later(() => void informer.start().catch(() => undefined), missing ? 10 * this.retryMs : this.retryMs);
+      if (!missing) this.hooks.watchFailed?.(id, s.kind);
+      this.later(restart, missing ? 10 * this.retryMs : this.retryMs);
     });
     await informer.start();
     // Synced once a list went through (it leaves a resourceVersion), or the kind does not exist.

@@ -59,12 +59,12 @@ describe("feed deltas: controller and HTTP (no API server)", () => {
     await controller.flush();
     assert.equal((await get(0, 0)).status, 200);
     const metrics = () => fetch(`${base}/metrics`).then((r) => r.text());
-    assert.doesNotMatch(await metrics(), /feed_validate_seconds\{target="mesh"\}/);
+    assert.doesNotMatch(await metrics(), /feed_check_seconds_count\{path="snapshot"\}/);
     assert.doesNotMatch(await metrics(), /feed_snapshot_version\{target="mesh"\}/);
     const snap = await fetch(`${base}/snapshot/mesh`);
     assert.equal(snap.status, 200);
     assert.match(await snap.text(), /"hostname":"app\.default\.svc\.cluster\.local"/);
-    assert.match(await metrics(), /feed_validate_seconds\{target="mesh"\}/);
+    assert.match(await metrics(), /feed_check_seconds_count\{path="snapshot"\} 1$/m);
   });
 
   it("sends the full message when a delta would be larger", async () => {

@@ -135,7 +135,7 @@ describe("feed → passthrough_mtls by ECDS file, from a real API server", () =>
     const text = await (await fetch(`${run.base}/metrics`)).text();
     assert.match(text, /feed_objects\{cluster="cluster1",kind="pods"\} \d+/);
     assert.match(text, /feed_snapshot_version\{target="sidecar"\} [1-9]\d*/);
-    assert.match(text, /feed_render_seconds \d/);
+    assert.match(text, /^feed_render_seconds_count [1-9]\d*$/m);
     assert.doesNotMatch(text, /feed_push_errors_total/);
     assert.doesNotMatch(text, /feed_render_errors_total/);
     assert.equal((await fetch(`${run.base}/readyz`)).status, 200);

@@ -13,7 +13,7 @@ export interface PlainChannel {
 
 export async function startPlainChannel(controller: FeedController, maxWaitSeconds: number): Promise<PlainChannel> {
   const server: Server = createServer((req, res) => {
-    if (req.url === "/metrics") res.writeHead(200, { "content-type": "text/plain" }).end(controller.metricsText());
+    if (req.url === "/metrics") void controller.metricsText().then((text) => res.writeHead(200, { "content-type": "text/plain" }).end(text));
     else routeChannel(controller, req, res, maxWaitSeconds);
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", () => done()));

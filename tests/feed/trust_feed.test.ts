@@ -98,7 +98,7 @@ describe("feed: trust decided by trusted objects (real API server)", () => {
     assert.equal(holder?.uid, "east//Pod/payments/db-0");
     assert.equal(holder?.identity, `${TD}/ns/payments/sa/db`);
     assert.equal(east.workloads.filter((w) => w.addresses.includes("10.30.0.5")).length, 1);
-    assert.match(await metrics(run.base), /feed_model_gaps\{reason="pod topology\.istio\.io\/network label naming another network \(ignored: a pod is on its cluster's network\)"\} 1/);
+    assert.match(await metrics(run.base), /feed_model_gaps\{reason="foreign_network_label"\} 1/);
   });
 
   it("two live pods with one IP in two namespaces: the older keeps it; once it is gone the address moves to the other", async () => {
@@ -140,7 +140,7 @@ describe("feed: trust decided by trusted objects (real API server)", () => {
     // The tenant's slice seen (its endpoint refused and counted) before the view is judged: else
     // "no member" could hold only because the slice had not arrived yet.
     await eventually("the tenant's slice refused and counted", 10_000, async () =>
-      /feed_model_gaps\{reason="EndpointSlice endpoint naming a pod of another namespace \(ignored: a Service selects pods of its own namespace only\)"\} 1/.test(await metrics(run.base)) ? true : undefined,
+      /feed_model_gaps\{reason="cross_namespace_endpoint"\} 1/.test(await metrics(run.base)) ? true : undefined,
     );
     const seen = await eventually("both services in the view", 10_000, async () => {
       const s = await snapshot(run.base, "west");
@@ -152,6 +152,6 @@ describe("feed: trust decided by trusted objects (real API server)", () => {
     assert.equal(seen.value.grab.endpoints, undefined, "the tenant's service has no member");
     const api = seen.value.s.workloads.find((w) => w.uid === "west//Pod/victim/api-0");
     assert.equal(api?.healthy, undefined, "still healthy: the tenant's slice has no say");
-    assert.match(await metrics(run.base), /feed_model_gaps\{reason="EndpointSlice endpoint naming a pod of another namespace \(ignored: a Service selects pods of its own namespace only\)"\} 1/);
+    assert.match(await metrics(run.base), /feed_model_gaps\{reason="cross_namespace_endpoint"\} 1/);
   });
 });
