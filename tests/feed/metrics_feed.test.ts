@@ -11,7 +11,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
+import { LeaseElector } from "../../feed/src/leader.js";
+import { RemoteSecretWatch } from "../../feed/src/remote_secrets.js";
 import { feedChannelFiles, SIDECAR_PRINCIPAL } from "../support/feed_tls.js";
 import { startKubeCluster, type KubeCluster } from "../support/kube.js";
 import { REPO_ROOT } from "../support/paths.js";
@@ -84,6 +87,14 @@ describe("feed metrics: the documented list is the declared one", () => {
 
   it("every feed_ metric the feed declares is in feed/README.md with its type, and nothing else is", async () => {
     const docs = documented(/^feed_/);
+    // What a configuration may add declares its metrics when built: the writers' Lease and the
+    // remote secrets' watch, built here on the same registry and never started.
+    const kc = new KubeConfig();
+    kc.loadFromOptions({ clusters: [{ name: "c", server: "https://127.0.0.1:1" }], users: [{ name: "u" }], contexts: [{ name: "x", cluster: "c", user: "u" }], currentContext: "x" });
+    const quiet = () => undefined;
+    const lease = { cluster: "files1", namespace: "mesh-feed", name: "mesh-feed", identity: "metrics-test", leaseDurationMs: 30_000, renewDeadlineMs: 15_000, retryPeriodMs: 7_500 };
+    new LeaseElector(kc, lease, { started: quiet, stopped: quiet }, run.feed.controller.metrics, quiet);
+    new RemoteSecretWatch(kc, "mesh-feed", run.feed.clusters, run.feed.controller.metrics, quiet);
     const declared = run.feed.controller.metrics.names();
     assert.deepEqual(declared, [...docs.keys()].sort());
     for (const [name, type] of families(await scrape(run.base))) {
