@@ -55,22 +55,25 @@ function podIp(i: number): string {
   return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 }
 
-const WRITERS = 64;
+export const WRITERS = 64;
 
 /**
  * N pods with IPs and sidecar labels, in services of 100 endpoints (EndpointSlices written as
  * the controller would), WRITERS requests in flight over kept-alive connections (writer.ts).
+ * `from` (a multiple of 100) grows a mesh populated before up to N pods.
  */
-async function populate(cluster: KubeCluster, writer: BulkWriter, n: number): Promise<number> {
+export async function populate(cluster: KubeCluster, writer: BulkWriter, n: number, from = 0): Promise<number> {
   const started = performance.now();
-  await cluster.createNamespace("bench");
-  await pool(n, WRITERS, async (i) => {
+  if (from === 0) await cluster.createNamespace("bench");
+  await pool(n - from, WRITERS, async (k) => {
+    const i = from + k;
     const name = `p-${i}`;
     await writer.createPod({ namespace: "bench", name, labels: { app: `s-${Math.floor(i / ENDPOINTS_PER_SERVICE)}`, "security.istio.io/tlsMode": "istio" }, serviceAccountName: `sa-${i % 1000}` });
     await writer.setPodStatus("bench", name, { podIP: podIp(i + 256) });
   });
-  const services = Math.ceil(n / ENDPOINTS_PER_SERVICE);
-  await pool(services, WRITERS, async (s) => {
+  const first = Math.ceil(from / ENDPOINTS_PER_SERVICE);
+  await pool(Math.ceil(n / ENDPOINTS_PER_SERVICE) - first, WRITERS, async (k) => {
+    const s = first + k;
     await writer.apply(serviceObject({ namespace: "bench", name: `s-${s}`, selector: { app: `s-${s}` }, ports: [{ name: "http", port: 80, targetPort: 8080 }] }));
     const endpoints: Array<{ addresses: string[]; pod: { name: string } }> = [];
     for (let i = s * ENDPOINTS_PER_SERVICE; i < Math.min(n, (s + 1) * ENDPOINTS_PER_SERVICE); i++) endpoints.push({ addresses: [podIp(i + 256)], pod: { name: `p-${i}` } });
