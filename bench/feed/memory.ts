@@ -9,8 +9,8 @@
 //                written as an ECDS file on every change: the small-mesh path)
 //   feed_populate  how long the API server took to receive the pods of that step
 // Runs inside the bench's network namespace:
-//   npm run package:feed && bash scripts/in-netns.sh node --import tsx bench/feed/memory.ts [--sizes 10000,100000] [--targets delta,snapshot]
-import { spawn, type ChildProcess } from "node:child_process";
+//   bash scripts/in-netns.sh node --import tsx bench/feed/memory.ts [--sizes 10000,100000] [--targets delta,snapshot]
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -52,6 +52,12 @@ async function waitReady(base: string, child: ChildProcess, timeoutMs: number): 
   throw new Error(`feed not ready within ${timeoutMs} ms`);
 }
 
+/** Bundles the feed as its image does (`npm run package:feed`: esbuild, a few seconds), so the figure is the current code's. */
+export function bundleFeed(): void {
+  execFileSync(process.execPath, [join(REPO_ROOT, "feed", "image", "bundle.mjs")], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  if (!existsSync(BUNDLE)) throw new Error(`${BUNDLE} was not written`);
+}
+
 /** Starts the feed on `cluster` with one target of the given kind, measures it, stops it. */
 export async function feedMemory(cluster: KubeCluster, pods: number, target: MemoryTarget, dir: string): Promise<{ rssMb: number; settledRssMb: number }> {
   const operatorPort = 19095;
@@ -66,7 +72,6 @@ export async function feedMemory(cluster: KubeCluster, pods: number, target: Mem
   const file = join(dir, `feed-${target}-${pods}.yaml`);
   writeFileSync(file, stringify(config));
   const started = performance.now();
-  if (!existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run npm run package:feed`);
   const feed = spawn(process.execPath, [BUNDLE, "--config", file], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, FEED_LOG_LEVEL: "warn" } });
   try {
     await waitReady(`http://127.0.0.1:${operatorPort}`, feed, 30 * 60_000);
@@ -85,6 +90,7 @@ export async function feedMemory(cluster: KubeCluster, pods: number, target: Mem
 
 /** One API server grown through `sizes` (ascending); the feed measured at each size for each target. */
 export async function feedMemoryBench(sizes: number[], targets: MemoryTarget[]): Promise<void> {
+  bundleFeed();
   await writeDemoCerts();
   mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
   const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-feed-memory-"));

@@ -18,6 +18,7 @@ import { emit } from "../emit.js";
 import { BulkWriter } from "./writer.js";
 import { deltaPropagation } from "./delta_run.js";
 import { deltaCosts, wireEncode } from "./delta_micro.js";
+import { bundleFeed, feedMemory } from "./memory.js";
 import { cpuMicros, rssMb } from "../envoy/proc.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../../tests/support/capture.js";
 import { EcdsPlugin } from "../../tests/support/ecds.js";
@@ -112,6 +113,10 @@ export async function feedBenchSize(n: number, samples: number): Promise<{ pods:
   try {
     const populateSeconds = await populate(cluster, writer, n);
     emit({ figure: "feed_populate", pods: n, seconds: +populateSeconds.toFixed(1), podsPerSecond: Math.round(n / populateSeconds), inFlight: WRITERS });
+    mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
+    // The feed as its image runs it, per pod (memory.ts): what the chart is sized from.
+    const memoryDir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-feed-memory-"));
+    for (const target of ["delta", "snapshot"] as const) await feedMemory(cluster, n, target, memoryDir);
     const plugin = new EcdsPlugin("envoy-configs/passthrough_mtls_plugin", "passthrough_mtls.yaml");
     mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
     const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-feed-"));
@@ -200,6 +205,7 @@ export async function feedBench({ quick }: { quick: boolean }): Promise<void> {
 }
 
 async function feedBenchSizes(sizes: number[][]): Promise<void> {
+  bundleFeed();
   const runs = [];
   for (const [n, samples] of sizes) runs.push(await feedBenchSize(n, samples));
   // Per pod at 1k is mostly the process's fixed cost (Node, tsx, the client, the wasm host):
