@@ -18,6 +18,7 @@ import { emit } from "../emit.js";
 import { BulkWriter } from "./writer.js";
 import { deltaPropagation } from "./delta_run.js";
 import { deltaCosts, wireEncode } from "./delta_micro.js";
+import { bundleFeed, feedMemory } from "./memory.js";
 import { cpuMicros, rssMb } from "../envoy/proc.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../../tests/support/capture.js";
 import { EcdsPlugin } from "../../tests/support/ecds.js";
@@ -55,22 +56,25 @@ function podIp(i: number): string {
   return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 }
 
-const WRITERS = 64;
+export const WRITERS = 64;
 
 /**
  * N pods with IPs and sidecar labels, in services of 100 endpoints (EndpointSlices written as
  * the controller would), WRITERS requests in flight over kept-alive connections (writer.ts).
+ * `from` (a multiple of 100) grows a mesh populated before up to N pods.
  */
-async function populate(cluster: KubeCluster, writer: BulkWriter, n: number): Promise<number> {
+export async function populate(cluster: KubeCluster, writer: BulkWriter, n: number, from = 0): Promise<number> {
   const started = performance.now();
-  await cluster.createNamespace("bench");
-  await pool(n, WRITERS, async (i) => {
+  if (from === 0) await cluster.createNamespace("bench");
+  await pool(n - from, WRITERS, async (k) => {
+    const i = from + k;
     const name = `p-${i}`;
     await writer.createPod({ namespace: "bench", name, labels: { app: `s-${Math.floor(i / ENDPOINTS_PER_SERVICE)}`, "security.istio.io/tlsMode": "istio" }, serviceAccountName: `sa-${i % 1000}` });
     await writer.setPodStatus("bench", name, { podIP: podIp(i + 256) });
   });
-  const services = Math.ceil(n / ENDPOINTS_PER_SERVICE);
-  await pool(services, WRITERS, async (s) => {
+  const first = Math.ceil(from / ENDPOINTS_PER_SERVICE);
+  await pool(Math.ceil(n / ENDPOINTS_PER_SERVICE) - first, WRITERS, async (k) => {
+    const s = first + k;
     await writer.apply(serviceObject({ namespace: "bench", name: `s-${s}`, selector: { app: `s-${s}` }, ports: [{ name: "http", port: 80, targetPort: 8080 }] }));
     const endpoints: Array<{ addresses: string[]; pod: { name: string } }> = [];
     for (let i = s * ENDPOINTS_PER_SERVICE; i < Math.min(n, (s + 1) * ENDPOINTS_PER_SERVICE); i++) endpoints.push({ addresses: [podIp(i + 256)], pod: { name: `p-${i}` } });
@@ -109,6 +113,10 @@ export async function feedBenchSize(n: number, samples: number): Promise<{ pods:
   try {
     const populateSeconds = await populate(cluster, writer, n);
     emit({ figure: "feed_populate", pods: n, seconds: +populateSeconds.toFixed(1), podsPerSecond: Math.round(n / populateSeconds), inFlight: WRITERS });
+    mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
+    // The feed as its image runs it, per pod (memory.ts): what the chart is sized from.
+    const memoryDir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-feed-memory-"));
+    for (const target of ["delta", "snapshot"] as const) await feedMemory(cluster, n, target, memoryDir);
     const plugin = new EcdsPlugin("envoy-configs/passthrough_mtls_plugin", "passthrough_mtls.yaml");
     mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
     const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-feed-"));
@@ -201,6 +209,7 @@ export async function feedBench({ quick }: { quick: boolean }): Promise<void> {
 }
 
 async function feedBenchSizes(sizes: number[][]): Promise<void> {
+  bundleFeed();
   const runs = [];
   for (const [n, samples] of sizes) runs.push(await feedBenchSize(n, samples));
   // Per pod at 1k is mostly the process's fixed cost (Node, tsx, the client, the wasm host):

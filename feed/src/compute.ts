@@ -43,6 +43,7 @@ export interface MeshOptions {
 }
 
 const EMPTY_GAPS: ReadonlyMap<GapReason, number> = new Map();
+const IDENTITIES_KEPT = 65_536;
 
 function time(t: Date | string | undefined): number {
   if (!t) return 0;
@@ -73,9 +74,23 @@ export class MeshComputer {
    */
   private readonly membershipHeld = new Map<string, WorkloadInfo>();
   private readonly caps: FeedCaps;
+  /**
+   * One string per identity, shared by its pods (every pod of a service account has the same
+   * one: at 100k pods a string each is ~6 MB). Cleared when it passes IDENTITIES_KEPT, so
+   * identities gone from the mesh cannot grow it without bound.
+   */
+  private readonly identities = new Map<string, string>();
 
   constructor(private readonly options: MeshOptions) {
     this.caps = options.caps ?? DEFAULT_CAPS;
+  }
+
+  private sharedIdentity(identity: string): string {
+    const kept = this.identities.get(identity);
+    if (kept !== undefined) return kept;
+    if (this.identities.size >= IDENTITIES_KEPT) this.identities.clear();
+    this.identities.set(identity, identity);
+    return identity;
   }
 
   get current(): ComputedMesh {
@@ -274,7 +289,7 @@ export class MeshComputer {
       st.podNode.set(key, node);
       addTo(st.nodePods, node, key);
     } else st.podNode.delete(key);
-    const w = this.withGaps(`pod ${uid}`, () => (pod ? this.podWorkload(c, pod, st.waypoints, st.systemNetwork, st.registryNetwork) : undefined));
+    const w = this.withGaps(`pod ${uid}`, () => (pod ? this.podWorkload(c, uid, pod, st.waypoints, st.systemNetwork, st.registryNetwork) : undefined));
     // Decided afresh: the memberships cap again after the services (capMemberships).
     this.membershipHeld.delete(uid);
     this.mesh.capped.delete(uid);
@@ -487,7 +502,7 @@ export class MeshComputer {
   // ------------------------------------------------------------------ workloads
 
   /** podWorkloadBuilder (ambient/workloads.go) reduced to the model's fields. */
-  private podWorkload(c: ClusterObjects, pod: Pod, waypoints: ClusterWaypoints, systemNetwork: string, registryNetwork: string): Workload | undefined {
+  private podWorkload(c: ClusterObjects, key: string, pod: Pod, waypoints: ClusterWaypoints, systemNetwork: string, registryNetwork: string): Workload | undefined {
     if (podTerminal(pod)) return undefined;
     const raw = podIps(pod);
     if (raw.length === 0) return undefined;
@@ -509,11 +524,13 @@ export class MeshComputer {
     const tlsMode = tlsModeOf(labels);
     const locality = podLocality(pod, c.nodes.get(pod.spec?.nodeName ?? ""));
     const waypoint = waypoints.forWorkload(pod);
+    // The map key when it is the same text: one string per pod instead of two.
+    const uid = podUid(c.clusterId, pod);
     return {
-      uid: podUid(c.clusterId, pod),
+      uid: uid === key ? key : uid,
       addresses,
       ...(network && { network }),
-      identity: spiffeIdentity(this.options.trustDomain, namespace, pod.spec?.serviceAccountName),
+      identity: this.sharedIdentity(spiffeIdentity(this.options.trustDomain, namespace, pod.spec?.serviceAccountName)),
       ...(tlsMode === "istio" && { tlsMode }),
       ...(!podHealthy(pod) && { healthy: false }),
       ...(locality && { locality }),

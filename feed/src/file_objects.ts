@@ -7,6 +7,7 @@ import { isIP } from "node:net";
 import { parseAllDocuments } from "yaml";
 import type { Kind } from "./cluster_objects.js";
 import { objectKey, type KubeObject } from "./kube_objects.js";
+import { stripObject } from "./strip.js";
 
 export interface FileObject {
   kind: Kind;
@@ -167,7 +168,8 @@ function toFileObject(raw: unknown, where: string): { object?: FileObject; skipp
     delete meta.namespace;
   }
   o.metadata = meta;
-  const object = o as KubeObject;
+  // Kept as the watch keeps an API server's objects: only what the model reads (strip.ts).
+  const object = stripObject(rule.kind, o);
   return { object: { kind: rule.kind, key: objectKey(object), object } };
 }
 

@@ -15,7 +15,6 @@ import type { ClusterObjects, Kind } from "./cluster_objects.js";
 import { Debouncer } from "./debounce.js";
 import { readObjects, type FileObject } from "./file_objects.js";
 import type { WatchHooks } from "./watch.js";
-import { slim } from "./watch.js";
 
 /** Largest file read (bytes); a larger one is refused unread. 16 MiB is ~50,000 pods as `kubectl get -o yaml` writes them. */
 export const FILE_MAX_BYTES = 16 << 20;
@@ -271,9 +270,9 @@ export class FileSource {
     }
     for (const [id, w] of want) {
       if (this.held.get(id)?.json === w.json) continue;
-      // ClusterObjects keeps a copy of its own (slimmed as the watch slims), never the file's object.
+      // ClusterObjects keeps a copy of its own (already stripped by file_objects.ts as the watch
+      // strips), never the file's object; a change only to fields the model never reads is none.
       const object = JSON.parse(w.json) as FileObject["object"];
-      slim(w.kind, object as never);
       this.objects.upsert(w.kind, object);
       this.held.set(id, { kind: w.kind, json: w.json, object });
       changed = true;

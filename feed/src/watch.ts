@@ -1,6 +1,7 @@
 // Reads one API server with @kubernetes/client-node's informers (list, then watch from the
 // list's resourceVersion; relist on 410 Gone) for every kind the model needs, and keeps a
-// ClusterObjects up to date. A watch that fails is restarted after a back-off; until then the
+// ClusterObjects up to date. Lists are read in pages and every object is stripped to what the
+// model reads as it arrives (strip.ts), before the informer's cache or ClusterObjects keep it. A watch that fails is restarted after a back-off; until then the
 // objects last seen stay (istiod keeps its caches the same way). The Gateway API kinds are
 // optional: a cluster without their CRDs has no Gateways (istiod also runs without them), and
 // the feed keeps retrying so that installing them later is noticed.
@@ -9,13 +10,24 @@ import {
   CustomObjectsApi,
   DiscoveryV1Api,
   KubeConfig,
-  makeInformer,
+  ListWatch,
+  Watch,
   type Informer,
   type KubernetesListObject,
   type KubernetesObject,
 } from "@kubernetes/client-node";
 import type { ClusterObjects, Kind } from "./cluster_objects.js";
 import type { Logger } from "./controller.js";
+import { stripObject } from "./strip.js";
+
+/**
+ * Objects per list request. The initial list is read in pages (as client-go's reflector does,
+ * with the same size) so that only one page of full objects is ever in memory: at 100k pods one
+ * unpaged list is hundreds of MB of JSON and more once parsed, a peak the process then keeps.
+ */
+export const LIST_PAGE = 500;
+
+type Page = KubernetesListObject<KubernetesObject>;
 
 export interface WatchHooks {
   changed(clusterId: string): void;
@@ -30,7 +42,8 @@ export interface WatchHooks {
 interface KindSource {
   kind: Kind;
   path: string;
-  list: () => Promise<KubernetesListObject<KubernetesObject>>;
+  /** One page of the list: at most `limit` objects, from `cont` (a continue token) on. */
+  page: (limit: number, cont: string | undefined) => Promise<Page>;
   optional: boolean;
 }
 
@@ -45,37 +58,54 @@ function sources(kc: KubeConfig): KindSource[] {
   const core = kc.makeApiClient(CoreV1Api);
   const discovery = kc.makeApiClient(DiscoveryV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
-  const gatewayApi = (plural: string) => () =>
-    custom.listClusterCustomObject({ group: "gateway.networking.k8s.io", version: "v1", plural }) as Promise<KubernetesListObject<KubernetesObject>>;
+  const gatewayApi = (plural: string) => (limit: number, cont: string | undefined) =>
+    custom.listClusterCustomObject({ group: "gateway.networking.k8s.io", version: "v1", plural, limit, _continue: cont }) as Promise<Page>;
   return [
-    { kind: "namespaces", path: "/api/v1/namespaces", list: () => core.listNamespace(), optional: false },
-    { kind: "nodes", path: "/api/v1/nodes", list: () => core.listNode(), optional: false },
-    { kind: "pods", path: "/api/v1/pods", list: () => core.listPodForAllNamespaces(), optional: false },
-    { kind: "services", path: "/api/v1/services", list: () => core.listServiceForAllNamespaces(), optional: false },
-    { kind: "endpointSlices", path: "/apis/discovery.k8s.io/v1/endpointslices", list: () => discovery.listEndpointSliceForAllNamespaces(), optional: false },
-    { kind: "gatewayClasses", path: "/apis/gateway.networking.k8s.io/v1/gatewayclasses", list: gatewayApi("gatewayclasses"), optional: true },
-    { kind: "gateways", path: "/apis/gateway.networking.k8s.io/v1/gateways", list: gatewayApi("gateways"), optional: true },
+    { kind: "namespaces", path: "/api/v1/namespaces", page: (limit, cont) => core.listNamespace({ limit, _continue: cont }), optional: false },
+    { kind: "nodes", path: "/api/v1/nodes", page: (limit, cont) => core.listNode({ limit, _continue: cont }), optional: false },
+    { kind: "pods", path: "/api/v1/pods", page: (limit, cont) => core.listPodForAllNamespaces({ limit, _continue: cont }), optional: false },
+    { kind: "services", path: "/api/v1/services", page: (limit, cont) => core.listServiceForAllNamespaces({ limit, _continue: cont }), optional: false },
+    { kind: "endpointSlices", path: "/apis/discovery.k8s.io/v1/endpointslices", page: (limit, cont) => discovery.listEndpointSliceForAllNamespaces({ limit, _continue: cont }), optional: false },
+    { kind: "gatewayClasses", path: "/apis/gateway.networking.k8s.io/v1/gatewayclasses", page: gatewayApi("gatewayclasses"), optional: true },
+    { kind: "gateways", path: "/apis/gateway.networking.k8s.io/v1/gateways", page: gatewayApi("gateways"), optional: true },
   ];
 }
 
 /**
- * Drops what the model never reads from an object the informer just delivered (the informer's
- * own cache holds the same object, and only compares resourceVersions): managedFields on every
- * kind, and a pod's containers, volumes and most of its status. Measured: a pod as listed costs
- * ~10 KB of heap; most of it is these fields.
+ * The whole list, page by page, each object stripped (strip.ts) as its page arrives. Every page
+ * of one list is read at the list's resourceVersion, so a watch from it misses nothing; an
+ * expired continue token fails the list and the informer lists again from the start.
  */
-export function slim(kind: Kind, o: KubernetesObject): void {
-  const meta = o.metadata as { managedFields?: unknown; ownerReferences?: unknown } | undefined;
-  if (meta) {
-    delete meta.managedFields;
-    delete meta.ownerReferences;
-  }
-  if (kind !== "pods") return;
-  const pod = o as { spec?: Record<string, unknown>; status?: Record<string, unknown> };
-  if (pod.spec) pod.spec = { serviceAccountName: pod.spec.serviceAccountName, nodeName: pod.spec.nodeName, hostNetwork: pod.spec.hostNetwork };
-  if (pod.status) {
-    const conditions = (pod.status.conditions as Array<{ type?: string; status?: string }> | undefined)?.filter((c) => c.type === "Ready").map((c) => ({ type: c.type, status: c.status }));
-    pod.status = { phase: pod.status.phase, podIP: pod.status.podIP, podIPs: pod.status.podIPs, conditions };
+export async function strippedList(kind: Kind, page: KindSource["page"], pageSize = LIST_PAGE): Promise<Page> {
+  const items: KubernetesObject[] = [];
+  let cont: string | undefined;
+  let resourceVersion = "";
+  do {
+    const p = await page(pageSize, cont);
+    for (const o of p.items ?? []) items.push(stripObject(kind, o) as KubernetesObject);
+    resourceVersion = p.metadata?.resourceVersion ?? resourceVersion;
+    cont = p.metadata?._continue || undefined;
+  } while (cont);
+  return { metadata: { resourceVersion }, items };
+}
+
+/**
+ * The library's watch with every delivered object stripped before the informer sees it (a
+ * transform, as client-go's SetTransform): the informer's own cache, which keeps each object to
+ * compare resourceVersions and to diff a relist, then holds the same small object
+ * ClusterObjects keeps.
+ */
+class StrippingWatch {
+  constructor(
+    private readonly inner: Watch,
+    private readonly kind: Kind,
+  ) {}
+
+  watch(path: string, params: Record<string, string | number | boolean | undefined>, callback: (phase: string, object: unknown) => void, done: (error: unknown) => void): Promise<AbortController> {
+    return this.inner.watch(path, params, (phase: string, object: unknown) => {
+      const objectEvent = phase === "ADDED" || phase === "MODIFIED" || phase === "DELETED";
+      callback(phase, objectEvent && object !== null && typeof object === "object" ? stripObject(this.kind, object) : object);
+    }, done);
   }
 }
 
@@ -108,16 +138,16 @@ export class ClusterWatch {
 
   private async startKind(s: KindSource): Promise<void> {
     const id = this.objects.clusterId;
-    const informer = makeInformer(this.kc, s.path, s.list);
+    const watch = new StrippingWatch(new Watch(this.kc), s.kind) as unknown as Watch;
+    const informer: Informer<KubernetesObject> = new ListWatch(s.path, watch, () => strippedList(s.kind, s.page), false);
     this.informers.push(informer);
     const changed = () => this.hooks.changed(id);
+    // Objects arrive stripped (strippedList, StrippingWatch).
     informer.on("add", (o) => {
-      slim(s.kind, o);
       this.objects.upsert(s.kind, o);
       changed();
     });
     informer.on("update", (o) => {
-      slim(s.kind, o);
       this.objects.upsert(s.kind, o);
       changed();
     });

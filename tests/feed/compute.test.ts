@@ -318,21 +318,23 @@ describe("feed: one address per network", () => {
 });
 
 describe("feed: what the watch keeps of an object", () => {
-  it("slimming a listed pod (managedFields, containers, most of status dropped) leaves the model unchanged", async () => {
-    const { slim } = await import("../../feed/src/watch.js");
+  it("stripping a listed pod (managedFields, containers, annotations, most of status dropped) leaves the model unchanged", async () => {
+    const { stripObject } = await import("../../feed/src/strip.js");
     const full = () => {
       const p = pod("default", "a", { ip: "10.0.0.1", node: "n1", labels: { "security.istio.io/tlsMode": "istio", "istio-locality": "r.z" } }) as Record<string, any>;
       p.metadata.managedFields = [{ manager: "kubelet", fieldsV1: { "f:status": {} } }];
+      p.metadata.annotations = { "kubectl.kubernetes.io/last-applied-configuration": "{}" };
       p.spec.containers = [{ name: "app", image: "x", ports: [{ containerPort: 80 }] }];
       p.status.containerStatuses = [{ name: "app", ready: true }];
       p.status.conditions.push({ type: "PodScheduled", status: "True" });
       return p;
     };
-    const slimmed = full();
-    slim("pods", slimmed as never);
+    const slimmed = stripObject("pods", full()) as Record<string, any>;
     assert.equal(slimmed.metadata.managedFields, undefined);
+    assert.equal(slimmed.metadata.annotations, undefined);
     assert.equal(slimmed.spec.containers, undefined);
     assert.equal(slimmed.status.containerStatuses, undefined);
+    assert.deepEqual(slimmed.status.conditions.map((c: { type: string }) => c.type), ["Ready"]);
     const model = (p: object) => compute([cluster("c1", [["pods", p], ["nodes", node("n1", "r1", "z1")]])]).workloads;
     assert.deepEqual(model(slimmed), model(full()));
   });

@@ -1,0 +1,180 @@
+// What the feed keeps of an object it receives: a new, small plain object with exactly the
+// fields compute*.ts, view.ts, istio_rules.ts and waypoints.ts read (the structural types in
+// kube_objects.ts), built when the object arrives, before anything stores it. istiod does the
+// same with an informer transform (it drops managedFields and more). A pod as the API server
+// sends it carries managedFields, containers, volumes, container statuses and annotations:
+// kilobytes the model never reads, kept once per pod in the informer's cache otherwise.
+//
+// resourceVersion stays: the informer compares it to skip updates it already holds.
+// Annotations are kept only for the keys the model reads, per kind; labels whole (selectors
+// and waypoint/network rules read any label), except on nodes (only locality is read).
+import type { Kind } from "./cluster_objects.js";
+import {
+  ANNOTATION_CANONICAL_SERVICE_ACCOUNTS,
+  ANNOTATION_GATEWAY_SA,
+  ANNOTATION_SERVICE_ACCOUNTS,
+  ANNOTATION_TRAFFIC_DISTRIBUTION,
+  LABEL_REGION,
+  LABEL_SUBZONE,
+  LABEL_ZONE,
+} from "./istio_rules.js";
+import type { EndpointSlice, Gateway, KubeObject, LabelSelector, ObjectMeta, Pod, Service } from "./kube_objects.js";
+
+/** The annotations each kind's rules read (every other annotation is dropped). */
+const ANNOTATIONS_READ: Record<Kind, readonly string[]> = {
+  pods: [],
+  services: [ANNOTATION_SERVICE_ACCOUNTS, ANNOTATION_CANONICAL_SERVICE_ACCOUNTS, ANNOTATION_TRAFFIC_DISTRIBUTION],
+  endpointSlices: [],
+  namespaces: [ANNOTATION_TRAFFIC_DISTRIBUTION],
+  nodes: [],
+  gateways: [ANNOTATION_GATEWAY_SA],
+  gatewayClasses: [],
+};
+
+const NODE_LABELS_READ = [LABEL_REGION, LABEL_ZONE, LABEL_SUBZONE];
+
+type Loose = Record<string, unknown>;
+
+function record(v: unknown): Record<string, string> | undefined {
+  return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, string>) : undefined;
+}
+
+function pickKeys(from: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> | undefined {
+  if (!from) return undefined;
+  let out: Record<string, string> | undefined;
+  for (const k of keys) if (Object.hasOwn(from, k)) (out ??= {})[k] = from[k];
+  return out;
+}
+
+/** Copies the defined values of `source` under `keys` (absent and undefined stay absent). */
+function copy<T extends object>(source: Loose | undefined, keys: readonly string[]): T | undefined {
+  if (!source || typeof source !== "object") return undefined;
+  const out: Loose = {};
+  for (const k of keys) if (source[k] !== undefined) out[k] = source[k];
+  return out as T;
+}
+
+function list<T>(v: unknown, each: (item: Loose) => T): T[] | undefined {
+  return Array.isArray(v) ? v.map((item) => each((item ?? {}) as Loose)) : undefined;
+}
+
+function meta(kind: Kind, m: Loose | undefined): ObjectMeta | undefined {
+  if (!m) return undefined;
+  const out: ObjectMeta = {};
+  if (m.name !== undefined) out.name = m.name as string;
+  if (m.namespace !== undefined) out.namespace = m.namespace as string;
+  if (m.resourceVersion !== undefined) out.resourceVersion = m.resourceVersion as string;
+  if (m.creationTimestamp !== undefined) out.creationTimestamp = m.creationTimestamp as string;
+  if (m.deletionTimestamp !== undefined) out.deletionTimestamp = m.deletionTimestamp as string;
+  const labels = kind === "nodes" ? pickKeys(record(m.labels), NODE_LABELS_READ) : record(m.labels);
+  if (labels) out.labels = labels;
+  const annotations = pickKeys(record(m.annotations), ANNOTATIONS_READ[kind]);
+  if (annotations) out.annotations = annotations;
+  return out;
+}
+
+function base(kind: Kind, o: Loose): KubeObject {
+  const out: KubeObject = {};
+  const m = meta(kind, o.metadata as Loose | undefined);
+  if (m) out.metadata = m;
+  return out;
+}
+
+function pod(o: Loose): Pod {
+  const out: Pod = base("pods", o);
+  const spec = copy<NonNullable<Pod["spec"]>>(o.spec as Loose, ["serviceAccountName", "nodeName", "hostNetwork"]);
+  if (spec) out.spec = spec;
+  const s = o.status as Loose | undefined;
+  if (s && typeof s === "object") {
+    const status: NonNullable<Pod["status"]> = copy(s, ["phase", "podIP"]) ?? {};
+    const podIPs = list(s.podIPs, (p) => copy<{ ip?: string }>(p, ["ip"]) ?? {});
+    if (podIPs) status.podIPs = podIPs;
+    // Only the Ready condition is read (istio_rules.ts podHealthy).
+    const conditions = (s.conditions as Loose[] | undefined)?.filter?.((c) => c?.type === "Ready").map((c) => copy<{ type?: string; status?: string }>(c, ["type", "status"]) ?? {});
+    if (conditions) status.conditions = conditions;
+    out.status = status;
+  }
+  return out;
+}
+
+function service(o: Loose): Service {
+  const out: Service = base("services", o);
+  const spec = copy<NonNullable<Service["spec"]>>(o.spec as Loose, ["type", "clusterIP", "clusterIPs", "selector", "trafficDistribution", "internalTrafficPolicy", "publishNotReadyAddresses"]);
+  if (spec) {
+    const ports = list((o.spec as Loose).ports, (p) => copy(p, ["name", "port", "protocol", "targetPort", "appProtocol"]) ?? {});
+    if (ports) spec.ports = ports;
+    out.spec = spec;
+  }
+  return out;
+}
+
+function endpointSlice(o: Loose): EndpointSlice {
+  const out: EndpointSlice = base("endpointSlices", o);
+  if (o.addressType !== undefined) out.addressType = o.addressType as string;
+  const endpoints = list(o.endpoints, (e) => {
+    const ep: NonNullable<EndpointSlice["endpoints"]>[number] = copy(e, ["addresses", "nodeName", "zone"]) ?? {};
+    const conditions = copy<{ ready?: boolean | null; serving?: boolean | null; terminating?: boolean | null }>(e.conditions as Loose, ["ready", "serving", "terminating"]);
+    if (conditions) ep.conditions = conditions;
+    const targetRef = copy<{ kind?: string; name?: string; namespace?: string; uid?: string }>(e.targetRef as Loose, ["kind", "name", "namespace"]);
+    if (targetRef) ep.targetRef = targetRef;
+    return ep;
+  });
+  if (endpoints) out.endpoints = endpoints;
+  const ports = list(o.ports, (p) => copy(p, ["name", "port", "protocol"]) ?? {});
+  if (ports) out.ports = ports;
+  return out;
+}
+
+function selector(s: Loose | undefined): LabelSelector | undefined {
+  if (!s || typeof s !== "object") return undefined;
+  const out: LabelSelector = {};
+  if (s.matchLabels !== undefined) out.matchLabels = s.matchLabels as Record<string, string>;
+  const expressions = list(s.matchExpressions, (e) => copy<{ key?: string; operator?: string; values?: string[] }>(e, ["key", "operator", "values"]) ?? {});
+  if (expressions) out.matchExpressions = expressions;
+  return out;
+}
+
+function gateway(o: Loose): Gateway {
+  const out: Gateway = base("gateways", o);
+  const s = o.spec as Loose | undefined;
+  const address = (a: Loose) => copy<{ type?: string; value?: string }>(a, ["type", "value"]) ?? {};
+  if (s && typeof s === "object") {
+    const spec: NonNullable<Gateway["spec"]> = copy(s, ["gatewayClassName"]) ?? {};
+    const addresses = list(s.addresses, address);
+    if (addresses) spec.addresses = addresses;
+    const listeners = list(s.listeners, (l) => {
+      const listener: NonNullable<NonNullable<Gateway["spec"]>["listeners"]>[number] = copy(l, ["name", "port", "protocol"]) ?? {};
+      const tls = copy<{ mode?: string }>(l.tls as Loose, ["mode"]);
+      if (tls) listener.tls = tls;
+      const routes = l.allowedRoutes as Loose | undefined;
+      if (routes && typeof routes === "object") {
+        const ns = routes.namespaces as Loose | undefined;
+        listener.allowedRoutes = ns && typeof ns === "object" ? { namespaces: { ...copy<{ from?: string }>(ns, ["from"]), ...(ns.selector !== undefined && { selector: selector(ns.selector as Loose) }) } } : {};
+      }
+      return listener;
+    });
+    if (listeners) spec.listeners = listeners;
+    out.spec = spec;
+  }
+  const addresses = list((o.status as Loose | undefined)?.addresses, address);
+  if (addresses) out.status = { addresses };
+  return out;
+}
+
+/**
+ * A new object holding only what the model reads of `o` (a `kind` as the API server, the
+ * client library or a file gives it). Never throws: missing or odd fields come out missing.
+ */
+export function stripObject(kind: Kind, o: object): KubeObject {
+  const loose = o as Loose;
+  switch (kind) {
+    case "pods": return pod(loose);
+    case "services": return service(loose);
+    case "endpointSlices": return endpointSlice(loose);
+    case "gateways": return gateway(loose);
+    case "namespaces":
+    case "nodes":
+    case "gatewayClasses":
+      return base(kind, loose);
+  }
+}
