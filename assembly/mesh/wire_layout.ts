@@ -1,9 +1,11 @@
-// The mesh feed's binary message, format v2: what its fields are and where they go (the
+// The mesh feed's binary message, format 3 (and the previous format 2, still read): what its fields are and where they go (the
 // header offsets, record types and flags, the records and tables as read). wire.ts reads it.
 import { Address } from "./ip";
 
 export const WIRE_MAGIC: u32 = 0x3148534d; // "MSH1"
-export const WIRE_VERSION: u16 = 2;
+/** The format this build writes its polls for; the previous one (2) is still read. */
+export const WIRE_VERSION: u16 = 3;
+export const WIRE_PREVIOUS_VERSION: u16 = 2;
 export const HEADER_BYTES: i32 = 56;
 // Header offsets.
 export const H_MAGIC: i32 = 0;
@@ -16,7 +18,9 @@ export const H_WORKLOAD_LIMIT: i32 = 32;
 export const H_SERVICE_LIMIT: i32 = 36;
 export const H_RECORDS: i32 = 40;
 export const H_BODY: i32 = 44;
+/** Format 3: the content digest of the model after this message; format 2: reserved, 0. */
 export const H_RESERVED: i32 = 48;
+export const H_DIGEST: i32 = 48;
 
 export const KIND_FULL: i32 = 1;
 export const KIND_DELTA: i32 = 2;

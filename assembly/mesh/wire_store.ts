@@ -43,6 +43,9 @@ import {
 } from "./wire";
 
 export class Header {
+  format: u16 = 0;
+  /** Format 3: the content digest after the message. */
+  digest: u64 = 0;
   kind: i32 = 0;
   epoch: u64 = 0;
   base: u64 = 0;

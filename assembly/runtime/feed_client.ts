@@ -5,14 +5,17 @@
 //   Starting  configured; the first tick (START_TICK_MS later) sends the first poll. Not from
 //             proxy_on_configure itself: Envoy's configuration-check VM runs configure too and
 //             is thrown away, and at Envoy start-up the cluster may not exist yet.
-//   Polling   a GET /delta/<target>?epoch=E&version=V&wait=W is in flight (timeout W + 5 s).
+//   Polling   a GET /delta/<target>?epoch=E&version=V&wait=W&format=3[&digest=D] is in flight
+//             (timeout W + 5 s); D: the content digest of the model, once a format-3 message set it.
 //   Waiting   the last attempt failed: the next one is sent by a tick after the backoff
 //             (1 s, doubling to 30 s), with equal jitter: a retry waits between half and all
 //             of it (jitter.ts), so VMs that failed together do not retry together.
 // A response: 200 + application/x-mesh-delta + a valid header, then
 //   full      → the sink applies it (the model becomes exactly that), epoch/version adopted;
 //   delta     → only when its epoch and base version are this VM's; the sink applies it;
-//   no change → same epoch and version as this VM's;
+//   no change → same epoch and version as this VM's, or (format 3) another epoch or version with
+//               this VM's content digest: the model is what the feed serves (a feed restart,
+//               another replica); the sink adopts that epoch and version;
 //   and the next poll goes out at once. Anything else is a failure and the model in force stays:
 //   unavailable (refused call, status ≠ 200, reset, timeout) or refused (bad content type,
 //   header or body, a delta for another base, the sink refusing it: the next request then asks
@@ -21,7 +24,7 @@
 //   a first model, the mesh root's model gate holds them: model_gate.ts).
 import { Counter, Gauge } from "./metrics";
 import { FeedConfig } from "./feed_config";
-import { CONTENT_TYPE, FeedHeader, isMessageContentType, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, readFeedHeader } from "./feed_message";
+import { CONTENT_TYPE, FeedHeader, hex16, isMessageContentType, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, MESSAGE_FORMAT, readFeedHeader } from "./feed_message";
 import {
   HeaderPairs,
   httpCall,
@@ -103,6 +106,9 @@ export class FeedClient {
   /** The feed's epoch and version of the model in force (0/0: nothing from the feed yet). */
   epoch: u64 = 0;
   version: u64 = 0;
+  /** The content digest of the model in force, when the last full or delta message was format 3. */
+  digest: u64 = 0;
+  digestKnown: bool = false;
   /** The token of the call in flight (0 when none). */
   token: u32 = 0;
   /** Failed attempts since the feed last answered well. */
@@ -211,7 +217,16 @@ export class FeedClient {
     if (header.error.length > 0) return header.error;
     if (header.kind == KIND_NO_CHANGE) {
       if (header.epoch != this.epoch || header.version != this.version) {
-        return "no-change message for epoch " + header.epoch.toString() + " version " + header.version.toString() + ", but this VM is at " + this.position();
+        if (!this.sameContent(header)) {
+          return "no-change message for epoch " + header.epoch.toString() + " version " + header.version.toString() + ", but this VM is at " + this.position();
+        }
+        // Another feed process (a restart, a replica) serves the content this model holds.
+        const refused = this.sink.apply(body, header);
+        if (refused.length > 0) return refused;
+        this.epoch = header.epoch;
+        this.version = header.version;
+        this.counters.version.set(this.version);
+        if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": the model is current (same content digest), now at " + this.position());
       }
       this.counters.noChange.inc();
       this.confirmed();
@@ -229,10 +244,17 @@ export class FeedClient {
     const first = this.epoch == 0;
     this.epoch = header.epoch;
     this.version = header.version;
+    this.digestKnown = header.format >= MESSAGE_FORMAT;
+    this.digest = this.digestKnown ? header.digest : 0;
     this.counters.version.set(this.version);
     if (first) logInfo("mesh feed " + this.config.target + ": full model applied at " + this.position());
     else if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": " + (full ? "full model" : "delta") + " applied, now at " + this.position());
     return "";
+  }
+
+  /** A format-3 no-change naming the content digest of this VM's model. */
+  private sameContent(header: FeedHeader): bool {
+    return header.format >= MESSAGE_FORMAT && this.epoch != 0 && this.digestKnown && header.digest == this.digest;
   }
 
   private confirmed(): void {
@@ -256,7 +278,8 @@ export class FeedClient {
   private poll(now: u64): void {
     const epoch = this.resync ? 0 : this.epoch;
     const version = this.resync ? 0 : this.version;
-    const path = this.config.path + "?epoch=" + epoch.toString() + "&version=" + version.toString() + "&wait=" + this.config.waitSeconds.toString();
+    let path = this.config.path + "?epoch=" + epoch.toString() + "&version=" + version.toString() + "&wait=" + this.config.waitSeconds.toString() + "&format=" + MESSAGE_FORMAT.toString();
+    if (!this.resync && this.digestKnown) path += "&digest=" + hex16(this.digest);
     const headers = new HeaderPairs()
       .add(":method", "GET")
       .add(":path", path)

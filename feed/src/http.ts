@@ -16,7 +16,9 @@
 // restart never matches one after it (a client holding it gets the full snapshot again).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { DeltaAnswer } from "./delta/channel.js";
+import { PREVIOUS_CLIENT, type ClientState, type DeltaAnswer } from "./delta/channel.js";
+import { parseDigest } from "./delta/digest.js";
+import { FORMAT_VERSION, PREVIOUS_FORMAT } from "./delta/wire.js";
 import { admitBody, ServerGuard, type ServerLimits } from "./server_guard.js";
 import { Metrics } from "./metrics.js";
 import { DEFAULT_OPERATOR_LIMITS } from "./config.js";
@@ -42,7 +44,7 @@ export interface DeltaSource {
   deltaVersion(target: string): number;
   deltaUpToDate(target: string, epoch: number, version: number): boolean;
   waitForDelta(target: string, ms: number): { done: Promise<void>; cancel: () => void };
-  deltaAnswer(target: string, epoch: number, version: number): DeltaAnswer | undefined;
+  deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined;
   heldChanged(delta: number): void;
 }
 
@@ -67,8 +69,13 @@ export function handleDelta(source: SnapshotSource & DeltaSource, target: string
       return;
     }
   }
+  const client = clientState(url);
+  if (typeof client === "string") {
+    res.writeHead(400, { "content-type": "text/plain" }).end(`${client}\n`);
+    return;
+  }
   const send = () => {
-    const a = source.deltaAnswer(target, params.epoch, params.version);
+    const a = source.deltaAnswer(target, params.epoch, params.version, client);
     if (!a) {
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "1" }).end(`nothing published yet for target ${JSON.stringify(target)}\n`);
       return;
@@ -79,7 +86,7 @@ export function handleDelta(source: SnapshotSource & DeltaSource, target: string
       "content-type": DELTA_CONTENT_TYPE,
       "content-length": String(a.body.length),
       "cache-control": "no-store",
-      "x-feed-kind": a.kind === 1 ? "full" : a.kind === 2 ? "delta" : "no-change",
+      "x-feed-kind": a.kind === 1 ? "full" : a.kind === 2 ? "delta" : a.rebased ? "rebased" : "no-change",
       "x-feed-version": String(a.version),
     });
     if (req.method === "HEAD") res.end();
@@ -100,6 +107,24 @@ export function handleDelta(source: SnapshotSource & DeltaSource, target: string
     res.off("close", gone);
     if (!res.destroyed && !res.writableEnded) send();
   });
+}
+
+/**
+ * The client's `format` (the newest wire format it reads; absent: a filter built before format 3,
+ * served format 2) and, from format 3 on, `digest` (its model's content digest, 16 hex digits).
+ * A format newer than this feed's is served this feed's (the filters read the previous one too).
+ * A string: the one-line error for a 400.
+ */
+export function clientState(url: URL): ClientState | string {
+  const f = url.searchParams.get("format");
+  if (f === null) return PREVIOUS_CLIENT;
+  if (!/^\d{1,5}$/.test(f) || Number(f) < PREVIOUS_FORMAT) return `format: expected a wire format number >= ${PREVIOUS_FORMAT}`;
+  const format = Number(f) >= FORMAT_VERSION ? FORMAT_VERSION : PREVIOUS_FORMAT;
+  const d = url.searchParams.get("digest");
+  if (d === null || format < FORMAT_VERSION) return { format };
+  const digest = parseDigest(d);
+  if (digest === undefined) return "digest: expected 16 lowercase hex digits";
+  return { format, digest };
 }
 
 /** Bytes handed to the socket at a time (server_guard.ts: why a body is never written whole). */

@@ -87,7 +87,8 @@ export function decodeMessage(buf: Buffer, types?: number[]): DecodedMessage {
     return r;
   };
   if (u32() !== 0x3148534d) throw new Error("magic");
-  if (u16() !== 2) throw new Error("format");
+  const format = u16();
+  if (format !== 2 && format !== 3) throw new Error("format");
   const kind = u16();
   const epoch = u64();
   const base = u64();
@@ -97,7 +98,9 @@ export function decodeMessage(buf: Buffer, types?: number[]): DecodedMessage {
   const count = u32();
   const bodyLength = u32();
   if (bodyLength !== buf.length - 56) throw new Error(`body length ${bodyLength} vs ${buf.length - 56}`);
-  if (u64() !== 0) throw new Error("reserved");
+  const digest = buf.readBigUInt64LE(p);
+  p += 8;
+  if (format === 2 && digest !== 0n) throw new Error("reserved");
   const varint = () => {
     let v = 0;
     for (let shift = 0; ; shift += 7) {
@@ -213,4 +216,9 @@ export class DecodedModel {
     }
     return { workloads: workloads.sort(), services: services.sort() };
   }
+}
+
+/** A message's format and content digest (format 3; format 2: 0n). */
+export function formatOf(buf: Buffer): { format: number; digest: bigint } {
+  return { format: buf.readUInt16LE(4), digest: buf.readBigUInt64LE(48) };
 }
