@@ -179,6 +179,25 @@ export class DecodedModel {
   workloads = new Map<number, Extract<DecodedRecord, { type: "workload" }>>();
   services = new Map<number, Extract<DecodedRecord, { type: "service" }>>();
 
+  /** The content digest the last format-3 message gave (undefined: none, or format 2). */
+  digest: bigint | undefined;
+
+  /**
+   * Applies a whole message as a format-3 filter does: a no-change at another epoch or version is
+   * taken when it names this model's digest (the model adopts its epoch and version).
+   */
+  applyBody(body: Buffer): void {
+    const m = decodeMessage(body);
+    const { format, digest } = formatOf(body);
+    if (m.kind === 3 && (m.epoch !== this.epoch || m.version !== this.version) && format >= 3 && this.digest === digest && this.epoch !== 0) {
+      this.epoch = m.epoch;
+      this.version = m.version;
+      return;
+    }
+    this.apply(m);
+    if (m.kind !== 3) this.digest = format >= 3 ? digest : undefined;
+  }
+
   apply(m: DecodedMessage): void {
     if (m.kind === 3) {
       if (m.epoch !== this.epoch || m.version !== this.version) throw new Error(`no-change at ${m.epoch}/${m.version}, model at ${this.epoch}/${this.version}`);
