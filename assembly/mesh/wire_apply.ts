@@ -36,7 +36,9 @@ import {
   HEADER_BYTES,
   KIND_DELTA,
   KIND_FULL,
+  KIND_ASK_BUCKETS,
   KIND_NO_CHANGE,
+  KIND_REPAIR,
   WIRE_MAGIC,
   WIRE_PREVIOUS_VERSION,
   WIRE_VERSION,
@@ -45,6 +47,7 @@ import {
 import { Header } from "./wire_store";
 import { loadFull } from "./wire_full";
 import { applyDelta } from "./wire_delta";
+import { applyRepair } from "./wire_repair";
 
 /** What applyMeshMessage did. */
 export class MeshApplyResult {
@@ -106,8 +109,15 @@ export function applyMeshMessage(mesh: Mesh | null, data: ArrayBuffer): MeshAppl
     result.mesh = fresh;
     return result;
   }
+  const what = h.kind == KIND_REPAIR ? "a repair" : "a delta";
   if (mesh === null) {
-    result.error = "header.kind: a delta, but no model is loaded";
+    result.error = "header.kind: " + what + ", but no model is loaded";
+    return result;
+  }
+  if (h.kind == KIND_REPAIR) {
+    // From any epoch and version: it states whole buckets, whatever the model's version.
+    if (!applyRepair(mesh, r, h, data, HEADER_BYTES + h.body, data.byteLength)) result.error = r.error;
+    else setDigest(mesh, h);
     return result;
   }
   if (mesh.epoch != h.epoch) {
@@ -137,7 +147,11 @@ function readHeader(r: WireReader, h: Header): bool {
   }
   h.format = format;
   const kind = <i32>r.u16At(H_KIND);
-  if (kind != KIND_FULL && kind != KIND_DELTA && kind != KIND_NO_CHANGE) return r.fail("kind", kind.toString() + " is not 1 (full), 2 (delta) or 3 (no-change)");
+  const newest = format == WIRE_VERSION;
+  if (kind == KIND_ASK_BUCKETS && newest) return r.fail("kind", "5 (a request for the model's bucket digests) carries no model");
+  if (kind != KIND_FULL && kind != KIND_DELTA && kind != KIND_NO_CHANGE && !(newest && kind == KIND_REPAIR)) {
+    return r.fail("kind", kind.toString() + " is not 1 (full), 2 (delta), 3 (no-change)" + (newest ? " or 4 (repair)" : ""));
+  }
   h.kind = kind;
   h.epoch = r.u64At(H_EPOCH);
   h.base = r.u64At(H_BASE);
@@ -152,12 +166,18 @@ function readHeader(r: WireReader, h: Header): bool {
   if (h.workloadLimit > <u32>MAX_WORKLOADS) return r.fail("workloadIdLimit", h.workloadLimit.toString() + " exceeds the limit of " + MAX_WORKLOADS.toString());
   if (h.serviceLimit > <u32>MAX_SERVICES) return r.fail("serviceIdLimit", h.serviceLimit.toString() + " exceeds the limit of " + MAX_SERVICES.toString());
   const body = r.u32At(H_BODY);
-  if (<i64>body != <i64>r.end - HEADER_BYTES) return r.fail("bodyLength", body.toString() + " is not the message length - 56 (" + (r.end - HEADER_BYTES).toString() + ")");
+  // Format 3: the bucket trailer follows the body (read by the feed client, and by a repair).
+  if (newest ? <i64>body > <i64>r.end - HEADER_BYTES : <i64>body != <i64>r.end - HEADER_BYTES) {
+    return r.fail("bodyLength", body.toString() + (newest ? " exceeds" : " is not") + " the message length - 56 (" + (r.end - HEADER_BYTES).toString() + ")");
+  }
+  h.body = <i32>body;
   const records = r.u32At(H_RECORDS);
   if (kind == KIND_NO_CHANGE && records != 0) return r.fail("recordCount", "a no-change message has no records");
   if (<i64>records * 5 > <i64>body) return r.fail("recordCount", records.toString() + " records cannot fit in " + body.toString() + " bytes");
   h.records = <i32>records;
   r.pos = HEADER_BYTES;
+  // Records end at the body's end; a repair reads its trailer after that itself.
+  r.end = HEADER_BYTES + <i32>body;
   return true;
 }
 

@@ -25,6 +25,25 @@ export const H_DIGEST: i32 = 48;
 export const KIND_FULL: i32 = 1;
 export const KIND_DELTA: i32 = 2;
 export const KIND_NO_CHANGE: i32 = 3;
+/**
+ * Format 3: "the buckets the trailer lists are exactly these records" (upserts only; the model's
+ * other objects in those buckets go). The answer to a poll that sent the model's bucket digests.
+ */
+export const KIND_REPAIR: i32 = 4;
+/** Format 3: the feed cannot send a delta from this model's version and asks for its bucket digests. */
+export const KIND_ASK_BUCKETS: i32 = 5;
+
+/**
+ * Buckets of the model (format 3): workload id mod BUCKETS, and BUCKETS + service id mod
+ * BUCKETS. A format-3 full, delta or repair message ends with a trailer after its body:
+ * u32 count, then count × (u32 bucket, u64 digest), buckets strictly increasing: a full
+ * message lists every non-empty bucket, a delta the buckets it touches, a repair the buckets it
+ * states. A bucket's digest is the sum mod 2^64 of its records' hashes (the feed computes them;
+ * the filter keeps what the feed said and sends it back when asked).
+ */
+export const BUCKETS: i32 = 4096;
+export const BUCKET_COUNT: i32 = 2 * BUCKETS;
+export const BUCKET_ENTRY_BYTES: i32 = 12;
 
 export const REC_WORKLOAD_UPSERT: i32 = 1;
 export const REC_WORKLOAD_REMOVE: i32 = 2;

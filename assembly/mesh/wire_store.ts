@@ -53,6 +53,8 @@ export class Header {
   workloadLimit: u32 = 0;
   serviceLimit: u32 = 0;
   records: i32 = 0;
+  /** The body's length (records and, in a full message, tables); a format-3 trailer follows it. */
+  body: i32 = 0;
 }
 
 // Reused across messages (one VM applies one message at a time).

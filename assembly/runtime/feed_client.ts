@@ -16,6 +16,11 @@
 //   no change → same epoch and version as this VM's, or (format 3) another epoch or version with
 //               this VM's content digest: the model is what the feed serves (a feed restart,
 //               another replica); the sink adopts that epoch and version;
+//   ask for buckets (format 3: the feed cannot send a delta from this VM's version, e.g. it
+//             restarted with changes this VM missed) → the next poll is a POST of the model's
+//             bucket digests (feed_buckets.ts), or, without them, asks for a full model;
+//   repair    (the answer to that POST) → the sink applies it: the listed buckets become
+//             exactly its records, the rest of the model stays;
 //   and the next poll goes out at once. Anything else is a failure and the model in force stays:
 //   unavailable (refused call, status ≠ 200, reset, timeout) or refused (bad content type,
 //   header or body, a delta for another base, the sink refusing it: the next request then asks
@@ -24,7 +29,8 @@
 //   a first model, the mesh root's model gate holds them: model_gate.ts).
 import { Counter, Gauge } from "./metrics";
 import { FeedConfig } from "./feed_config";
-import { CONTENT_TYPE, FeedHeader, hex16, isMessageContentType, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, MESSAGE_FORMAT, readFeedHeader } from "./feed_message";
+import { CONTENT_TYPE, FeedHeader, hex16, isMessageContentType, KIND_ASK_BUCKETS, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, KIND_REPAIR, MESSAGE_FORMAT, readFeedHeader } from "./feed_message";
+import { FeedBuckets } from "./feed_buckets";
 import {
   HeaderPairs,
   httpCall,
@@ -79,6 +85,8 @@ enum Condition {
 export class FeedCounters {
   readonly appliedFull: Counter;
   readonly appliedDelta: Counter;
+  /** Repairs applied: after a feed restart or a replica switch, only the buckets that differed. */
+  readonly appliedRepair: Counter;
   readonly noChange: Counter;
   readonly refused: Counter;
   readonly unavailable: Counter;
@@ -93,6 +101,7 @@ export class FeedCounters {
   constructor(prefix: string) {
     this.appliedFull = new Counter(prefix + ".feed.applied_full");
     this.appliedDelta = new Counter(prefix + ".feed.applied_delta");
+    this.appliedRepair = new Counter(prefix + ".feed.applied_repair");
     this.noChange = new Counter(prefix + ".feed.no_change");
     this.refused = new Counter(prefix + ".feed.refused");
     this.unavailable = new Counter(prefix + ".feed.unavailable");
@@ -123,6 +132,12 @@ export class FeedClient {
   private confirmedAt: u64 = 0;
   /** After a refused message: ask for a full model (epoch=0&version=0) next time. */
   private resync: bool = false;
+  /** The feed asked for the bucket digests: the next poll sends them (or asks for a full model without them). */
+  private sendBuckets: bool = false;
+  private askFull: bool = false;
+  /** The last poll sent the bucket digests: a repair is expected. */
+  private sentBuckets: bool = false;
+  readonly buckets: FeedBuckets = new FeedBuckets();
   private condition: Condition = Condition.Unknown;
   private readonly header: FeedHeader = new FeedHeader();
   private readonly cluster: ArrayBuffer;
@@ -232,13 +247,28 @@ export class FeedClient {
       this.confirmed();
       return "";
     }
+    if (header.kind == KIND_ASK_BUCKETS) {
+      // Asked again in answer to the digests themselves: a full model rather than a loop.
+      if (this.epoch != 0 && this.buckets.known && !this.sentBuckets) this.sendBuckets = true;
+      else this.askFull = true;
+      return "";
+    }
+    if (header.kind == KIND_REPAIR && !this.sentBuckets) return "a repair message, but this VM sent no bucket digests";
     if (header.kind == KIND_DELTA && (header.epoch != this.epoch || header.base != this.version)) {
       return "delta from epoch " + header.epoch.toString() + " version " + header.base.toString() + ", but this VM is at " + this.position();
     }
+    const full = header.kind == KIND_FULL;
+    const trailer = header.format >= MESSAGE_FORMAT;
+    if (trailer) {
+      const bad = this.buckets.check(body, header.bodyEnd, body.byteLength, full, header.digest);
+      if (bad.length > 0) return bad;
+    }
     const refused = this.sink.apply(body, header);
     if (refused.length > 0) return refused;
-    const full = header.kind == KIND_FULL;
+    if (trailer) this.buckets.commit(body, header.bodyEnd, full, header.digest);
+    else this.buckets.forget();
     if (full) this.counters.appliedFull.inc();
+    else if (header.kind == KIND_REPAIR) this.counters.appliedRepair.inc();
     else this.counters.appliedDelta.inc();
     this.confirmed();
     const first = this.epoch == 0;
@@ -248,7 +278,7 @@ export class FeedClient {
     this.digest = this.digestKnown ? header.digest : 0;
     this.counters.version.set(this.version);
     if (first) logInfo("mesh feed " + this.config.target + ": full model applied at " + this.position());
-    else if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": " + (full ? "full model" : "delta") + " applied, now at " + this.position());
+    else if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": " + (full ? "full model" : header.kind == KIND_REPAIR ? "repair" : "delta") + " applied, now at " + this.position());
     return "";
   }
 
@@ -276,17 +306,23 @@ export class FeedClient {
   }
 
   private poll(now: u64): void {
-    const epoch = this.resync ? 0 : this.epoch;
-    const version = this.resync ? 0 : this.version;
+    const full = this.resync || this.askFull;
+    const repair = !full && this.sendBuckets && this.buckets.known;
+    this.askFull = false;
+    this.sendBuckets = false;
+    this.sentBuckets = repair;
+    const epoch = full ? 0 : this.epoch;
+    const version = full ? 0 : this.version;
     let path = this.config.path + "?epoch=" + epoch.toString() + "&version=" + version.toString() + "&wait=" + this.config.waitSeconds.toString() + "&format=" + MESSAGE_FORMAT.toString();
-    if (!this.resync && this.digestKnown) path += "&digest=" + hex16(this.digest);
+    if (!full && this.digestKnown) path += "&digest=" + hex16(this.digest);
+    if (repair) path += "&repair=1";
     const headers = new HeaderPairs()
-      .add(":method", "GET")
+      .add(":method", repair ? "POST" : "GET")
       .add(":path", path)
       .add(":authority", this.config.authority)
-      .add("accept", CONTENT_TYPE)
-      .encode();
-    const status = httpCall(this.cluster, headers, this.timeoutMs);
+      .add("accept", CONTENT_TYPE);
+    if (repair) headers.add("content-type", "application/octet-stream");
+    const status = httpCall(this.cluster, headers.encode(), this.timeoutMs, repair ? this.buckets.body() : null);
     if (status != WasmResult.Ok) {
       const why = status == WasmResult.BadArgument ? " (no such cluster in Envoy?)" : "";
       this.fail(Condition.Unavailable, "Envoy refused the call to cluster " + this.config.cluster + ": status " + status.toString() + why, now);

@@ -10,6 +10,10 @@ export const HEADER_BYTES: i32 = 56;
 export const KIND_FULL: u16 = 1;
 export const KIND_DELTA: u16 = 2;
 export const KIND_NO_CHANGE: u16 = 3;
+/** Format 3: the records of the buckets the trailer lists, exactly (an answer to a POST of this VM's bucket digests). */
+export const KIND_REPAIR: u16 = 4;
+/** Format 3: the feed cannot send a delta from this VM's version and asks for its bucket digests. */
+export const KIND_ASK_BUCKETS: u16 = 5;
 export const CONTENT_TYPE = "application/x-mesh-delta";
 
 export class FeedHeader {
@@ -17,6 +21,8 @@ export class FeedHeader {
   /** Format 3: the feed's content digest of the model after this message (format 2: 0). */
   digest: u64 = 0;
   kind: u16 = 0;
+  /** Where the body ends: a format-3 message's bucket trailer runs from here to the end. */
+  bodyEnd: i32 = 0;
   epoch: u64 = 0;
   base: u64 = 0;
   version: u64 = 0;
@@ -48,14 +54,19 @@ export function readFeedHeader(message: ArrayBuffer, into: FeedHeader): FeedHead
   const base = load<u64>(at + 16);
   const version = load<u64>(at + 24);
   const bodyLength = load<u32>(at + 44);
-  if (kind < KIND_FULL || kind > KIND_NO_CHANGE) into.error = "header.kind: " + kind.toString() + " is none of 1 (full), 2 (delta), 3 (no change)";
+  const newest = format == MESSAGE_FORMAT;
+  const lastKind = newest ? KIND_ASK_BUCKETS : KIND_NO_CHANGE;
+  if (kind < KIND_FULL || kind > lastKind) into.error = "header.kind: " + kind.toString() + " is none of 1 (full), 2 (delta), 3 (no change)" + (newest ? ", 4 (repair), 5 (ask for buckets)" : "");
   else if (epoch == 0) into.error = "header.epoch: must not be 0";
-  else if (<i64>bodyLength != <i64>size - HEADER_BYTES) into.error = "header.bodyLength: " + bodyLength.toString() + " but the message has " + (size - HEADER_BYTES).toString() + " bytes after the header";
+  else if (newest ? <i64>bodyLength > <i64>size - HEADER_BYTES : <i64>bodyLength != <i64>size - HEADER_BYTES) {
+    into.error = "header.bodyLength: " + bodyLength.toString() + " but the message has " + (size - HEADER_BYTES).toString() + " bytes after the header";
+  }
   else if (format == PREVIOUS_MESSAGE_FORMAT && load<u64>(at + 48) != 0) into.error = "header.reserved: must be 0";
   else if (kind == KIND_DELTA && version <= base) into.error = "header.version: a delta must end above its base version";
   else if (kind != KIND_DELTA && base != 0) into.error = "header.baseVersion: must be 0 for a full or no-change message";
   if (into.error.length > 0) return into;
   into.format = format;
+  into.bodyEnd = HEADER_BYTES + <i32>bodyLength;
   into.digest = format == PREVIOUS_MESSAGE_FORMAT ? 0 : load<u64>(at + 48);
   into.kind = kind;
   into.epoch = epoch;

@@ -17,7 +17,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { PREVIOUS_CLIENT, type ClientState, type DeltaAnswer } from "./delta/channel.js";
-import { parseDigest } from "./delta/digest.js";
+import { BUCKET_COUNT, parseDigest } from "./delta/digest.js";
 import { FORMAT_VERSION, PREVIOUS_FORMAT } from "./delta/wire.js";
 import { admitBody, ServerGuard, type ServerLimits } from "./server_guard.js";
 import { Metrics } from "./metrics.js";
@@ -50,6 +50,9 @@ export interface DeltaSource {
 
 export const DELTA_CONTENT_TYPE = "application/x-mesh-delta";
 
+/** x-feed-kind by message kind (a rebased no-change is "rebased"). */
+const KIND_NAMES: Record<number, string> = { 1: "full", 2: "delta", 3: "no-change", 4: "repair", 5: "ask-buckets" };
+
 /** A query parameter as a non-negative safe integer; undefined when absent; NaN when malformed. */
 function uintParam(url: URL, name: string): number | undefined {
   const v = url.searchParams.get(name);
@@ -58,6 +61,50 @@ function uintParam(url: URL, name: string): number | undefined {
 }
 
 export function handleDelta(source: SnapshotSource & DeltaSource, target: string, url: URL, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
+  if (req.method === "POST") {
+    // A client's bucket digests (format 3, after KIND_ASK_BUCKETS): read whole, bounded, then answered at once.
+    readBuckets(req, (buckets, error) => {
+      if (error !== undefined) {
+        res.writeHead(error.status, { "content-type": "text/plain", connection: "close" }).end(`${error.text}\n`);
+        return;
+      }
+      answerDelta(source, target, url, req, res, maxWaitSeconds, buckets);
+    });
+    return;
+  }
+  answerDelta(source, target, url, req, res, maxWaitSeconds);
+}
+
+/** The POST body of a repair poll: BUCKET_COUNT little-endian u64 digests, nothing more. */
+function readBuckets(req: IncomingMessage, done: (buckets: BigUint64Array, error?: { status: number; text: string }) => void): void {
+  const want = BUCKET_COUNT * 8;
+  const body = Buffer.alloc(want);
+  let got = 0;
+  let over = false;
+  req.on("data", (chunk: Buffer) => {
+    if (over) return;
+    if (got + chunk.length > want) {
+      over = true;
+      req.destroy();
+      done(new BigUint64Array(0), { status: 413, text: `body: more than ${want} bytes (${BUCKET_COUNT} bucket digests)` });
+      return;
+    }
+    chunk.copy(body, got);
+    got += chunk.length;
+  });
+  req.on("end", () => {
+    if (over) return;
+    if (got !== want) {
+      done(new BigUint64Array(0), { status: 400, text: `body: ${got} bytes, expected ${want} (${BUCKET_COUNT} bucket digests, 8 bytes each)` });
+      return;
+    }
+    const buckets = new BigUint64Array(BUCKET_COUNT);
+    for (let i = 0; i < BUCKET_COUNT; i++) buckets[i] = body.readBigUInt64LE(i * 8);
+    done(buckets);
+  });
+}
+
+function answerDelta(source: SnapshotSource & DeltaSource, target: string, url: URL, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number, buckets?: BigUint64Array): void {
   if (!source.hasTarget(target)) {
     res.writeHead(404, { "content-type": "text/plain" }).end(`no target ${JSON.stringify(target)}\n`);
     return;
@@ -69,11 +116,16 @@ export function handleDelta(source: SnapshotSource & DeltaSource, target: string
       return;
     }
   }
-  const client = clientState(url);
-  if (typeof client === "string") {
-    res.writeHead(400, { "content-type": "text/plain" }).end(`${client}\n`);
+  const parsed = clientState(url);
+  if (typeof parsed === "string") {
+    res.writeHead(400, { "content-type": "text/plain" }).end(`${parsed}\n`);
     return;
   }
+  if (buckets && (parsed.format < FORMAT_VERSION || parsed.digest === undefined || url.searchParams.get("repair") !== "1")) {
+    res.writeHead(400, { "content-type": "text/plain" }).end("repair: a POST of bucket digests needs format=3, digest and repair=1\n");
+    return;
+  }
+  const client: ClientState = buckets ? { ...parsed, buckets } : parsed;
   const send = () => {
     const a = source.deltaAnswer(target, params.epoch, params.version, client);
     if (!a) {
@@ -86,14 +138,14 @@ export function handleDelta(source: SnapshotSource & DeltaSource, target: string
       "content-type": DELTA_CONTENT_TYPE,
       "content-length": String(a.body.length),
       "cache-control": "no-store",
-      "x-feed-kind": a.kind === 1 ? "full" : a.kind === 2 ? "delta" : a.rebased ? "rebased" : "no-change",
+      "x-feed-kind": a.rebased ? "rebased" : (KIND_NAMES[a.kind] ?? "?"),
       "x-feed-version": String(a.version),
     });
     if (req.method === "HEAD") res.end();
     else writeBody(res, a.body);
   };
   const waitMs = Math.min(params.wait, maxWaitSeconds) * 1000;
-  if (waitMs === 0 || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, params.epoch, params.version)) {
+  if (waitMs === 0 || buckets || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, params.epoch, params.version)) {
     send();
     return;
   }

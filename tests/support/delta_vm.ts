@@ -6,6 +6,7 @@ import { httpResponse } from "../../host/http_call.js";
 import { ProxyWasmHost } from "../../host/index.js";
 import type { DeltaAnswer, DeltaChannel } from "../../feed/src/delta/channel.js";
 import { clientState } from "../../feed/src/http.js";
+import { BUCKET_COUNT } from "../../feed/src/delta/digest.js";
 import { renderPluginConfig } from "../../feed/src/render.js";
 
 const CLUSTER = "feed";
@@ -15,6 +16,10 @@ export class ChannelVm {
   readonly host: ProxyWasmHost;
   /** Bytes of every answer this VM was given. */
   bytes = 0;
+  /** Bytes the VM sent in POST bodies (its bucket digests). */
+  sent = 0;
+  /** The method of each poll answered. */
+  readonly methods: string[] = [];
   private skipMs = 0;
 
   constructor(wasm: Uint8Array, readonly name: string) {
@@ -53,8 +58,17 @@ export class ChannelVm {
   pump(channel: DeltaChannel): DeltaAnswer {
     const call = this.pending();
     const url = new URL(call.path, "http://feed");
-    const client = clientState(url);
+    let client = clientState(url);
     if (typeof client === "string") throw new Error(`${this.name}: the feed would answer 400: ${client}`);
+    this.methods.push(call.method);
+    if (call.method === "POST") {
+      if (call.body.length !== BUCKET_COUNT * 8 || url.searchParams.get("repair") !== "1") throw new Error(`${this.name}: a POST of ${call.body.length} bytes`);
+      this.sent += call.body.length;
+      const body = Buffer.from(call.body);
+      const buckets = new BigUint64Array(BUCKET_COUNT);
+      for (let i = 0; i < BUCKET_COUNT; i++) buckets[i] = body.readBigUInt64LE(i * 8);
+      client = { ...client, buckets };
+    }
     const a = channel.answer(Number(url.searchParams.get("epoch")), Number(url.searchParams.get("version")), client);
     this.bytes += a.body.length;
     this.host.respondHttpCall(call.token, httpResponse(200, { "content-type": CONTENT_TYPE }, a.body));

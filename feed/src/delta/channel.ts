@@ -17,7 +17,7 @@ import type { ComputedMesh } from "../mesh_model.js";
 import type { DeltaConfig } from "../config.js";
 import type { MessageCheck } from "./filter_shadow.js";
 import { CanonicalIds, type IdMoves } from "./ids.js";
-import { ContentDigest, recordHash, MASK } from "./digest.js";
+import { BUCKET_COUNT, BUCKETS, bucketOf, ContentDigest, recordHash, MASK } from "./digest.js";
 import { Journal } from "./journal.js";
 import type { NetworkView } from "./network_view.js";
 import { membershipOf, wireService, wireWorkload } from "./records.js";
@@ -27,10 +27,14 @@ import {
   HEADER_BYTES,
   KIND_DELTA,
   KIND_FULL,
+  KIND_ASK_BUCKETS,
   KIND_NO_CHANGE,
+  KIND_REPAIR,
   RECORD_SERVICE_REMOVE,
+  RECORD_SERVICE_UPSERT,
   RECORD_WORKLOAD_REMOVE,
   asPreviousFormat,
+  withBuckets,
   FORMAT_VERSION,
   PREVIOUS_FORMAT,
   WireWriter,
@@ -44,7 +48,7 @@ import {
 export type FullReason = "epoch" | "future" | "behind" | "smaller";
 
 export interface DeltaAnswer {
-  kind: typeof KIND_FULL | typeof KIND_DELTA | typeof KIND_NO_CHANGE;
+  kind: typeof KIND_FULL | typeof KIND_DELTA | typeof KIND_NO_CHANGE | typeof KIND_REPAIR | typeof KIND_ASK_BUCKETS;
   body: Buffer;
   version: number;
   /** Why a full message was sent. */
@@ -59,6 +63,8 @@ export interface ClientState {
   format: WireFormat;
   /** Format 3 only: the content digest of the model it holds. */
   digest?: bigint;
+  /** Format 3, a POST after KIND_ASK_BUCKETS: the digest of each of its buckets (digest.ts). */
+  buckets?: BigUint64Array;
 }
 
 /** A filter that declares no format: the previous one (filters built before format 3). */
@@ -250,9 +256,15 @@ export class DeltaChannel {
             ? `service id limit: ${this.serviceIds.limit} ids needed, the filters take at most ${this.config.maxServices} (delta.maxServices)`
             : "";
       let digest = this.digest.total;
-      for (const c of changes) digest = (digest - this.hashOf(c.service, c.id) + c.hash) & MASK;
+      const touched = new Map<number, bigint>();
+      for (const c of changes) {
+        const b = bucketOf(c.service, c.id);
+        const before = touched.get(b) ?? this.digest.buckets[b];
+        touched.set(b, (before - this.hashOf(c.service, c.id) + c.hash) & MASK);
+        digest = (digest - this.hashOf(c.service, c.id) + c.hash) & MASK;
+      }
       const version = this.current + 1;
-      const message = assemble({ kind: KIND_DELTA, epoch: this.epoch, base: this.current, version, ...this.limits(), digest }, records);
+      const message = withBuckets(assemble({ kind: KIND_DELTA, epoch: this.epoch, base: this.current, version, ...this.limits(), digest }, records), touched);
       let refusal = limitError;
       for (let i = 0; !refusal && i < this.filters.length; i++) {
         refusal = this.filters[i].check(message, this);
@@ -313,11 +325,15 @@ export class DeltaChannel {
   full(format: WireFormat = FORMAT_VERSION): Buffer {
     if (this.fullCache?.version !== this.current) {
       this.builds++;
-      const body = this.assembler.build(
+      const built = this.assembler.build(
         { epoch: this.epoch, base: 0, version: this.current, ...this.limits(), digest: this.digest.total },
         [this.serviceRecords.values(), this.workloadRecords.values()],
       );
-      this.fullCache = { version: this.current, body };
+      const buckets = new Map<number, bigint>();
+      this.digest.buckets.forEach((d, b) => {
+        if (d !== 0n) buckets.set(b, d);
+      });
+      this.fullCache = { version: this.current, body: withBuckets(built, buckets) };
     }
     const cache = this.fullCache;
     if (format === FORMAT_VERSION) return cache.body;
@@ -343,11 +359,15 @@ export class DeltaChannel {
     const format = client.format;
     const full = (reason: FullReason): DeltaAnswer => ({ kind: KIND_FULL, body: this.full(format), version: this.current, reason, records: this.serviceRecords.size + this.workloadRecords.size });
     if (epoch === this.epoch && version === this.current) return { kind: KIND_NO_CHANGE, body: this.noChange(format), version, records: 0 };
-    if (format >= FORMAT_VERSION && epoch !== 0 && client.digest === this.digest.total) {
+    const newest = format >= FORMAT_VERSION && epoch !== 0 && client.digest !== undefined;
+    if (newest && client.digest === this.digest.total) {
       return { kind: KIND_NO_CHANGE, body: this.noChange(format), version: this.current, records: 0, rebased: true };
     }
-    if (epoch !== this.epoch) return full("epoch");
-    if (version > this.current) return full("future");
+    if (newest && client.buckets) return this.repair(client.buckets);
+    // A client with a model this channel cannot delta from: its bucket digests first (then a repair).
+    const ask = (reason: FullReason): DeltaAnswer => (newest ? this.askBuckets() : full(reason));
+    if (epoch !== this.epoch) return ask("epoch");
+    if (version > this.current) return ask("future");
     if (this.answersVersion !== this.current) {
       this.answers = new Map();
       this.answersVersion = this.current;
@@ -355,23 +375,72 @@ export class DeltaChannel {
     const key = `${format}:${version}`;
     const cached = this.answers.get(key);
     if (cached) return cached;
-    const answer = this.deltaFrom(version, format);
+    const answer = this.deltaFrom(version, format, newest);
     if (this.answers.size >= 64) this.answers.clear();
     this.answers.set(key, answer);
     return answer;
   }
 
-  private deltaFrom(version: number, format: WireFormat): DeltaAnswer {
-    const full = (reason: FullReason): DeltaAnswer => ({ kind: KIND_FULL, body: this.full(format), version: this.current, reason, records: this.serviceRecords.size + this.workloadRecords.size });
+  /** "Send your bucket digests": a client with a model this channel cannot send a delta to. */
+  private askBuckets(): DeltaAnswer {
+    const body = assemble({ kind: KIND_ASK_BUCKETS, epoch: this.epoch, base: 0, version: this.current, ...this.limits(), digest: this.digest.total }, []);
+    return { kind: KIND_ASK_BUCKETS, body, version: this.current, records: 0 };
+  }
+
+  /**
+   * The answer to a client's bucket digests: the records of every bucket whose digest differs
+   * ("bucket b is exactly these"), or the full message when that would not be smaller. Cost:
+   * the buckets compared, plus the ids of the differing ones (ids ≡ b mod BUCKETS).
+   */
+  repair(buckets: BigUint64Array): DeltaAnswer {
+    const differing = new Map<number, bigint>();
+    for (let b = 0; b < BUCKET_COUNT; b++) if (buckets[b] !== this.digest.buckets[b]) differing.set(b, this.digest.buckets[b]);
+    const services: Buffer[] = [];
+    const workloads: Buffer[] = [];
+    let bytes = 0;
+    for (const b of differing.keys()) {
+      const service = b >= BUCKETS;
+      const records = service ? this.serviceRecords : this.workloadRecords;
+      const limit = service ? this.serviceIds.limit : this.workloadIds.limit;
+      for (let id = service ? b - BUCKETS : b; id < limit; id += BUCKETS) {
+        const r = records.get(id);
+        if (!r) continue;
+        (service ? services : workloads).push(r);
+        bytes += r.length;
+      }
+    }
+    if (differing.size === 0 || HEADER_BYTES + bytes + 12 * differing.size >= HEADER_BYTES + this.recordBytes) {
+      // (No bucket differs, yet the digest did: the client's table disagrees with its model.)
+      return { kind: KIND_FULL, body: this.full(FORMAT_VERSION), version: this.current, reason: differing.size === 0 ? "epoch" : "smaller", records: this.serviceRecords.size + this.workloadRecords.size };
+    }
+    const body = withBuckets(
+      assemble({ kind: KIND_REPAIR, epoch: this.epoch, base: 0, version: this.current, ...this.limits(), digest: this.digest.total }, [...services, ...workloads]),
+      differing,
+    );
+    return { kind: KIND_REPAIR, body, version: this.current, records: services.length + workloads.length };
+  }
+
+  private deltaFrom(version: number, format: WireFormat, canRepair: boolean): DeltaAnswer {
+    const full = (reason: FullReason): DeltaAnswer =>
+      canRepair ? this.askBuckets() : { kind: KIND_FULL, body: this.full(format), version: this.current, reason, records: this.serviceRecords.size + this.workloadRecords.size };
     const range = this.journal.range(version);
     if (!range) return full("behind");
     let bytes = HEADER_BYTES;
     for (const r of range) bytes += r.bytes.length;
     if (bytes > HEADER_BYTES + this.recordBytes) return full("smaller");
-    const body = assemble(
+    let body = assemble(
       { kind: KIND_DELTA, epoch: this.epoch, base: version, version: this.current, ...this.limits(), format, digest: this.digest.total },
       range.map((r) => r.bytes),
     );
+    if (format >= FORMAT_VERSION) {
+      const touched = new Map<number, bigint>();
+      for (const r of range) {
+        const service = r.type === RECORD_SERVICE_UPSERT || r.type === RECORD_SERVICE_REMOVE;
+        const b = bucketOf(service, r.id);
+        touched.set(b, this.digest.buckets[b]);
+      }
+      body = withBuckets(body, touched);
+    }
     return { kind: KIND_DELTA, body, version: this.current, records: range.length };
   }
 }

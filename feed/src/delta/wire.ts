@@ -54,7 +54,11 @@ export const HEADER = {
 export const KIND_FULL = 1;
 export const KIND_DELTA = 2;
 export const KIND_NO_CHANGE = 3;
-export type MessageKind = typeof KIND_FULL | typeof KIND_DELTA | typeof KIND_NO_CHANGE;
+/** Format 3: each bucket the trailer lists is exactly the message's records (the answer to a POST of a client's bucket digests). */
+export const KIND_REPAIR = 4;
+/** Format 3: no delta from the client's version can be served; send the bucket digests. */
+export const KIND_ASK_BUCKETS = 5;
+export type MessageKind = typeof KIND_FULL | typeof KIND_DELTA | typeof KIND_NO_CHANGE | typeof KIND_REPAIR | typeof KIND_ASK_BUCKETS;
 
 export const RECORD_WORKLOAD_UPSERT = 1;
 export const RECORD_WORKLOAD_REMOVE = 2;
@@ -457,8 +461,33 @@ export function writeHeader(buf: Buffer, h: MessageHeader, totalLength: number):
   buf.writeBigUInt64LE(format >= 3 ? (h.digest ?? 0n) : 0n, HEADER.reserved);
 }
 
-/** The same message in format 2 (same records; the header's format and digest field differ). */
-export function asPreviousFormat(message: Buffer, bodyEnd = message.length): Buffer {
+/**
+ * `message` with the bucket trailer of format 3 after its body: u32 count, then (u32 bucket,
+ * u64 digest) per entry, buckets strictly increasing (the caller's entries may be in any order).
+ */
+export function withBuckets(message: Buffer, entries: Map<number, bigint>): Buffer {
+  const buckets = [...entries.keys()].sort((a, b) => a - b);
+  const out = Buffer.allocUnsafe(message.length + 4 + 12 * buckets.length);
+  message.copy(out, 0);
+  let p = message.length;
+  out.writeUInt32LE(buckets.length, p);
+  p += 4;
+  for (const b of buckets) {
+    out.writeUInt32LE(b, p);
+    out.writeBigUInt64LE(entries.get(b)!, p + 4);
+    p += 12;
+  }
+  return out;
+}
+
+/** Where a message's body ends (a format-3 trailer follows). */
+export function bodyEnd(message: Buffer): number {
+  return HEADER_BYTES + message.readUInt32LE(HEADER.bodyLength);
+}
+
+/** The same message in format 2 (same records, no trailer; the header's format and digest field differ). */
+export function asPreviousFormat(message: Buffer, end = bodyEnd(message)): Buffer {
+  const bodyEnd = end;
   const out = Buffer.allocUnsafe(bodyEnd);
   message.copy(out, 0, 0, bodyEnd);
   out.writeUInt16LE(PREVIOUS_FORMAT, HEADER.format);
