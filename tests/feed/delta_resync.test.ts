@@ -200,4 +200,144 @@ describe("feed delta: content versions and ids (resync by difference)", () => {
     assert.equal(seen.digest, b.channel.contentDigest);
     assert.equal(current.metric("refused") + old.metric("refused"), 0);
   });
+
+  /** `pods` with k changes: removals, new service accounts, additions (a third each). */
+  function changed(pods: Map<string, PodSpec>, k: number): Map<string, PodSpec> {
+    const out = new Map(pods);
+    for (let i = 0; i < k; i++) {
+      const name = `p-${(i * 97) % pods.size}`;
+      if (i % 3 === 0) out.delete(name);
+      else if (i % 3 === 1) out.set(name, { ...pods.get(name)!, sa: `moved-${i}` });
+      else out.set(`new-${i}`, { ip: `10.200.${i >> 8}.${i & 255}`, sa: "sa2", svc: SERVICES[i % SERVICES.length] });
+    }
+    return out;
+  }
+
+  for (const k of [3, 30]) {
+    it(`a VM that missed ${k} changes while the feed restarted gets their buckets only (ask, its digests, a repair), and the model a fresh full load gives`, () => {
+      const pods = podSpecs(5000);
+      const a = new FeedProcess(1001, pods, false);
+      const vm = new ChannelVm(newFilter, `repair-${k}`);
+      opened.push(a, vm);
+      const seen = new DecodedModel();
+      seen.applyBody(vm.pump(a.channel).body);
+      assert.equal(vm.metric("applied_full"), 1, vm.warnings().join("\n"));
+      const fullBytes = vm.bytes;
+
+      // The restarted feed (or another replica) has the mesh after k changes the VM never saw.
+      const b = new FeedProcess(7007, changed(pods, k), true);
+      opened.push(b);
+      const before = vm.bytes;
+      const ask = vm.pump(b.channel);
+      assert.equal(ask.kind, 5, "the feed asks for the bucket digests");
+      assert.equal(ask.body.length, 56);
+      const repair = vm.pump(b.channel);
+      assert.deepEqual(vm.methods.slice(-2), ["GET", "POST"]);
+      assert.equal(vm.sent, 8192 * 8, "the VM sent its 8192 bucket digests");
+      assert.equal(repair.kind, 4, `a repair (got kind ${repair.kind}, reason ${repair.reason})`);
+      seen.applyBody(repair.body);
+      assert.equal(vm.metric("applied_repair"), 1, vm.warnings().join("\n"));
+      assert.equal(vm.metric("applied_full"), 1, "no second full load");
+      assert.equal(vm.metric("refused"), 0, vm.warnings().join("\n"));
+      const received = vm.bytes - before;
+      // O(k): each change touches a bucket or two (a removal or addition may shift a few ids
+      // of its run), each bucket of 5,000 pods holds ~1-2 records of ~90 bytes.
+      assert.ok(repair.records <= 6 * k, `${repair.records} records for ${k} changes`);
+      assert.ok(received < 56 + 600 * k, `${received} bytes for ${k} changes (a full message: ${fullBytes})`);
+      console.log(`repair after ${k} missed changes at 5,000 pods: ${received} bytes received (${repair.records} records), ${vm.sent} sent; full message ${fullBytes} bytes`);
+
+      // The model is what a fresh full load of the restarted feed gives, ids included, and the
+      // VM says so: its next poll names b's epoch, version and content digest.
+      const fresh = new DecodedModel();
+      fresh.applyBody(b.channel.full());
+      assert.deepEqual(seen.records(), fresh.records());
+      const q = vm.nextQuery();
+      assert.equal(q.get("epoch"), "7007");
+      assert.equal(q.get("version"), String(b.channel.version));
+      assert.equal(q.get("digest"), b.channel.contentDigest.toString(16).padStart(16, "0"));
+      // And it follows b with deltas from there.
+      b.removePod("p-1");
+      b.writeSlices((() => {
+        const m = changed(pods, k);
+        m.delete("p-1");
+        return m;
+      })());
+      b.publish();
+      const d = vm.pump(b.channel);
+      assert.equal(d.kind, 2);
+      assert.equal(vm.metric("applied_delta"), 1, vm.warnings().join("\n"));
+    });
+  }
+
+  it("a VM refuses a malformed repair whole (trailer, buckets, record kinds) and asks for a full model; its model stays", () => {
+    const pods = podSpecs(300);
+    const a = new FeedProcess(1001, pods, false);
+    const b = new FeedProcess(7007, changed(pods, 6), true);
+    opened.push(a, b);
+    const good = (() => {
+      const probe = new ChannelVm(newFilter, "probe");
+      opened.push(probe);
+      probe.pump(a.channel);
+      probe.pump(b.channel);
+      const r = probe.pump(b.channel);
+      assert.equal(r.kind, 4);
+      return r.body;
+    })();
+    const end = 56 + good.readUInt32LE(44);
+    const count = good.readUInt32LE(end);
+    assert.ok(count >= 2 && good.readUInt32LE(40) >= 1, "the repair lists buckets and carries records");
+    const mutate = (f: (m: Buffer) => Buffer) => f(Buffer.from(good));
+    const cases: Array<[string, Buffer, RegExp]> = [
+      ["no trailer", mutate((m) => {
+        const out = Buffer.from(m.subarray(0, end));
+        return out;
+      }), /trailer: missing/],
+      ["trailer count too large", mutate((m) => (m.writeUInt32LE(count + 1, end), m)), /trailer/],
+      ["buckets out of order", mutate((m) => {
+        const first = m.readUInt32LE(end + 4);
+        m.writeUInt32LE(m.readUInt32LE(end + 16), end + 4);
+        m.writeUInt32LE(first, end + 16);
+        return m;
+      }), /trailer\.buckets/],
+      ["a bucket digest that does not add up", mutate((m) => (m.writeBigUInt64LE(m.readBigUInt64LE(end + 8) ^ 1n, end + 8), m)), /do not add up/],
+      ["a record outside the listed buckets", mutate((m) => {
+        // The first record's id moved to a bucket the trailer does not list (the digests still add up).
+        const listed = new Set(Array.from({ length: count }, (_, i) => m.readUInt32LE(end + 4 + 12 * i)));
+        const type = m[56];
+        let id = m.readUInt32LE(57);
+        do id += 1; while (listed.has((type === 3 ? 4096 : 0) + (id % 4096)));
+        m.writeUInt32LE(id, 57);
+        return m;
+      }), /which the trailer does not list|not below/],
+      ["a removal record", mutate((m) => {
+        const out = Buffer.alloc(m.length + 5);
+        m.copy(out, 0, 0, 56);
+        out[56] = 2;
+        out.writeUInt32LE(1, 57);
+        m.copy(out, 61, 56);
+        out.writeUInt32LE(out.readUInt32LE(40) + 1, 40);
+        out.writeUInt32LE(out.readUInt32LE(44) + 5, 44);
+        return out;
+      }), /repair carries workload and service upserts only/],
+      ["a body cut short", mutate((m) => (m.writeUInt32LE(m.readUInt32LE(44) - 3, 44), m)), /truncated|bytes follow|trailer/],
+    ];
+    for (const [name, body, why] of cases) {
+      const vm = new ChannelVm(newFilter, `bad-${name}`);
+      opened.push(vm);
+      vm.pump(a.channel);
+      const digestBefore = vm.nextQuery().get("digest");
+      assert.equal(vm.pump(b.channel).kind, 5, name);
+      assert.equal(vm.respond(body), "POST", name);
+      assert.equal(vm.metric("refused"), 1, `${name}: refused`);
+      assert.equal(vm.metric("applied_repair"), 0, name);
+      const line = vm.warnings().join("\n");
+      assert.match(line, why, `${name}: ${line}`);
+      // The model in force stays (the next full load replaces it; until then it decides).
+      const q = vm.nextQuery();
+      assert.equal(q.get("epoch"), "0", `${name}: a refused message asks for a full model`);
+      assert.equal(vm.host.pendingHttpCalls[0].method, "GET");
+      void digestBefore;
+      assert.equal(vm.metric("version"), a.channel.version, `${name}: still at a's version`);
+    }
+  });
 });

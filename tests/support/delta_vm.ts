@@ -75,6 +75,14 @@ export class ChannelVm {
     return a;
   }
 
+  /** Answers the VM's next poll with `body` as it is (crafted messages); returns the poll's method. */
+  respond(body: Uint8Array): string {
+    const call = this.pending();
+    this.bytes += body.length;
+    this.host.respondHttpCall(call.token, httpResponse(200, { "content-type": CONTENT_TYPE }, body));
+    return call.method;
+  }
+
   metric(name: string): number {
     return this.host.metrics().get(`passthrough_mtls.feed.${name}`) ?? 0;
   }
