@@ -144,8 +144,9 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     full.apply((await poll(run, "mesh", 0, 0)).message!);
     assert.equal(full.version, client.version);
     assert.deepEqual(client.contents(), full.contents());
-    // Ids are dense: the 10 deleted pods' ids were reused, so the limit stays near the peak count.
-    assert.ok((await poll(run, "mesh", client.epoch, client.version)).message!.workloadIdLimit <= 33);
+    // Ids come from the content (delta/ids.ts): below the id table's size for the peak count
+    // (64 for up to 51 pods) plus the overflow of its last run, whatever came and went.
+    assert.ok((await poll(run, "mesh", client.epoch, client.version)).message!.workloadIdLimit <= 64 + 33);
   });
 
   it("another epoch, a version from the future, or one behind the journal → a full message (counted by reason)", async () => {
@@ -191,25 +192,30 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     await follow(base, "mesh", client);
     const before = client.version;
     const live = client.workloads.size;
-    // A second feed on the same API server whose filters take only live + 2 workloads.
-    const tight = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }], { delta: { maxWorkloads: live + 2 } });
+    // Ids come from the content (delta/ids.ts), so a second feed over the same API server gives
+    // the same ones: its filters take exactly the ids the mesh needs now, and `over` more pods
+    // than fit below that limit must need more (more ids than the limit, whatever their layout).
+    const limit = Math.max(...client.workloads.keys()) + 1;
+    const over = Array.from({ length: limit - live + 1 }, (_, i) => `over-${i}`);
+    const tight = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }], { delta: { maxWorkloads: limit } });
     try {
       const c2 = new DecodedModel();
       await follow(tight, "mesh", c2);
       const v0 = c2.version;
-      await Promise.all([0, 1, 2, 3].map((i) => addPod(cluster, `over-${i}`, `10.20.5.${i + 1}`)));
+      await Promise.all(over.map((name, i) => addPod(cluster, name, `10.20.5.${i + 1}`)));
       await eventually("the refusal", 10_000, async () => ((await metric(tight.base, 'feed_delta_refused_total{target="mesh"}')) >= 1 ? true : undefined));
       await sleep(300);
       // Whatever was published before the refusal applies cleanly; nothing past the limit was.
       await follow(tight, "mesh", c2);
-      assert.ok(c2.workloads.size <= live + 2, `${c2.workloads.size} workloads published`);
+      assert.ok(Math.max(...c2.workloads.keys()) < limit, `ids up to ${Math.max(...c2.workloads.keys())} published`);
       const stuck = c2.version;
       assert.equal((await poll(tight, "mesh", c2.epoch, c2.version)).kind, "no-change");
-      // Back under the limit (and one more pod, so there is something new whether or not a
-      // part of the four was published before the refusal): the next version is a delta from
-      // the last published one, and nothing of the refused state is in it.
-      await Promise.all([0, 1, 2, 3].map((i) => cluster.deletePod("default", `over-${i}`)));
-      await addPod(cluster, "after-limit", "10.20.6.1");
+      // Back under the limit (and a pod's new IP, so there is something new whether or not a
+      // part of them was published before the refusal): the next version is a delta from the
+      // last published one, and nothing of the refused state is in it. (A new IP, not a new
+      // pod: the same pods have the same ids, so the same limit.)
+      await Promise.all(over.map((name) => cluster.deletePod("default", name)));
+      await cluster.setPodStatus("default", "churn-15", { podIP: "10.20.6.1" });
       let first: number | undefined;
       await eventually("publishing resumes", 10_000, async () => {
         const a = await poll(tight, "mesh", c2.epoch, c2.version);
@@ -227,7 +233,7 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
       assert.deepEqual(c2.contents(), full.contents());
     } finally {
       await tight.feed.stop();
-      await cluster.deletePod("default", "after-limit");
+      await cluster.setPodStatus("default", "churn-15", { podIP: "10.20.3.14" });
     }
     // The first feed took every change (its limit is the filters' default), the deletions too.
     await eventually("the first feed follows", 10_000, async () => {
