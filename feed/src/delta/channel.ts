@@ -409,7 +409,7 @@ export class DeltaChannel {
         bytes += r.length;
       }
     }
-    if (differing.size === 0 || HEADER_BYTES + bytes + 12 * differing.size >= HEADER_BYTES + this.recordBytes) {
+    if (differing.size === 0 || HEADER_BYTES + bytes + 4 + 12 * differing.size >= this.full(FORMAT_VERSION).length) {
       // (No bucket differs, yet the digest did: the client's table disagrees with its model.)
       return { kind: KIND_FULL, body: this.full(FORMAT_VERSION), version: this.current, reason: differing.size === 0 ? "epoch" : "smaller", records: this.serviceRecords.size + this.workloadRecords.size };
     }
