@@ -103,6 +103,8 @@ export class DeltaChannel {
   private readonly pendingServices = new Set<string>();
   private fullCache: { version: number; body: Buffer; previous?: Buffer } | undefined;
   private builds = 0;
+  /** The last full message's size over its records' v1 bytes (the tables compact them). */
+  private fullRatio = 1;
   /** Full messages of this epoch: its tables and compact records carry over between versions. */
   private readonly assembler = new FullAssembler();
   /**
@@ -334,11 +336,21 @@ export class DeltaChannel {
         if (d !== 0n) buckets.set(b, d);
       });
       this.fullCache = { version: this.current, body: withBuckets(built, buckets) };
+      this.fullRatio = this.fullCache.body.length / (HEADER_BYTES + this.recordBytes);
     }
     const cache = this.fullCache;
     if (format === FORMAT_VERSION) return cache.body;
     cache.previous ??= asPreviousFormat(cache.body);
     return cache.previous;
+  }
+
+  /**
+   * The full message's size now without building it: the built one's when it is current, else
+   * the records' bytes scaled by how much the last full message compacted them (tables).
+   */
+  private fullEstimate(): number {
+    if (this.fullCache?.version === this.current) return this.fullCache.body.length;
+    return Math.round((HEADER_BYTES + this.recordBytes) * this.fullRatio);
   }
 
   noChange(format: WireFormat = FORMAT_VERSION): Buffer {
@@ -409,7 +421,7 @@ export class DeltaChannel {
         bytes += r.length;
       }
     }
-    if (differing.size === 0 || HEADER_BYTES + bytes + 4 + 12 * differing.size >= this.full(FORMAT_VERSION).length) {
+    if (differing.size === 0 || HEADER_BYTES + bytes + 4 + 12 * differing.size >= this.fullEstimate()) {
       // (No bucket differs, yet the digest did: the client's table disagrees with its model.)
       return { kind: KIND_FULL, body: this.full(FORMAT_VERSION), version: this.current, reason: differing.size === 0 ? "epoch" : "smaller", records: this.serviceRecords.size + this.workloadRecords.size };
     }
