@@ -11,6 +11,9 @@ import { after, before, describe, it } from "node:test";
 import { startKubeCluster, type KubeCluster } from "../support/kube.js";
 import { DecodedModel, decodeMessage, type DecodedMessage } from "./delta_wire_decode.js";
 import { eventually, runFeed, sleep, type FeedRun } from "./harness.js";
+import { channelGet } from "../support/feed_tls.js";
+import { meshCert } from "../support/feed_tls.js";
+import { trailerOf } from "./delta_wire_decode.js";
 
 const LABELS = { "security.istio.io/tlsMode": "istio" };
 
@@ -256,5 +259,70 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     const restarted = new DecodedModel();
     restarted.apply(a.message!);
     assert.deepEqual(addressesOf(restarted), addressesOf(client));
+  });
+
+  it("two feed processes over one API server serve the same content: the same ids and digest, a current client gets a no-change from the other, one that missed changes a repair", async () => {
+    const other = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }]);
+    try {
+      const get = (r: FeedRun, query: string, body?: Buffer) => channelGet(`${r.channel}/delta/mesh?${query}`, meshCert("sidecar"), {}, body);
+      const hex = (d: bigint) => d.toString(16).padStart(16, "0");
+      /** Both feeds' full messages (format 3) once they agree on the content digest. */
+      const agreed = () =>
+        eventually("both feeds at the same content", 20_000, async () => {
+          const [a, b] = await Promise.all([get(run, "epoch=0&version=0&format=3"), get(other, "epoch=0&version=0&format=3")]);
+          return a.status === 200 && b.status === 200 && a.body.readBigUInt64LE(48) === b.body.readBigUInt64LE(48) ? { a: a.body, b: b.body } : undefined;
+        });
+      const { a, b } = (await agreed()).value!;
+      assert.notEqual(decodeMessage(a).epoch, decodeMessage(b).epoch, "two processes, two epochs");
+      const ma = new DecodedModel();
+      ma.applyBody(a);
+      const mb = new DecodedModel();
+      mb.applyBody(b);
+      assert.deepEqual(ma.records(), mb.records(), "the same records under the same ids");
+      assert.deepEqual(trailerOf(a), trailerOf(b), "the same bucket digests");
+      // A client current with one feed asks the other: a 56-byte no-change at the other's epoch.
+      const q = `epoch=${ma.epoch}&version=${ma.version}&format=3&digest=${hex(ma.digest!)}`;
+      const rebased = await get(other, q);
+      assert.equal(rebased.status, 200);
+      assert.equal(rebased.headers["x-feed-kind"], "rebased");
+      assert.equal(rebased.body.length, 56);
+      ma.applyBody(rebased.body);
+      assert.equal(ma.epoch, mb.epoch);
+
+      // The client misses changes (a new pod, a pod deleted); asked again, the other feed wants
+      // its bucket digests and sends back only the buckets that differ.
+      const behind = new DecodedModel();
+      behind.applyBody(a);
+      await addPod(cluster, "resync-1", "10.20.9.1");
+      await cluster.deletePod("default", "seed-0");
+      await eventually("the other feed has the changes", 20_000, async () => {
+        const f = new DecodedModel();
+        f.applyBody((await get(other, "epoch=0&version=0&format=3")).body);
+        const ips = addressesOf(f);
+        return ips.includes("10.20.9.1") && !ips.includes("10.20.0.1") ? true : undefined;
+      });
+      const ask = await get(other, `epoch=${behind.epoch}&version=${behind.version}&format=3&digest=${hex(behind.digest!)}`);
+      assert.equal(ask.headers["x-feed-kind"], "ask-buckets");
+      assert.equal(ask.body.length, 56);
+      const table = Buffer.alloc(8192 * 8);
+      for (const [bucket, digest] of trailerOf(a)!) table.writeBigUInt64LE(digest, bucket * 8);
+      const repair = await get(other, `epoch=${behind.epoch}&version=${behind.version}&format=3&digest=${hex(behind.digest!)}&repair=1`, table);
+      assert.equal(repair.status, 200, repair.body.toString());
+      assert.equal(repair.headers["x-feed-kind"], "repair");
+      const full = (await get(other, "epoch=0&version=0&format=3")).body;
+      assert.ok(repair.body.length < full.length, `repair ${repair.body.length} bytes, full ${full.length}`);
+      behind.applyBody(repair.body);
+      const fresh = new DecodedModel();
+      fresh.applyBody(full);
+      assert.deepEqual(behind.records(), fresh.records(), "the repaired model is the other feed's, ids included");
+      assert.equal(behind.digest, fresh.digest);
+      // A malformed body is refused with a line naming it.
+      const short = await get(other, `epoch=${behind.epoch}&version=1&format=3&digest=${hex(1n)}&repair=1`, Buffer.alloc(100));
+      assert.equal(short.status, 400);
+      assert.match(short.body.toString(), /body: 100 bytes, expected 65536/);
+    } finally {
+      await other.feed.stop();
+      await addPod(cluster, "seed-0", "10.20.0.1");
+    }
   });
 });
