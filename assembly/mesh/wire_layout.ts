@@ -34,14 +34,16 @@ export const KIND_REPAIR: i32 = 4;
 export const KIND_ASK_BUCKETS: i32 = 5;
 
 /**
- * Buckets of the model (format 3): workload id mod BUCKETS, and BUCKETS + service id mod
- * BUCKETS. A format-3 full, delta or repair message ends with a trailer after its body:
+ * Buckets of the model (format 3): ranges of RANGE consecutive ids, (id >> RANGE_SHIFT) mod
+ * BUCKETS for workloads, BUCKETS + the same for services. A format-3 full, delta or repair message ends with a trailer after its body:
  * u32 count, then count × (u32 bucket, u64 digest), buckets strictly increasing: a full
  * message lists every non-empty bucket, a delta the buckets it touches, a repair the buckets it
  * states. A bucket's digest is the sum mod 2^64 of its records' hashes (the feed computes them;
  * the filter keeps what the feed said and sends it back when asked).
  */
 export const BUCKETS: i32 = 4096;
+export const RANGE_SHIFT: i32 = 4;
+export const RANGE: i32 = 1 << RANGE_SHIFT;
 export const BUCKET_COUNT: i32 = 2 * BUCKETS;
 export const BUCKET_ENTRY_BYTES: i32 = 12;
 

@@ -7,7 +7,8 @@
 // the message does not upsert, then the message's upserts, all through applyDelta (wire_delta.ts)
 // with every check a delta has (each record, then the state after it), so a repair is refused
 // whole or applied whole, like any message. Cost: the message, plus the ids of the listed
-// buckets in the model (ids ≡ b mod BUCKETS below the model's id count): at most the model's
+// buckets in the model (the ranges r ≡ b mod BUCKETS, ids r·RANGE..r·RANGE+RANGE-1, below the
+// model's id count): at most the model's
 // size when every bucket is listed, as a full message would cost.
 import { Mesh } from "./model";
 import { MAX_SERVICES, MAX_WORKLOADS } from "./parse";
@@ -17,6 +18,8 @@ import {
   BUCKET_ENTRY_BYTES,
   BUCKETS,
   HEADER_BYTES,
+  RANGE,
+  RANGE_SHIFT,
   REC_SERVICE_REMOVE,
   REC_SERVICE_UPSERT,
   REC_WORKLOAD_REMOVE,
@@ -86,7 +89,7 @@ function readAndApply(m: Mesh, r: WireReader, h: Header, data: ArrayBuffer, body
     if (type != REC_WORKLOAD_UPSERT && type != REC_SERVICE_UPSERT) return r.fail("type", type.toString() + " (a repair carries workload and service upserts only)");
     if (!checkRecord(r, m, type, h, false)) return false;
     const service = type == REC_SERVICE_UPSERT;
-    const bucket = (service ? BUCKETS : 0) + r.recordId % BUCKETS;
+    const bucket = (service ? BUCKETS : 0) + (r.recordId >> RANGE_SHIFT) % BUCKETS;
     if (!unchecked(marks[bucket])) return r.fail("id", r.recordId.toString() + " is in bucket " + bucket.toString() + ", which the trailer does not list");
     upserted.add(idKey(service, r.recordId), 0);
   }
@@ -103,9 +106,12 @@ function readAndApply(m: Mesh, r: WireReader, h: Header, data: ArrayBuffer, body
     const service = b >= BUCKETS;
     const first = service ? b - BUCKETS : b;
     const total = service ? services : workloads;
-    for (let id = first; id < total; id += BUCKETS) {
-      const live = service ? m.serviceLive(id) : m.workloadLive(id);
-      if (live && upserted.get(idKey(service, id)) < 0) removes.push(idKey(service, id));
+    for (let range = first; range < (total + RANGE - 1) >> RANGE_SHIFT; range += BUCKETS) {
+      const end = min(total, (range + 1) << RANGE_SHIFT);
+      for (let id = range << RANGE_SHIFT; id < end; id++) {
+        const live = service ? m.serviceLive(id) : m.workloadLive(id);
+        if (live && upserted.get(idKey(service, id)) < 0) removes.push(idKey(service, id));
+      }
     }
   }
   // The delta it stands for: the removals, then the message's records as they are.

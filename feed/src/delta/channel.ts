@@ -17,7 +17,7 @@ import type { ComputedMesh } from "../mesh_model.js";
 import type { DeltaConfig } from "../config.js";
 import type { MessageCheck } from "./filter_shadow.js";
 import { CanonicalIds, type IdMoves } from "./ids.js";
-import { BUCKET_COUNT, BUCKETS, bucketOf, ContentDigest, recordHash, MASK } from "./digest.js";
+import { BUCKET_COUNT, BUCKETS, bucketOf, ContentDigest, idsOfBucket, recordHash, MASK } from "./digest.js";
 import { Journal } from "./journal.js";
 import type { NetworkView } from "./network_view.js";
 import { membershipOf, wireService, wireWorkload } from "./records.js";
@@ -402,7 +402,7 @@ export class DeltaChannel {
   /**
    * The answer to a client's bucket digests: the records of every bucket whose digest differs
    * ("bucket b is exactly these"), or the full message when that would not be smaller. Cost:
-   * the buckets compared, plus the ids of the differing ones (ids ≡ b mod BUCKETS).
+   * the buckets compared, plus the ids of the differing ones (digest.ts idsOfBucket).
    */
   repair(buckets: BigUint64Array): DeltaAnswer {
     const differing = new Map<number, bigint>();
@@ -414,7 +414,7 @@ export class DeltaChannel {
       const service = b >= BUCKETS;
       const records = service ? this.serviceRecords : this.workloadRecords;
       const limit = service ? this.serviceIds.limit : this.workloadIds.limit;
-      for (let id = service ? b - BUCKETS : b; id < limit; id += BUCKETS) {
+      for (const id of idsOfBucket(service ? b - BUCKETS : b, limit)) {
         const r = records.get(id);
         if (!r) continue;
         (service ? services : workloads).push(r);

@@ -6,12 +6,18 @@
 // bits (the first 8 bytes of its SHA-256); a bucket's digest is the sum mod 2^64 of its records'
 // hashes and the channel's digest the sum of every record's. A sum is kept incrementally (a
 // change subtracts the old record's hash and adds the new one's) and does not depend on order.
-// Buckets: workload id mod BUCKETS, and BUCKETS + service id mod BUCKETS; a client that missed
+// Buckets: ranges of RANGE consecutive ids, range mod BUCKETS (workloads), and BUCKETS + the same
+// for services. Ranges, not single ids: adding or removing an object moves the keys after it in
+// its run of consecutive ids by one (ids.ts), and a run then stays within one or two buckets
+// instead of touching one bucket per moved key. A client that missed
 // changes sends the digests of its buckets and gets the records of those that differ
 // (feed/docs/deltas.md, "Repair").
 import { hash } from "node:crypto";
 
 export const BUCKETS = 4096;
+/** Consecutive ids per range (a power of two: bucket = (id >> RANGE_SHIFT) mod BUCKETS). */
+export const RANGE_SHIFT = 4;
+export const RANGE = 1 << RANGE_SHIFT;
 /** Workload buckets first, then service buckets. */
 export const BUCKET_COUNT = 2 * BUCKETS;
 export const MASK = (1n << 64n) - 1n;
@@ -21,7 +27,15 @@ export function recordHash(record: Uint8Array): bigint {
 }
 
 export function bucketOf(service: boolean, id: number): number {
-  return (service ? BUCKETS : 0) + (id % BUCKETS);
+  return (service ? BUCKETS : 0) + ((id >>> RANGE_SHIFT) % BUCKETS);
+}
+
+/** The ids below `limit` in kind-relative bucket c (0 <= c < BUCKETS), in order. */
+export function* idsOfBucket(c: number, limit: number): Generator<number> {
+  for (let r = c; r * RANGE < limit; r += BUCKETS) {
+    const end = Math.min(limit, (r + 1) * RANGE);
+    for (let id = r * RANGE; id < end; id++) yield id;
+  }
 }
 
 export class ContentDigest {
