@@ -42,7 +42,7 @@ export const KIND_ASK_BUCKETS: i32 = 5;
  * the filter keeps what the feed said and sends it back when asked).
  */
 export const BUCKETS: i32 = 4096;
-export const RANGE_SHIFT: i32 = 4;
+export const RANGE_SHIFT: i32 = 2;
 export const RANGE: i32 = 1 << RANGE_SHIFT;
 export const BUCKET_COUNT: i32 = 2 * BUCKETS;
 export const BUCKET_ENTRY_BYTES: i32 = 12;

@@ -25,7 +25,7 @@ export class FeedBuckets {
    * to this table (from empty when `full`), add up to `digest`; else why not (one line).
    */
   check(message: ArrayBuffer, at: i32, end: i32, full: bool, digest: u64): string {
-    if (end - at < 4) return "trailer: missing (a format-3 full, delta or repair message ends with its bucket digests)";
+    if (end - at < 4) return "trailer: " + (end - at).toString() + " bytes (at least the u32 count)";
     const base = changetype<usize>(message);
     const count = <i64>load<u32>(base + <usize>at);
     if (count > <i64>BUCKET_COUNT || <i64>(end - at - 4) != count * BUCKET_ENTRY_BYTES) {

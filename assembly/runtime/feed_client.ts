@@ -258,7 +258,10 @@ export class FeedClient {
       return "delta from epoch " + header.epoch.toString() + " version " + header.base.toString() + ", but this VM is at " + this.position();
     }
     const full = header.kind == KIND_FULL;
-    const trailer = header.format >= MESSAGE_FORMAT;
+    // Format 3 from this project's feed always has the trailer; without one (a hand-made
+    // message) the model is taken and the bucket table forgotten: no repair, a full model then.
+    const trailer = header.format >= MESSAGE_FORMAT && header.bodyEnd < body.byteLength;
+    if (header.kind == KIND_REPAIR && !trailer) return "trailer: missing (a repair states its buckets)";
     if (trailer) {
       const bad = this.buckets.check(body, header.bodyEnd, body.byteLength, full, header.digest);
       if (bad.length > 0) return bad;

@@ -241,8 +241,8 @@ describe("feed delta: content versions and ids (resync by difference)", () => {
       assert.equal(vm.metric("refused"), 0, vm.warnings().join("\n"));
       const received = vm.bytes - before;
       // O(k): each change touches a bucket or two (a removal or addition shifts the ids after it
-      // in its run, which stay in the same range of 16 ids or the next), and at 5,000 pods (an
-      // id table of 8,192: 512 ranges of 16 in use) a bucket holds ~10 records of ~90 bytes.
+      // in its run, which stay in the same range of 4 ids or the next few), and at 5,000 pods (an
+      // id table of 8,192: 2,048 ranges of 4) a bucket holds ~2-3 records of ~90 bytes.
       assert.ok(repair.records <= 16 * k, `${repair.records} records for ${k} changes`);
       assert.ok(received < 56 + 1600 * k, `${received} bytes for ${k} changes (a full message: ${fullBytes})`);
       console.log(`repair after ${k} missed changes at 5,000 pods: ${received} bytes received (${repair.records} records), ${vm.sent} sent; full message ${fullBytes} bytes`);
@@ -306,7 +306,7 @@ describe("feed delta: content versions and ids (resync by difference)", () => {
         const listed = new Set(Array.from({ length: count }, (_, i) => m.readUInt32LE(end + 4 + 12 * i)));
         const type = m[56];
         let id = m.readUInt32LE(57);
-        do id += 1; while (listed.has((type === 3 ? 4096 : 0) + ((id >> 4) % 4096)));
+        do id += 1; while (listed.has((type === 3 ? 4096 : 0) + ((id >> 2) % 4096)));
         m.writeUInt32LE(id, 57);
         return m;
       }), /which the trailer does not list|not below/],

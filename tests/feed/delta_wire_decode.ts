@@ -201,9 +201,9 @@ export class DecodedModel {
       // Each listed bucket is exactly the message's records: the rest of those buckets goes.
       const listed = trailerOf(body)!;
       const kept = new Set(m.records.map((r) => `${r.type}:${r.id}`));
-      for (const id of [...this.workloads.keys()]) if (listed.has((id >> 4) % 4096) && !kept.has(`workload:${id}`)) this.workloads.delete(id);
+      for (const id of [...this.workloads.keys()]) if (listed.has((id >> 2) % 4096) && !kept.has(`workload:${id}`)) this.workloads.delete(id);
       for (const id of [...this.services.keys()]) {
-        if (!listed.has(4096 + ((id >> 4) % 4096)) || kept.has(`service:${id}`)) continue;
+        if (!listed.has(4096 + ((id >> 2) % 4096)) || kept.has(`service:${id}`)) continue;
         this.services.delete(id);
         for (const w of this.workloads.values()) w.memberships = w.memberships.filter((x) => x.service !== id);
       }

@@ -31,11 +31,11 @@ function repairMessage(before: { workloads: Map<number, WireWorkload>; services:
   const records: WireRecord[] = [];
   const buckets = new Map<number, bigint>();
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-  // Buckets are ranges of 16 ids (digest.ts): a listed bucket states every object in it.
-  for (let id = 0; id < LIMITS.services; id++) if (!same(before.services.get(id), after.services.get(id))) buckets.set(4096 + (id >> 4), 0n);
-  for (let id = 0; id < LIMITS.workloads; id++) if (!same(before.workloads.get(id), after.workloads.get(id))) buckets.set(id >> 4, 0n);
-  for (const [id, s] of after.services) if (buckets.has(4096 + (id >> 4))) records.push({ service: s });
-  for (const [id, w] of after.workloads) if (buckets.has(id >> 4)) records.push({ workload: w });
+  // Buckets are ranges of 4 ids (digest.ts): a listed bucket states every object in it.
+  for (let id = 0; id < LIMITS.services; id++) if (!same(before.services.get(id), after.services.get(id))) buckets.set(4096 + (id >> 2), 0n);
+  for (let id = 0; id < LIMITS.workloads; id++) if (!same(before.workloads.get(id), after.workloads.get(id))) buckets.set(id >> 2, 0n);
+  for (const [id, s] of after.services) if (buckets.has(4096 + (id >> 2))) records.push({ service: s });
+  for (const [id, w] of after.workloads) if (buckets.has(id >> 2)) records.push({ workload: w });
   const body = Buffer.from(encodeMessage({ kind: KIND.delta, epoch: 3, baseVersion: 0n, version: after.version, workloadIdLimit: LIMITS.workloads, serviceIdLimit: LIMITS.services, records }));
   body.writeUInt16LE(KIND_REPAIR, 6);
   body.writeBigUInt64LE(0n, 16);

@@ -16,7 +16,7 @@ import { hash } from "node:crypto";
 
 export const BUCKETS = 4096;
 /** Consecutive ids per range (a power of two: bucket = (id >> RANGE_SHIFT) mod BUCKETS). */
-export const RANGE_SHIFT = 4;
+export const RANGE_SHIFT = 2;
 export const RANGE = 1 << RANGE_SHIFT;
 /** Workload buckets first, then service buckets. */
 export const BUCKET_COUNT = 2 * BUCKETS;
