@@ -84,8 +84,9 @@ function readBuckets(req: IncomingMessage, done: (buckets: BigUint64Array, error
   req.on("data", (chunk: Buffer) => {
     if (over) return;
     if (got + chunk.length > want) {
+      // Answered at once with connection: close (the socket goes after the answer); the rest
+      // of the body is not kept.
       over = true;
-      req.destroy();
       done(new BigUint64Array(0), { status: 413, text: `body: more than ${want} bytes (${BUCKET_COUNT} bucket digests)` });
       return;
     }
