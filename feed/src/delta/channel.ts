@@ -421,7 +421,10 @@ export class DeltaChannel {
         bytes += r.length;
       }
     }
-    if (differing.size === 0 || HEADER_BYTES + bytes + 4 + 12 * differing.size >= this.fullEstimate()) {
+    const repairBytes = HEADER_BYTES + bytes + 4 + 12 * differing.size;
+    // Close to the estimate: the full message itself decides (built once per version, shared).
+    const fullBytes = repairBytes * 2 >= this.fullEstimate() ? this.full(FORMAT_VERSION).length : this.fullEstimate();
+    if (differing.size === 0 || repairBytes >= fullBytes) {
       // (No bucket differs, yet the digest did: the client's table disagrees with its model.)
       return { kind: KIND_FULL, body: this.full(FORMAT_VERSION), version: this.current, reason: differing.size === 0 ? "epoch" : "smaller", records: this.serviceRecords.size + this.workloadRecords.size };
     }
