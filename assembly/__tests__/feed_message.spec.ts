@@ -42,7 +42,7 @@ describe("feed message header", () => {
     expect(headerError(magic)).toBe("header.magic: not a mesh feed message");
     const format = message(1, 7, 0, 3, 0);
     store<u16>(changetype<usize>(format) + 4, 1);
-    expect(headerError(format)).toBe("header.formatVersion: 1 is not supported (this build reads 2)");
+    expect(headerError(format)).toBe("header.formatVersion: 1 is not supported (this build reads 3 and 2)");
     expect(headerError(message(4, 7, 0, 3, 0))).toBe("header.kind: 4 is none of 1 (full), 2 (delta), 3 (no change)");
     expect(headerError(message(1, 0, 0, 3, 0))).toBe("header.epoch: must not be 0");
     expect(headerError(message(1, 7, 0, 3, 8, 9))).toBe("header.bodyLength: 9 but the message has 8 bytes after the header");
@@ -51,6 +51,26 @@ describe("feed message header", () => {
     const reserved = message(1, 7, 0, 3, 0);
     store<u8>(changetype<usize>(reserved) + 50, 1);
     expect(headerError(reserved)).toBe("header.reserved: must be 0");
+  });
+
+  it("format 3: the digest field is read, kinds 4 (repair) and 5 (ask for buckets) exist, a trailer may follow the body", () => {
+    const v3 = (kind: u16, body: i32, declared: i32): ArrayBuffer => {
+      const m = message(kind, 7, 0, 3, body, declared);
+      store<u16>(changetype<usize>(m) + 4, 3);
+      store<u64>(changetype<usize>(m) + 48, 0x1234);
+      return m;
+    };
+    const h = readFeedHeader(v3(4, 16, 4), new FeedHeader());
+    expect(h.error).toBe("");
+    expect(h.format).toBe(3);
+    expect(h.digest).toBe(0x1234);
+    expect(h.bodyEnd).toBe(60);
+    expect(headerError(v3(5, 0, 0))).toBe("");
+    expect(headerError(v3(6, 0, 0))).toBe("header.kind: 6 is none of 1 (full), 2 (delta), 3 (no change), 4 (repair), 5 (ask for buckets)");
+    expect(headerError(v3(1, 8, 9))).toBe("header.bodyLength: 9 but the message has 8 bytes after the header");
+    // Format 2 has neither the new kinds nor a trailer.
+    expect(headerError(message(5, 7, 0, 3, 0))).toBe("header.kind: 5 is none of 1 (full), 2 (delta), 3 (no change)");
+    expect(headerError(message(1, 7, 0, 3, 8, 4))).toBe("header.bodyLength: 4 but the message has 8 bytes after the header");
   });
 });
 

@@ -35,6 +35,12 @@ export class MeshColumns {
   /** The feed's epoch and version this model is at (0, 0: built from JSON, or empty). */
   epoch: u64 = 0;
   version: u64 = 0;
+  /**
+   * The feed's content digest of this model (format 3 messages carry it; digestKnown is false
+   * after a format-2 message or a JSON load): a no-change naming it is taken from any epoch.
+   */
+  digest: u64 = 0;
+  digestKnown: bool = false;
 
   // ---- Workloads (ids < workloadTotal; capacity = workloadCapacity()) ----
   workloadTotal: i32 = 0;

@@ -1,9 +1,11 @@
-// The mesh feed's binary message, format v2: what its fields are and where they go (the
+// The mesh feed's binary message, format 3 (and the previous format 2, still read): what its fields are and where they go (the
 // header offsets, record types and flags, the records and tables as read). wire.ts reads it.
 import { Address } from "./ip";
 
 export const WIRE_MAGIC: u32 = 0x3148534d; // "MSH1"
-export const WIRE_VERSION: u16 = 2;
+/** The format this build writes its polls for; the previous one (2) is still read. */
+export const WIRE_VERSION: u16 = 3;
+export const WIRE_PREVIOUS_VERSION: u16 = 2;
 export const HEADER_BYTES: i32 = 56;
 // Header offsets.
 export const H_MAGIC: i32 = 0;
@@ -16,11 +18,34 @@ export const H_WORKLOAD_LIMIT: i32 = 32;
 export const H_SERVICE_LIMIT: i32 = 36;
 export const H_RECORDS: i32 = 40;
 export const H_BODY: i32 = 44;
+/** Format 3: the content digest of the model after this message; format 2: reserved, 0. */
 export const H_RESERVED: i32 = 48;
+export const H_DIGEST: i32 = 48;
 
 export const KIND_FULL: i32 = 1;
 export const KIND_DELTA: i32 = 2;
 export const KIND_NO_CHANGE: i32 = 3;
+/**
+ * Format 3: "the buckets the trailer lists are exactly these records" (upserts only; the model's
+ * other objects in those buckets go). The answer to a poll that sent the model's bucket digests.
+ */
+export const KIND_REPAIR: i32 = 4;
+/** Format 3: the feed cannot send a delta from this model's version and asks for its bucket digests. */
+export const KIND_ASK_BUCKETS: i32 = 5;
+
+/**
+ * Buckets of the model (format 3): ranges of RANGE consecutive ids, (id >> RANGE_SHIFT) mod
+ * BUCKETS for workloads, BUCKETS + the same for services. A format-3 full, delta or repair message ends with a trailer after its body:
+ * u32 count, then count × (u32 bucket, u64 digest), buckets strictly increasing: a full
+ * message lists every non-empty bucket, a delta the buckets it touches, a repair the buckets it
+ * states. A bucket's digest is the sum mod 2^64 of its records' hashes (the feed computes them;
+ * the filter keeps what the feed said and sends it back when asked).
+ */
+export const BUCKETS: i32 = 4096;
+export const RANGE_SHIFT: i32 = 2;
+export const RANGE: i32 = 1 << RANGE_SHIFT;
+export const BUCKET_COUNT: i32 = 2 * BUCKETS;
+export const BUCKET_ENTRY_BYTES: i32 = 12;
 
 export const REC_WORKLOAD_UPSERT: i32 = 1;
 export const REC_WORKLOAD_REMOVE: i32 = 2;

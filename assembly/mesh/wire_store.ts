@@ -42,6 +42,9 @@ import {
 } from "./wire";
 
 export class Header {
+  format: u16 = 0;
+  /** Format 3: the content digest after the message. */
+  digest: u64 = 0;
   kind: i32 = 0;
   epoch: u64 = 0;
   base: u64 = 0;
@@ -49,6 +52,8 @@ export class Header {
   workloadLimit: u32 = 0;
   serviceLimit: u32 = 0;
   records: i32 = 0;
+  /** The body's length (records and, in a full message, tables); a format-3 trailer follows it. */
+  body: i32 = 0;
 }
 
 // Reused across messages (one VM applies one message at a time).

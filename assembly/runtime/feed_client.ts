@@ -5,14 +5,22 @@
 //   Starting  configured; the first tick (START_TICK_MS later) sends the first poll. Not from
 //             proxy_on_configure itself: Envoy's configuration-check VM runs configure too and
 //             is thrown away, and at Envoy start-up the cluster may not exist yet.
-//   Polling   a GET /delta/<target>?epoch=E&version=V&wait=W is in flight (timeout W + 5 s).
+//   Polling   a GET /delta/<target>?epoch=E&version=V&wait=W&format=3[&digest=D] is in flight
+//             (timeout W + 5 s); D: the content digest of the model, once a format-3 message set it.
 //   Waiting   the last attempt failed: the next one is sent by a tick after the backoff
 //             (1 s, doubling to 30 s), with equal jitter: a retry waits between half and all
 //             of it (jitter.ts), so VMs that failed together do not retry together.
 // A response: 200 + application/x-mesh-delta + a valid header, then
 //   full      → the sink applies it (the model becomes exactly that), epoch/version adopted;
 //   delta     → only when its epoch and base version are this VM's; the sink applies it;
-//   no change → same epoch and version as this VM's;
+//   no change → same epoch and version as this VM's, or (format 3) another epoch or version with
+//               this VM's content digest: the model is what the feed serves (a feed restart,
+//               another replica); the sink adopts that epoch and version;
+//   ask for buckets (format 3: the feed cannot send a delta from this VM's version, e.g. it
+//             restarted with changes this VM missed) → the next poll is a POST of the model's
+//             bucket digests (feed_buckets.ts), or, without them, asks for a full model;
+//   repair    (the answer to that POST) → the sink applies it: the listed buckets become
+//             exactly its records, the rest of the model stays;
 //   and the next poll goes out at once. Anything else is a failure and the model in force stays:
 //   unavailable (refused call, status ≠ 200, reset, timeout) or refused (bad content type,
 //   header or body, a delta for another base, the sink refusing it: the next request then asks
@@ -21,7 +29,8 @@
 //   a first model, the mesh root's model gate holds them: model_gate.ts).
 import { Counter, Gauge } from "./metrics";
 import { FeedConfig } from "./feed_config";
-import { CONTENT_TYPE, FeedHeader, isMessageContentType, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, readFeedHeader } from "./feed_message";
+import { CONTENT_TYPE, FeedHeader, hex16, isMessageContentType, KIND_ASK_BUCKETS, KIND_DELTA, KIND_FULL, KIND_NO_CHANGE, KIND_REPAIR, MESSAGE_FORMAT, readFeedHeader } from "./feed_message";
+import { FeedBuckets } from "./feed_buckets";
 import {
   HeaderPairs,
   httpCall,
@@ -76,6 +85,8 @@ enum Condition {
 export class FeedCounters {
   readonly appliedFull: Counter;
   readonly appliedDelta: Counter;
+  /** Repairs applied: after a feed restart or a replica switch, only the buckets that differed. */
+  readonly appliedRepair: Counter;
   readonly noChange: Counter;
   readonly refused: Counter;
   readonly unavailable: Counter;
@@ -90,6 +101,7 @@ export class FeedCounters {
   constructor(prefix: string) {
     this.appliedFull = new Counter(prefix + ".feed.applied_full");
     this.appliedDelta = new Counter(prefix + ".feed.applied_delta");
+    this.appliedRepair = new Counter(prefix + ".feed.applied_repair");
     this.noChange = new Counter(prefix + ".feed.no_change");
     this.refused = new Counter(prefix + ".feed.refused");
     this.unavailable = new Counter(prefix + ".feed.unavailable");
@@ -103,6 +115,9 @@ export class FeedClient {
   /** The feed's epoch and version of the model in force (0/0: nothing from the feed yet). */
   epoch: u64 = 0;
   version: u64 = 0;
+  /** The content digest of the model in force, when the last full or delta message was format 3. */
+  digest: u64 = 0;
+  digestKnown: bool = false;
   /** The token of the call in flight (0 when none). */
   token: u32 = 0;
   /** Failed attempts since the feed last answered well. */
@@ -117,6 +132,12 @@ export class FeedClient {
   private confirmedAt: u64 = 0;
   /** After a refused message: ask for a full model (epoch=0&version=0) next time. */
   private resync: bool = false;
+  /** The feed asked for the bucket digests: the next poll sends them (or asks for a full model without them). */
+  private sendBuckets: bool = false;
+  private askFull: bool = false;
+  /** The last poll sent the bucket digests: a repair is expected. */
+  private sentBuckets: bool = false;
+  readonly buckets: FeedBuckets = new FeedBuckets();
   private condition: Condition = Condition.Unknown;
   private readonly header: FeedHeader = new FeedHeader();
   private readonly cluster: ArrayBuffer;
@@ -211,28 +232,62 @@ export class FeedClient {
     if (header.error.length > 0) return header.error;
     if (header.kind == KIND_NO_CHANGE) {
       if (header.epoch != this.epoch || header.version != this.version) {
-        return "no-change message for epoch " + header.epoch.toString() + " version " + header.version.toString() + ", but this VM is at " + this.position();
+        if (!this.sameContent(header)) {
+          return "no-change message for epoch " + header.epoch.toString() + " version " + header.version.toString() + ", but this VM is at " + this.position();
+        }
+        // Another feed process (a restart, a replica) serves the content this model holds.
+        const refused = this.sink.apply(body, header);
+        if (refused.length > 0) return refused;
+        this.epoch = header.epoch;
+        this.version = header.version;
+        this.counters.version.set(this.version);
+        if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": the model is current (same content digest), now at " + this.position());
       }
       this.counters.noChange.inc();
       this.confirmed();
       return "";
     }
+    if (header.kind == KIND_ASK_BUCKETS) {
+      // Asked again in answer to the digests themselves: a full model rather than a loop.
+      if (this.epoch != 0 && this.buckets.known && !this.sentBuckets) this.sendBuckets = true;
+      else this.askFull = true;
+      return "";
+    }
+    if (header.kind == KIND_REPAIR && !this.sentBuckets) return "a repair message, but this VM sent no bucket digests";
     if (header.kind == KIND_DELTA && (header.epoch != this.epoch || header.base != this.version)) {
       return "delta from epoch " + header.epoch.toString() + " version " + header.base.toString() + ", but this VM is at " + this.position();
     }
+    const full = header.kind == KIND_FULL;
+    // Format 3 from this project's feed always has the trailer; without one (a hand-made
+    // message) the model is taken and the bucket table forgotten: no repair, a full model then.
+    const trailer = header.format >= MESSAGE_FORMAT && header.bodyEnd < body.byteLength;
+    if (header.kind == KIND_REPAIR && !trailer) return "trailer: missing (a repair states its buckets)";
+    if (trailer) {
+      const bad = this.buckets.check(body, header.bodyEnd, body.byteLength, full, header.digest);
+      if (bad.length > 0) return bad;
+    }
     const refused = this.sink.apply(body, header);
     if (refused.length > 0) return refused;
-    const full = header.kind == KIND_FULL;
+    if (trailer) this.buckets.commit(body, header.bodyEnd, full, header.digest);
+    else this.buckets.forget();
     if (full) this.counters.appliedFull.inc();
+    else if (header.kind == KIND_REPAIR) this.counters.appliedRepair.inc();
     else this.counters.appliedDelta.inc();
     this.confirmed();
     const first = this.epoch == 0;
     this.epoch = header.epoch;
     this.version = header.version;
+    this.digestKnown = header.format >= MESSAGE_FORMAT;
+    this.digest = this.digestKnown ? header.digest : 0;
     this.counters.version.set(this.version);
     if (first) logInfo("mesh feed " + this.config.target + ": full model applied at " + this.position());
-    else if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": " + (full ? "full model" : "delta") + " applied, now at " + this.position());
+    else if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": " + (full ? "full model" : header.kind == KIND_REPAIR ? "repair" : "delta") + " applied, now at " + this.position());
     return "";
+  }
+
+  /** A format-3 no-change naming the content digest of this VM's model. */
+  private sameContent(header: FeedHeader): bool {
+    return header.format >= MESSAGE_FORMAT && this.epoch != 0 && this.digestKnown && header.digest == this.digest;
   }
 
   private confirmed(): void {
@@ -254,16 +309,23 @@ export class FeedClient {
   }
 
   private poll(now: u64): void {
-    const epoch = this.resync ? 0 : this.epoch;
-    const version = this.resync ? 0 : this.version;
-    const path = this.config.path + "?epoch=" + epoch.toString() + "&version=" + version.toString() + "&wait=" + this.config.waitSeconds.toString();
+    const full = this.resync || this.askFull;
+    const repair = !full && this.sendBuckets && this.buckets.known;
+    this.askFull = false;
+    this.sendBuckets = false;
+    this.sentBuckets = repair;
+    const epoch = full ? 0 : this.epoch;
+    const version = full ? 0 : this.version;
+    let path = this.config.path + "?epoch=" + epoch.toString() + "&version=" + version.toString() + "&wait=" + this.config.waitSeconds.toString() + "&format=" + MESSAGE_FORMAT.toString();
+    if (!full && this.digestKnown) path += "&digest=" + hex16(this.digest);
+    if (repair) path += "&repair=1";
     const headers = new HeaderPairs()
-      .add(":method", "GET")
+      .add(":method", repair ? "POST" : "GET")
       .add(":path", path)
       .add(":authority", this.config.authority)
-      .add("accept", CONTENT_TYPE)
-      .encode();
-    const status = httpCall(this.cluster, headers, this.timeoutMs);
+      .add("accept", CONTENT_TYPE);
+    if (repair) headers.add("content-type", "application/octet-stream");
+    const status = httpCall(this.cluster, headers.encode(), this.timeoutMs, repair ? this.buckets.body() : null);
     if (status != WasmResult.Ok) {
       const why = status == WasmResult.BadArgument ? " (no such cluster in Envoy?)" : "";
       this.fail(Condition.Unavailable, "Envoy refused the call to cluster " + this.config.cluster + ": status " + status.toString() + why, now);

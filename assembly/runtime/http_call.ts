@@ -57,19 +57,19 @@ let lastToken: u32 = 0;
 
 /**
  * Sends `headers` (encoded HeaderPairs; Envoy requires :method, :path and :authority) to the
- * Envoy cluster `cluster` with no body. `timeoutMs` 0 means no timeout. Returns the host status:
+ * Envoy cluster `cluster`, with `body` (none when null). `timeoutMs` 0 means no timeout. Returns the host status:
  * OK (the token is lastHttpCallToken()), BAD_ARGUMENT for an unknown cluster or a missing
  * pseudo-header, INTERNAL_FAILURE when Envoy could not start the request.
  */
-export function httpCall(cluster: ArrayBuffer, headers: ArrayBuffer, timeoutMs: u32): u32 {
+export function httpCall(cluster: ArrayBuffer, headers: ArrayBuffer, timeoutMs: u32, body: ArrayBuffer | null = null): u32 {
   store<u32>(tokenSlot, 0);
   const status = proxy_http_call(
     changetype<usize>(cluster),
     <usize>cluster.byteLength,
     changetype<usize>(headers),
     <usize>headers.byteLength,
-    0,
-    0,
+    body === null ? 0 : changetype<usize>(body),
+    body === null ? 0 : <usize>body.byteLength,
     0,
     0,
     timeoutMs,

@@ -19,6 +19,7 @@ import { BulkWriter } from "./writer.js";
 import { deltaPropagation } from "./delta_run.js";
 import { deltaCosts, wireEncode } from "./delta_micro.js";
 import { bundleFeed, feedMemory } from "./memory.js";
+import { resyncBytes } from "./resync.js";
 import { cpuMicros, rssMb } from "../envoy/proc.js";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../../tests/support/capture.js";
 import { EcdsPlugin } from "../../tests/support/ecds.js";
@@ -205,6 +206,8 @@ export async function feedBench({ quick }: { quick: boolean }): Promise<void> {
   // In-process costs of the delta path and the encoder (delta_micro.ts), then the real runs.
   wireEncode(quick ? 100_000 : 1_000_000, quick ? 1000 : 10_000);
   for (const n of quick ? [1000, 10_000] : [1000, 10_000, 100_000]) deltaCosts(n);
+  // What a VM receives after a feed restart, current or k changes behind (resync.ts).
+  for (const n of quick ? [10_000] : [10_000, 100_000]) resyncBytes(n, [0, 1, 10, 100, 1000]);
   await feedBenchSizes(quick ? [[1000, 6], [10_000, 6]] : [[1000, 20], [10_000, 20], [100_000, 10]]);
 }
 

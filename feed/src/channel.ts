@@ -58,11 +58,13 @@ function channelPath(rawUrl: string | undefined): { url: URL; endpoint: "delta" 
  * the target served.
  */
 export function routeChannel(source: SnapshotSource & DeltaSource, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
-  if (req.method !== "GET" && req.method !== "HEAD") {
-    res.writeHead(405, { allow: "GET, HEAD" }).end();
+  const path = channelPath(req.url);
+  // POST only on /delta: a filter's bucket digests (feed/docs/deltas.md, "Repair").
+  const post = req.method === "POST" && path?.endpoint === "delta";
+  if (req.method !== "GET" && req.method !== "HEAD" && !post) {
+    res.writeHead(405, { allow: path?.endpoint === "delta" ? "GET, HEAD, POST" : "GET, HEAD" }).end();
     return;
   }
-  const path = channelPath(req.url);
   if (!path) {
     res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
     return;

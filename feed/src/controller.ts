@@ -28,7 +28,7 @@ import { Metrics } from "./metrics.js";
 import { renderPluginConfig } from "./render.js";
 import { FilterValidator } from "./validate.js";
 import { viewFor } from "./view.js";
-import { DeltaChannel, type DeltaAnswer } from "./delta/channel.js";
+import { DeltaChannel, type ClientState, type DeltaAnswer } from "./delta/channel.js";
 import { NetworkView } from "./delta/network_view.js";
 import { FilterShadow } from "./delta/filter_shadow.js";
 
@@ -167,7 +167,7 @@ export class FeedController implements SnapshotSource {
     m.declare("feed_delta_journal_bytes", "gauge", "bytes the target's journal keeps");
     m.declare("feed_delta_journal_oldest", "gauge", "oldest version a delta can start from");
     m.declare("feed_delta_full_bytes", "gauge", "size of the target's full message");
-    m.declare("feed_delta_requests_total", "counter", "GET /delta answers, by target and kind (full, delta, no_change)");
+    m.declare("feed_delta_requests_total", "counter", "GET /delta answers, by target and kind (full, delta, no_change, rebased: a no-change to a client of another epoch holding the same content, ask_buckets, repair)");
     m.declare("feed_delta_full_total", "counter", "full messages sent, by target and reason (epoch, future, behind, smaller)");
     m.declare("feed_delta_bytes_total", "counter", "bytes of /delta answers, by target and kind");
     m.declare("feed_delta_full_builds", "gauge", "full messages built in this epoch (at most one per version, shared by every caller), by target");
@@ -590,11 +590,11 @@ export class FeedController implements SnapshotSource {
     return { done, cancel: wake };
   }
 
-  deltaAnswer(target: string, epoch: number, version: number): DeltaAnswer | undefined {
+  deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined {
     const n = this.channelOf(target);
     if (!n || n.channel.version === 0) return undefined;
-    const a = n.channel.answer(epoch, version);
-    const kind = a.kind === 1 ? "full" : a.kind === 2 ? "delta" : "no_change";
+    const a = n.channel.answer(epoch, version, client);
+    const kind = a.rebased ? "rebased" : (["", "full", "delta", "no_change", "repair", "ask_buckets"][a.kind] ?? "?");
     this.metrics.add("feed_delta_requests_total", { target, kind });
     this.metrics.add("feed_delta_bytes_total", { target, kind }, a.body.length);
     if (a.reason) {

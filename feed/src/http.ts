@@ -16,7 +16,9 @@
 // restart never matches one after it (a client holding it gets the full snapshot again).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { DeltaAnswer } from "./delta/channel.js";
+import { PREVIOUS_CLIENT, type ClientState, type DeltaAnswer } from "./delta/channel.js";
+import { BUCKET_COUNT, parseDigest } from "./delta/digest.js";
+import { FORMAT_VERSION, PREVIOUS_FORMAT } from "./delta/wire.js";
 import { admitBody, ServerGuard, type ServerLimits } from "./server_guard.js";
 import { Metrics } from "./metrics.js";
 import { DEFAULT_OPERATOR_LIMITS } from "./config.js";
@@ -43,11 +45,14 @@ export interface DeltaSource {
   deltaVersion(target: string): number;
   deltaUpToDate(target: string, epoch: number, version: number): boolean;
   waitForDelta(target: string, ms: number): { done: Promise<void>; cancel: () => void };
-  deltaAnswer(target: string, epoch: number, version: number): DeltaAnswer | undefined;
+  deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined;
   heldChanged(delta: number): void;
 }
 
 export const DELTA_CONTENT_TYPE = "application/x-mesh-delta";
+
+/** x-feed-kind by message kind (a rebased no-change is "rebased"). */
+const KIND_NAMES: Record<number, string> = { 1: "full", 2: "delta", 3: "no-change", 4: "repair", 5: "ask-buckets" };
 
 /** A query parameter as a non-negative safe integer; undefined when absent; NaN when malformed. */
 function uintParam(url: URL, name: string): number | undefined {
@@ -57,6 +62,51 @@ function uintParam(url: URL, name: string): number | undefined {
 }
 
 export function handleDelta(source: SnapshotSource & DeltaSource, target: string, url: URL, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
+  if (req.method === "POST") {
+    // A client's bucket digests (format 3, after KIND_ASK_BUCKETS): read whole, bounded, then answered at once.
+    readBuckets(req, (buckets, error) => {
+      if (error !== undefined) {
+        res.writeHead(error.status, { "content-type": "text/plain", connection: "close" }).end(`${error.text}\n`);
+        return;
+      }
+      answerDelta(source, target, url, req, res, maxWaitSeconds, buckets);
+    });
+    return;
+  }
+  answerDelta(source, target, url, req, res, maxWaitSeconds);
+}
+
+/** The POST body of a repair poll: BUCKET_COUNT little-endian u64 digests, nothing more. */
+function readBuckets(req: IncomingMessage, done: (buckets: BigUint64Array, error?: { status: number; text: string }) => void): void {
+  const want = BUCKET_COUNT * 8;
+  const body = Buffer.alloc(want);
+  let got = 0;
+  let over = false;
+  req.on("data", (chunk: Buffer) => {
+    if (over) return;
+    if (got + chunk.length > want) {
+      // Answered at once with connection: close (the socket goes after the answer); the rest
+      // of the body is not kept.
+      over = true;
+      done(new BigUint64Array(0), { status: 413, text: `body: more than ${want} bytes (${BUCKET_COUNT} bucket digests)` });
+      return;
+    }
+    chunk.copy(body, got);
+    got += chunk.length;
+  });
+  req.on("end", () => {
+    if (over) return;
+    if (got !== want) {
+      done(new BigUint64Array(0), { status: 400, text: `body: ${got} bytes, expected ${want} (${BUCKET_COUNT} bucket digests, 8 bytes each)` });
+      return;
+    }
+    const buckets = new BigUint64Array(BUCKET_COUNT);
+    for (let i = 0; i < BUCKET_COUNT; i++) buckets[i] = body.readBigUInt64LE(i * 8);
+    done(buckets);
+  });
+}
+
+function answerDelta(source: SnapshotSource & DeltaSource, target: string, url: URL, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number, buckets?: BigUint64Array): void {
   if (!source.hasTarget(target)) {
     res.writeHead(404, { "content-type": "text/plain" }).end(`no target ${JSON.stringify(target)}\n`);
     return;
@@ -68,8 +118,18 @@ export function handleDelta(source: SnapshotSource & DeltaSource, target: string
       return;
     }
   }
+  const parsed = clientState(url);
+  if (typeof parsed === "string") {
+    res.writeHead(400, { "content-type": "text/plain" }).end(`${parsed}\n`);
+    return;
+  }
+  if (buckets && (parsed.format < FORMAT_VERSION || parsed.digest === undefined || url.searchParams.get("repair") !== "1")) {
+    res.writeHead(400, { "content-type": "text/plain" }).end("repair: a POST of bucket digests needs format=3, digest and repair=1\n");
+    return;
+  }
+  const client: ClientState = buckets ? { ...parsed, buckets } : parsed;
   const send = () => {
-    const a = source.deltaAnswer(target, params.epoch, params.version);
+    const a = source.deltaAnswer(target, params.epoch, params.version, client);
     if (!a) {
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "1" }).end(`nothing published yet for target ${JSON.stringify(target)}\n`);
       return;
@@ -80,14 +140,14 @@ export function handleDelta(source: SnapshotSource & DeltaSource, target: string
       "content-type": DELTA_CONTENT_TYPE,
       "content-length": String(a.body.length),
       "cache-control": "no-store",
-      "x-feed-kind": a.kind === 1 ? "full" : a.kind === 2 ? "delta" : "no-change",
+      "x-feed-kind": a.rebased ? "rebased" : (KIND_NAMES[a.kind] ?? "?"),
       "x-feed-version": String(a.version),
     });
     if (req.method === "HEAD") res.end();
     else writeBody(res, a.body);
   };
   const waitMs = Math.min(params.wait, maxWaitSeconds) * 1000;
-  if (waitMs === 0 || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, params.epoch, params.version)) {
+  if (waitMs === 0 || buckets || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, params.epoch, params.version)) {
     send();
     return;
   }
@@ -101,6 +161,24 @@ export function handleDelta(source: SnapshotSource & DeltaSource, target: string
     res.off("close", gone);
     if (!res.destroyed && !res.writableEnded) send();
   });
+}
+
+/**
+ * The client's `format` (the newest wire format it reads; absent: a filter built before format 3,
+ * served format 2) and, from format 3 on, `digest` (its model's content digest, 16 hex digits).
+ * A format newer than this feed's is served this feed's (the filters read the previous one too).
+ * A string: the one-line error for a 400.
+ */
+export function clientState(url: URL): ClientState | string {
+  const f = url.searchParams.get("format");
+  if (f === null) return PREVIOUS_CLIENT;
+  if (!/^\d{1,5}$/.test(f) || Number(f) < PREVIOUS_FORMAT) return `format: expected a wire format number >= ${PREVIOUS_FORMAT}`;
+  const format = Number(f) >= FORMAT_VERSION ? FORMAT_VERSION : PREVIOUS_FORMAT;
+  const d = url.searchParams.get("digest");
+  if (d === null || format < FORMAT_VERSION) return { format };
+  const digest = parseDigest(d);
+  if (digest === undefined) return "digest: expected 16 lowercase hex digits";
+  return { format, digest };
 }
 
 /** Bytes handed to the socket at a time (server_guard.ts: why a body is never written whole). */

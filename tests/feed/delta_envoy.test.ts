@@ -111,7 +111,7 @@ describe("feed deltas → passthrough_mtls in the real Envoy over meshFeed, from
     });
   });
 
-  it("the feed stopped: connections keep flowing on the last model (fail static); restarted (new epoch): full resync, decisions follow", async () => {
+  it("the feed stopped: connections keep flowing on the last model (fail static); restarted (new epoch) with a change missed: each VM repaired by bucket (no full message), decisions follow", async () => {
     await cluster.createPod({ namespace: "default", name: "httpbin-0", labels: SIDECAR_LABELS, serviceAccountName: "httpbin" });
     await cluster.setPodStatus("default", "httpbin-0", { podIP: "127.0.0.11" });
     await eventually("mTLS to httpbin-0", BOUND_MS, async () => ((await mtlsTo11()) ? true : undefined));
@@ -124,12 +124,16 @@ describe("feed deltas → passthrough_mtls in the real Envoy over meshFeed, from
     // A change while the feed is down reaches nobody...
     await cluster.deletePod("default", "httpbin-0");
     assert.ok(await mtlsTo11(), "still the last model");
-    // ... until the feed is back (a new process: a new epoch, so every VM gets a full message).
+    // ... until the feed is back (a new process: a new epoch; each VM sends its bucket digests in
+    // a POST through Envoy and gets the buckets that differ: a repair, not a full message).
     restarted = await startFeed(join(run.dir, "feed.yaml"));
     assert.equal(restarted.channelPort, feedPort);
     const newEpoch = await (await fetch(`http://127.0.0.1:${restarted.port}/metrics`)).text().then((m) => m.match(/feed_delta_epoch (\d+)/)?.[1]);
     assert.notEqual(newEpoch, oldEpoch);
-    await eventually("every worker resynced with a full message", RESYNC_MS, async () => ((await feedStat("applied_full")) >= fulls + VMS ? true : undefined), 200);
+    await eventually("every worker repaired", RESYNC_MS, async () => ((await feedStat("applied_repair")) >= VMS ? true : undefined), 200);
+    assert.equal(await feedStat("applied_full"), fulls, "no VM needed a full message");
+    const metrics = await (await fetch(`http://127.0.0.1:${restarted.port}/metrics`)).text();
+    assert.match(metrics, /feed_delta_requests_total\{[^}]*kind="repair"[^}]*\} [1-9]/);
     await eventually("plain passthrough to 127.0.0.11 after the resync", BOUND_MS, async () => ((await plainTo11()) ? true : undefined));
     for (let i = 0; i < 8; i++) assert.ok(await plainTo11(), `connection ${i}`);
     assert.equal(await feedStat("refused"), 0, "the feed never sent a message the filter refused");

@@ -11,6 +11,9 @@ import { after, before, describe, it } from "node:test";
 import { startKubeCluster, type KubeCluster } from "../support/kube.js";
 import { DecodedModel, decodeMessage, type DecodedMessage } from "./delta_wire_decode.js";
 import { eventually, runFeed, sleep, type FeedRun } from "./harness.js";
+import { channelGet } from "../support/feed_tls.js";
+import { meshCert } from "../support/feed_tls.js";
+import { trailerOf } from "./delta_wire_decode.js";
 
 const LABELS = { "security.istio.io/tlsMode": "istio" };
 
@@ -144,8 +147,9 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     full.apply((await poll(run, "mesh", 0, 0)).message!);
     assert.equal(full.version, client.version);
     assert.deepEqual(client.contents(), full.contents());
-    // Ids are dense: the 10 deleted pods' ids were reused, so the limit stays near the peak count.
-    assert.ok((await poll(run, "mesh", client.epoch, client.version)).message!.workloadIdLimit <= 33);
+    // Ids come from the content (delta/ids.ts): below the id table's size for the peak count
+    // (64 for up to 51 pods) plus the overflow of its last run, whatever came and went.
+    assert.ok((await poll(run, "mesh", client.epoch, client.version)).message!.workloadIdLimit <= 64 + 33);
   });
 
   it("another epoch, a version from the future, or one behind the journal → a full message (counted by reason)", async () => {
@@ -191,25 +195,30 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     await follow(base, "mesh", client);
     const before = client.version;
     const live = client.workloads.size;
-    // A second feed on the same API server whose filters take only live + 2 workloads.
-    const tight = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }], { delta: { maxWorkloads: live + 2 } });
+    // Ids come from the content (delta/ids.ts), so a second feed over the same API server gives
+    // the same ones: its filters take exactly the ids the mesh needs now, and `over` more pods
+    // than fit below that limit must need more (more ids than the limit, whatever their layout).
+    const limit = Math.max(...client.workloads.keys()) + 1;
+    const over = Array.from({ length: limit - live + 1 }, (_, i) => `over-${i}`);
+    const tight = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }], { delta: { maxWorkloads: limit } });
     try {
       const c2 = new DecodedModel();
       await follow(tight, "mesh", c2);
       const v0 = c2.version;
-      await Promise.all([0, 1, 2, 3].map((i) => addPod(cluster, `over-${i}`, `10.20.5.${i + 1}`)));
+      await Promise.all(over.map((name, i) => addPod(cluster, name, `10.20.5.${i + 1}`)));
       await eventually("the refusal", 10_000, async () => ((await metric(tight.base, 'feed_delta_refused_total{target="mesh"}')) >= 1 ? true : undefined));
       await sleep(300);
       // Whatever was published before the refusal applies cleanly; nothing past the limit was.
       await follow(tight, "mesh", c2);
-      assert.ok(c2.workloads.size <= live + 2, `${c2.workloads.size} workloads published`);
+      assert.ok(Math.max(...c2.workloads.keys()) < limit, `ids up to ${Math.max(...c2.workloads.keys())} published`);
       const stuck = c2.version;
       assert.equal((await poll(tight, "mesh", c2.epoch, c2.version)).kind, "no-change");
-      // Back under the limit (and one more pod, so there is something new whether or not a
-      // part of the four was published before the refusal): the next version is a delta from
-      // the last published one, and nothing of the refused state is in it.
-      await Promise.all([0, 1, 2, 3].map((i) => cluster.deletePod("default", `over-${i}`)));
-      await addPod(cluster, "after-limit", "10.20.6.1");
+      // Back under the limit (and a pod's new IP, so there is something new whether or not a
+      // part of them was published before the refusal): the next version is a delta from the
+      // last published one, and nothing of the refused state is in it. (A new IP, not a new
+      // pod: the same pods have the same ids, so the same limit.)
+      await Promise.all(over.map((name) => cluster.deletePod("default", name)));
+      await cluster.setPodStatus("default", "churn-15", { podIP: "10.20.6.1" });
       let first: number | undefined;
       await eventually("publishing resumes", 10_000, async () => {
         const a = await poll(tight, "mesh", c2.epoch, c2.version);
@@ -227,7 +236,7 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
       assert.deepEqual(c2.contents(), full.contents());
     } finally {
       await tight.feed.stop();
-      await cluster.deletePod("default", "after-limit");
+      await cluster.setPodStatus("default", "churn-15", { podIP: "10.20.3.14" });
     }
     // The first feed took every change (its limit is the filters' default), the deletions too.
     await eventually("the first feed follows", 10_000, async () => {
@@ -250,5 +259,70 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     const restarted = new DecodedModel();
     restarted.apply(a.message!);
     assert.deepEqual(addressesOf(restarted), addressesOf(client));
+  });
+
+  it("two feed processes over one API server serve the same content: the same ids and digest, a current client gets a no-change from the other, one that missed changes a repair", async () => {
+    const other = await runFeed([{ id: "cluster1", cluster }], [{ name: "mesh", filter: "passthrough_mtls" }]);
+    try {
+      const get = (r: FeedRun, query: string, body?: Buffer) => channelGet(`${r.channel}/delta/mesh?${query}`, meshCert("sidecar"), {}, body);
+      const hex = (d: bigint) => d.toString(16).padStart(16, "0");
+      /** Both feeds' full messages (format 3) once they agree on the content digest. */
+      const agreed = () =>
+        eventually("both feeds at the same content", 20_000, async () => {
+          const [a, b] = await Promise.all([get(run, "epoch=0&version=0&format=3"), get(other, "epoch=0&version=0&format=3")]);
+          return a.status === 200 && b.status === 200 && a.body.readBigUInt64LE(48) === b.body.readBigUInt64LE(48) ? { a: a.body, b: b.body } : undefined;
+        });
+      const { a, b } = (await agreed()).value!;
+      assert.notEqual(decodeMessage(a).epoch, decodeMessage(b).epoch, "two processes, two epochs");
+      const ma = new DecodedModel();
+      ma.applyBody(a);
+      const mb = new DecodedModel();
+      mb.applyBody(b);
+      assert.deepEqual(ma.records(), mb.records(), "the same records under the same ids");
+      assert.deepEqual(trailerOf(a), trailerOf(b), "the same bucket digests");
+      // A client current with one feed asks the other: a 56-byte no-change at the other's epoch.
+      const q = `epoch=${ma.epoch}&version=${ma.version}&format=3&digest=${hex(ma.digest!)}`;
+      const rebased = await get(other, q);
+      assert.equal(rebased.status, 200);
+      assert.equal(rebased.headers["x-feed-kind"], "rebased");
+      assert.equal(rebased.body.length, 56);
+      ma.applyBody(rebased.body);
+      assert.equal(ma.epoch, mb.epoch);
+
+      // The client misses changes (a new pod, a pod deleted); asked again, the other feed wants
+      // its bucket digests and sends back only the buckets that differ.
+      const behind = new DecodedModel();
+      behind.applyBody(a);
+      await addPod(cluster, "resync-1", "10.20.9.1");
+      await cluster.deletePod("default", "seed-0");
+      await eventually("the other feed has the changes", 20_000, async () => {
+        const f = new DecodedModel();
+        f.applyBody((await get(other, "epoch=0&version=0&format=3")).body);
+        const ips = addressesOf(f);
+        return ips.includes("10.20.9.1") && !ips.includes("10.20.0.1") ? true : undefined;
+      });
+      const ask = await get(other, `epoch=${behind.epoch}&version=${behind.version}&format=3&digest=${hex(behind.digest!)}`);
+      assert.equal(ask.headers["x-feed-kind"], "ask-buckets");
+      assert.equal(ask.body.length, 56);
+      const table = Buffer.alloc(8192 * 8);
+      for (const [bucket, digest] of trailerOf(a)!) table.writeBigUInt64LE(digest, bucket * 8);
+      const repair = await get(other, `epoch=${behind.epoch}&version=${behind.version}&format=3&digest=${hex(behind.digest!)}&repair=1`, table);
+      assert.equal(repair.status, 200, repair.body.toString());
+      assert.equal(repair.headers["x-feed-kind"], "repair");
+      const full = (await get(other, "epoch=0&version=0&format=3")).body;
+      assert.ok(repair.body.length < full.length, `repair ${repair.body.length} bytes, full ${full.length}`);
+      behind.applyBody(repair.body);
+      const fresh = new DecodedModel();
+      fresh.applyBody(full);
+      assert.deepEqual(behind.records(), fresh.records(), "the repaired model is the other feed's, ids included");
+      assert.equal(behind.digest, fresh.digest);
+      // A malformed body is refused with a line naming it.
+      const short = await get(other, `epoch=${behind.epoch}&version=1&format=3&digest=${hex(1n)}&repair=1`, Buffer.alloc(100));
+      assert.equal(short.status, 400);
+      assert.match(short.body.toString(), /body: 100 bytes, expected 65536/);
+    } finally {
+      await other.feed.stop();
+      await addPod(cluster, "seed-0", "10.20.0.1");
+    }
   });
 });

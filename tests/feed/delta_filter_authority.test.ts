@@ -179,7 +179,7 @@ describe("the feed cannot disagree with the filter's decoder", () => {
       assert.equal(refusals.length, 1, lines.join("\n"));
       assert.match(
         refusals[0],
-        /^error network "" \(targets mesh\): delta refused \(passthrough_mtls refuses it: record 0 \(workload upsert id 1\)\.identity: not a SPIFFE identity .*"spiffe:\/\/cluster\.local\/ns\/default\/sa\/not a segment"\); not published, version 1 stays$/,
+        /^error network "" \(targets mesh\): delta refused \(passthrough_mtls refuses it: record 0 \(workload upsert id \d+\)\.identity: not a SPIFFE identity .*"spiffe:\/\/cluster\.local\/ns\/default\/sa\/not a segment"\); not published, version 1 stays$/,
       );
       c1.upsert("pods", pod("default", "bad-0", { ip: "10.0.0.2", sa: "fixed" }));
       controller.renderDeltas();

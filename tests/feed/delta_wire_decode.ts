@@ -87,7 +87,8 @@ export function decodeMessage(buf: Buffer, types?: number[]): DecodedMessage {
     return r;
   };
   if (u32() !== 0x3148534d) throw new Error("magic");
-  if (u16() !== 2) throw new Error("format");
+  const format = u16();
+  if (format !== 2 && format !== 3) throw new Error("format");
   const kind = u16();
   const epoch = u64();
   const base = u64();
@@ -96,8 +97,12 @@ export function decodeMessage(buf: Buffer, types?: number[]): DecodedMessage {
   const serviceIdLimit = u32();
   const count = u32();
   const bodyLength = u32();
-  if (bodyLength !== buf.length - 56) throw new Error(`body length ${bodyLength} vs ${buf.length - 56}`);
-  if (u64() !== 0) throw new Error("reserved");
+  // Format 3: a bucket trailer may follow the body (trailerOf).
+  if (format === 2 ? bodyLength !== buf.length - 56 : bodyLength > buf.length - 56) throw new Error(`body length ${bodyLength} vs ${buf.length - 56}`);
+  if (format === 3) trailerOf(buf);
+  const digest = buf.readBigUInt64LE(p);
+  p += 8;
+  if (format === 2 && digest !== 0n) throw new Error("reserved");
   const varint = () => {
     let v = 0;
     for (let shift = 0; ; shift += 7) {
@@ -164,7 +169,7 @@ export function decodeMessage(buf: Buffer, types?: number[]): DecodedMessage {
     } else if (type === 4) records.push({ type: "serviceRemove", id });
     else throw new Error(`record ${i}: type ${type}`);
   }
-  if (p !== buf.length) throw new Error(`${buf.length - p} bytes after the records`);
+  if (p !== 56 + bodyLength) throw new Error(`${56 + bodyLength - p} bytes after the records`);
   void isIP;
   return { kind, epoch, base, version, workloadIdLimit, serviceIdLimit, records };
 }
@@ -175,6 +180,46 @@ export class DecodedModel {
   version = 0;
   workloads = new Map<number, Extract<DecodedRecord, { type: "workload" }>>();
   services = new Map<number, Extract<DecodedRecord, { type: "service" }>>();
+
+  /** The content digest the last format-3 message gave (undefined: none, or format 2). */
+  digest: bigint | undefined;
+
+  /**
+   * Applies a whole message as a format-3 filter does: a no-change at another epoch or version is
+   * taken when it names this model's digest (the model adopts its epoch and version).
+   */
+  applyBody(body: Buffer): void {
+    const m = decodeMessage(body);
+    const { format, digest } = formatOf(body);
+    if (m.kind === 3 && (m.epoch !== this.epoch || m.version !== this.version) && format >= 3 && this.digest === digest && this.epoch !== 0) {
+      this.epoch = m.epoch;
+      this.version = m.version;
+      return;
+    }
+    if (m.kind === 5) return; // asks for the bucket digests: nothing to apply
+    if (m.kind === 4) {
+      // Each listed bucket is exactly the message's records: the rest of those buckets goes.
+      const listed = trailerOf(body)!;
+      const kept = new Set(m.records.map((r) => `${r.type}:${r.id}`));
+      for (const id of [...this.workloads.keys()]) if (listed.has((id >> 2) % 4096) && !kept.has(`workload:${id}`)) this.workloads.delete(id);
+      for (const id of [...this.services.keys()]) {
+        if (!listed.has(4096 + ((id >> 2) % 4096)) || kept.has(`service:${id}`)) continue;
+        this.services.delete(id);
+        for (const w of this.workloads.values()) w.memberships = w.memberships.filter((x) => x.service !== id);
+      }
+      for (const r of m.records) {
+        if (r.type === "workload") this.workloads.set(r.id, r);
+        else if (r.type === "service") this.services.set(r.id, r);
+        else throw new Error(`a repair with a ${r.type} record`);
+      }
+      this.epoch = m.epoch;
+      this.version = m.version;
+      this.digest = digest;
+      return;
+    }
+    this.apply(m);
+    if (m.kind !== 3) this.digest = format >= 3 ? digest : undefined;
+  }
 
   apply(m: DecodedMessage): void {
     if (m.kind === 3) {
@@ -198,6 +243,11 @@ export class DecodedModel {
     this.version = m.version;
   }
 
+  /** The model with ids, as JSON strings, sorted (two models equal here hold the same records). */
+  records(): string[] {
+    return [...[...this.workloads.values()].map((w) => JSON.stringify(w)), ...[...this.services.values()].map((x) => JSON.stringify(x))].sort();
+  }
+
   /** The model without ids: workloads (memberships by hostname) and services, as JSON strings, sorted. */
   contents(): { workloads: string[]; services: string[] } {
     const hostOf = new Map([...this.services.values()].map((s) => [s.id, s.hostname]));
@@ -213,4 +263,26 @@ export class DecodedModel {
     }
     return { workloads: workloads.sort(), services: services.sort() };
   }
+}
+
+/** A message's format and content digest (format 3; format 2: 0n). */
+export function formatOf(buf: Buffer): { format: number; digest: bigint } {
+  return { format: buf.readUInt16LE(4), digest: buf.readBigUInt64LE(48) };
+}
+
+/** A format-3 message's bucket trailer (bucket → digest), or undefined when it has none; throws when malformed. */
+export function trailerOf(buf: Buffer): Map<number, bigint> | undefined {
+  const end = 56 + buf.readUInt32LE(44);
+  if (end === buf.length) return undefined;
+  const count = buf.readUInt32LE(end);
+  if (buf.length - end - 4 !== 12 * count) throw new Error(`trailer of ${buf.length - end} bytes for ${count} buckets`);
+  const out = new Map<number, bigint>();
+  let previous = -1;
+  for (let i = 0; i < count; i++) {
+    const b = buf.readUInt32LE(end + 4 + 12 * i);
+    if (b <= previous || b >= 8192) throw new Error(`trailer bucket ${b} after ${previous}`);
+    previous = b;
+    out.set(b, buf.readBigUInt64LE(end + 8 + 12 * i));
+  }
+  return out;
 }

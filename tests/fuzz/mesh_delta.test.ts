@@ -9,6 +9,9 @@
 //     digest lists looks up to its owner, every membership is in its service's endpoints;
 //   - an undamaged delta is accepted and gives the model a full load of the same state gives;
 //   - VM memory does not keep growing over the run.
+// One case in ten sends, instead of the delta, the repair (format 3, kind 4) that states the
+// buckets the delta touched exactly as the reference state has them (wire_repair.ts): the same
+// oracles, and an undamaged repair gives the model the full load of the same state gives.
 // Every 300 cases it also feeds one of the crafted messages of mesh_corpus.ts (the largest
 // lists, maximum declared limits, a dangling membership), whole and damaged, to a second VM:
 // the whole one decodes or is refused as the corpus says, a damaged one never traps and is
@@ -21,6 +24,24 @@ import { encodeMessage, KIND, WireRecord, WireService, WireWorkload } from "../s
 import { caseSeed, Rng } from "./rng.js";
 import { damageBytes } from "./properties.js";
 import { craftedCorpus } from "./mesh_corpus.js";
+import { KIND_REPAIR, withBuckets } from "../../feed/src/delta/wire.js";
+
+/** The repair from `before` to `after`: every id whose object differs, its bucket listed and stated exactly. */
+function repairMessage(before: { workloads: Map<number, WireWorkload>; services: Map<number, WireService> }, after: State): Uint8Array {
+  const records: WireRecord[] = [];
+  const buckets = new Map<number, bigint>();
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  // Buckets are ranges of 4 ids (digest.ts): a listed bucket states every object in it.
+  for (let id = 0; id < LIMITS.services; id++) if (!same(before.services.get(id), after.services.get(id))) buckets.set(4096 + (id >> 2), 0n);
+  for (let id = 0; id < LIMITS.workloads; id++) if (!same(before.workloads.get(id), after.workloads.get(id))) buckets.set(id >> 2, 0n);
+  for (const [id, s] of after.services) if (buckets.has(4096 + (id >> 2))) records.push({ service: s });
+  for (const [id, w] of after.workloads) if (buckets.has(id >> 2)) records.push({ workload: w });
+  const body = Buffer.from(encodeMessage({ kind: KIND.delta, epoch: 3, baseVersion: 0n, version: after.version, workloadIdLimit: LIMITS.workloads, serviceIdLimit: LIMITS.services, records }));
+  body.writeUInt16LE(KIND_REPAIR, 6);
+  body.writeBigUInt64LE(0n, 16);
+  const out = withBuckets(body, buckets);
+  return new Uint8Array(out.buffer, out.byteOffset, out.length);
+}
 
 const SEED = process.env.MESH_FUZZ_SEED !== undefined ? Number(process.env.MESH_FUZZ_SEED) : 20261202;
 const CASES = process.env.MESH_FUZZ_CASES !== undefined ? Number(process.env.MESH_FUZZ_CASES) : 6_000;
@@ -150,6 +171,7 @@ describe("mesh feed messages (fuzz)", () => {
     let state = new State(new Rng(SEED));
     let applied = 0;
     let refused = 0;
+    let repairs = 0;
     const reasons = new Set<string>();
     let memoryAfterWarmup = 0;
     for (let i = 0; i < CASES; i++) {
@@ -186,13 +208,16 @@ describe("mesh feed messages (fuzz)", () => {
       }
       const before = vm.digest();
       const snapshot = { workloads: new Map(state.workloads), services: new Map(state.services), version: state.version };
-      const message = state.delta();
+      const delta = state.delta();
+      const repair = rng.chance(0.1);
+      const message = repair ? repairMessage(snapshot, state) : delta;
+      if (repair) repairs++;
       const damage = rng.chance(0.7);
       const input = damage ? damageBytes(rng, message) : message;
       const error = vm.apply(input);
       if (error !== "") {
         refused++;
-        assert.ok(damage, `case ${i}: an undamaged delta was refused: ${error}`);
+        assert.ok(damage, `case ${i}: an undamaged ${repair ? "repair" : "delta"} was refused: ${error}`);
         assert.match(error, REFUSAL, `case ${i}: refusal does not name a record and field: ${error}`);
         reasons.add(error.replace(/\d+/g, "N").replace(/"[^"]*"/g, "S"));
         assert.equal(vm.digest(), before, `case ${i}: a refused message changed the model: ${error}`);
@@ -222,7 +247,8 @@ describe("mesh feed messages (fuzz)", () => {
       }
     }
     vm.collect();
-    t.diagnostic(`${applied} applied, ${refused} refused, ${reasons.size} distinct refusal shapes; VM memory ${vm.memoryBytes()} bytes`);
+    t.diagnostic(`${applied} applied, ${refused} refused (${repairs} repairs among them), ${reasons.size} distinct refusal shapes; VM memory ${vm.memoryBytes()} bytes`);
+    assert.ok(repairs > CASES / 20, "repairs are exercised");
     t.diagnostic(`${craftedFed} crafted inputs (${corpus.length} cases, whole and damaged); their VM's memory ${side.memoryBytes()} bytes`);
     assert.ok(craftedFed >= 2 * Math.min(corpus.length, Math.floor(CASES / 300)), "the crafted corpus is fed");
     // The whole corpus once round leaves the crafted VM at its high-water mark: later rounds

@@ -64,7 +64,7 @@ describe("feed client: long poll from the root context", () => {
     host.tick();
     assert.equal(host.tickPeriodMs, 1000);
     const first = host.httpCalls[0];
-    assert.deepEqual([first.cluster, first.method, first.path, first.authority, first.timeoutMs], ["mesh_feed", "GET", "/delta/node-a?epoch=0&version=0&wait=1", "mesh_feed", 6000]);
+    assert.deepEqual([first.cluster, first.method, first.path, first.authority, first.timeoutMs], ["mesh_feed", "GET", "/delta/node-a?epoch=0&version=0&wait=1&format=3", "mesh_feed", 6000]);
     await until("the full model", () => sinkLines().length === 1);
     assert.equal(sinkLines()[0], "sink applied kind=1 epoch=1000 version=1 model=a");
     assert.ok(host.logLines("info").includes("mesh feed node-a: full model applied at epoch 1000 version 1"));

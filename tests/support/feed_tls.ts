@@ -88,10 +88,11 @@ export interface ChannelAnswer {
  * no client certificate), trusting only the mesh CA and checking the feed's SPIFFE id as
  * Envoy's mesh_feed cluster does. Rejects on a refused handshake.
  */
-export function channelGet(url: string, identity: PemPair | null = meshCert("sidecar"), headers: Record<string, string> = {}): Promise<ChannelAnswer> {
+/** A GET on the channel, or a POST of `body` when given (a filter's bucket digests). */
+export function channelGet(url: string, identity: PemPair | null = meshCert("sidecar"), headers: Record<string, string> = {}, body?: Buffer): Promise<ChannelAnswer> {
   return new Promise((done, fail) => {
     const req = request(url, {
-      method: "GET",
+      method: body ? "POST" : "GET",
       headers,
       ca: readFileSync(MESH_CA_FILE),
       ...(identity && { cert: identity.cert, key: identity.key }),
@@ -107,6 +108,6 @@ export function channelGet(url: string, identity: PemPair | null = meshCert("sid
       res.on("error", fail);
     });
     req.on("error", fail);
-    req.end();
+    req.end(body);
   });
 }

@@ -209,7 +209,9 @@ export class FilterShadow implements MessageCheck {
       message.copy(copy, HEADER_BYTES + 8, HEADER_BYTES);
       copy.writeUInt16LE(KIND_FULL, HEADER.kind);
       copy.fill(0, HEADER.base, HEADER.base + 8);
-      copy.writeUInt32LE(copy.length - HEADER_BYTES, HEADER.bodyLength);
+      // The body grows by the tables; a format-3 trailer (the buckets the records touch: every
+      // non-empty one, from an empty model) still follows it.
+      copy.writeUInt32LE(message.readUInt32LE(HEADER.bodyLength) + 8, HEADER.bodyLength);
       body = copy;
       counter = "applied_full";
     }

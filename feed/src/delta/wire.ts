@@ -1,5 +1,5 @@
-// The mesh delta message, format v2 (the contract shared with the filters' decoder:
-// assembly/mesh reads exactly this). Little-endian; a 56-byte header, then records (a full
+// The mesh delta message, format 3, and the previous format 2 (the contract shared with the
+// filters' decoder: assembly/mesh reads exactly this; it accepts both). Little-endian; a 56-byte header, then records (a full
 // message also has tables and compact workload records: wire_full.ts). This file is the
 // record encoder: one growable Buffer per message, written field by field in place (no
 // per-field allocation: strings are written straight into the buffer, addresses parsed from
@@ -9,7 +9,9 @@
 // Layouts (offsets in bytes):
 //   header: magic u32 @0 ("MSH1"), format u16 @4, kind u16 @6, epoch u64 @8, base u64 @16,
 //           version u64 @24, workload id limit u32 @32, service id limit u32 @36,
-//           record count u32 @40, body length u32 @44, reserved u64 @48
+//           record count u32 @40, body length u32 @44, content digest u64 @48 (format 3;
+//           format 2: reserved, 0). Format 3 messages may carry a bucket trailer after the body
+//           (feed/docs/deltas.md, "Repair"); format 2 never does.
 //   string: u16 byte length + UTF-8
 //   address: u8 family (4 | 6) + 4 | 16 bytes, network order
 //   ref: u8 kind (1 address | 2 hostname) + address | string, u16 port
@@ -23,8 +25,14 @@
 //   4 service remove: u32 id
 
 export const MAGIC = 0x3148534d;
-/** 2: full messages carry text and reference tables (wire_full.ts); deltas are as in 1. */
-export const FORMAT_VERSION = 2;
+/**
+ * 3: the header carries the content digest (digest.ts) and a repair message kind exists;
+ * 2 (the previous format, still served to filters that declare no format): full messages carry
+ * text and reference tables (wire_full.ts); deltas are as in 1.
+ */
+export const FORMAT_VERSION = 3;
+export const PREVIOUS_FORMAT = 2;
+export type WireFormat = typeof FORMAT_VERSION | typeof PREVIOUS_FORMAT;
 export const HEADER_BYTES = 56;
 
 export const HEADER = {
@@ -38,13 +46,19 @@ export const HEADER = {
   serviceIdLimit: 36,
   recordCount: 40,
   bodyLength: 44,
+  /** Format 3: the content digest; format 2: reserved (0). */
   reserved: 48,
+  digest: 48,
 } as const;
 
 export const KIND_FULL = 1;
 export const KIND_DELTA = 2;
 export const KIND_NO_CHANGE = 3;
-export type MessageKind = typeof KIND_FULL | typeof KIND_DELTA | typeof KIND_NO_CHANGE;
+/** Format 3: each bucket the trailer lists is exactly the message's records (the answer to a POST of a client's bucket digests). */
+export const KIND_REPAIR = 4;
+/** Format 3: no delta from the client's version can be served; send the bucket digests. */
+export const KIND_ASK_BUCKETS = 5;
+export type MessageKind = typeof KIND_FULL | typeof KIND_DELTA | typeof KIND_NO_CHANGE | typeof KIND_REPAIR | typeof KIND_ASK_BUCKETS;
 
 export const RECORD_WORKLOAD_UPSERT = 1;
 export const RECORD_WORKLOAD_REMOVE = 2;
@@ -421,12 +435,17 @@ export interface MessageHeader {
   workloadIdLimit: number;
   serviceIdLimit: number;
   recordCount: number;
+  /** FORMAT_VERSION unless given. */
+  format?: WireFormat;
+  /** The content digest after this message (format 3; format 2 writes 0). */
+  digest?: bigint;
 }
 
 /** Writes the 56-byte header at offset 0 of `buf`; the body length is what follows it. */
 export function writeHeader(buf: Buffer, h: MessageHeader, totalLength: number): void {
   buf.writeUInt32LE(MAGIC, HEADER.magic);
-  buf.writeUInt16LE(FORMAT_VERSION, HEADER.format);
+  const format = h.format ?? FORMAT_VERSION;
+  buf.writeUInt16LE(format, HEADER.format);
   buf.writeUInt16LE(h.kind, HEADER.kind);
   const u64 = (v: number, at: number) => {
     buf.writeUInt32LE(v % 0x1_0000_0000, at);
@@ -439,8 +458,41 @@ export function writeHeader(buf: Buffer, h: MessageHeader, totalLength: number):
   buf.writeUInt32LE(h.serviceIdLimit >>> 0, HEADER.serviceIdLimit);
   buf.writeUInt32LE(h.recordCount >>> 0, HEADER.recordCount);
   buf.writeUInt32LE(totalLength - HEADER_BYTES, HEADER.bodyLength);
-  buf.writeUInt32LE(0, HEADER.reserved);
-  buf.writeUInt32LE(0, HEADER.reserved + 4);
+  buf.writeBigUInt64LE(format >= 3 ? (h.digest ?? 0n) : 0n, HEADER.reserved);
+}
+
+/**
+ * `message` with the bucket trailer of format 3 after its body: u32 count, then (u32 bucket,
+ * u64 digest) per entry, buckets strictly increasing (the caller's entries may be in any order).
+ */
+export function withBuckets(message: Buffer, entries: Map<number, bigint>): Buffer {
+  const buckets = [...entries.keys()].sort((a, b) => a - b);
+  const out = Buffer.allocUnsafe(message.length + 4 + 12 * buckets.length);
+  message.copy(out, 0);
+  let p = message.length;
+  out.writeUInt32LE(buckets.length, p);
+  p += 4;
+  for (const b of buckets) {
+    out.writeUInt32LE(b, p);
+    out.writeBigUInt64LE(entries.get(b)!, p + 4);
+    p += 12;
+  }
+  return out;
+}
+
+/** Where a message's body ends (a format-3 trailer follows). */
+export function bodyEnd(message: Buffer): number {
+  return HEADER_BYTES + message.readUInt32LE(HEADER.bodyLength);
+}
+
+/** The same message in format 2 (same records, no trailer; the header's format and digest field differ). */
+export function asPreviousFormat(message: Buffer, end = bodyEnd(message)): Buffer {
+  const bodyEnd = end;
+  const out = Buffer.allocUnsafe(bodyEnd);
+  message.copy(out, 0, 0, bodyEnd);
+  out.writeUInt16LE(PREVIOUS_FORMAT, HEADER.format);
+  out.writeBigUInt64LE(0n, HEADER.reserved);
+  return out;
 }
 
 /** A whole message from already-encoded records (each one record's bytes). */
