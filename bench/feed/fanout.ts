@@ -10,7 +10,8 @@
 //                       feed CPU, clients the feed dropped
 // Each figure carries the load average (the machine is shared) and met/missed for its target.
 // Run inside the bench's network namespace:
-//   bash scripts/in-netns.sh node --import tsx bench/feed/fanout.ts [--quick] [--pods=N --pollers=N --base=files|apiserver]
+//   bash scripts/in-netns.sh node --import tsx bench/feed/fanout.ts [--quick]
+//   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N]
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -37,11 +38,12 @@ export interface FanoutCase {
   /** Pod changes per second (API writes) and for how long. */
   rate: number;
   churnSeconds: number;
+  /** Pods the churn writes cycle through (default 1,000: at 100 writes/s each is written every 10 s). */
+  churnPods?: number;
 }
 
 /** The issue's targets. */
 export const TARGETS = { restartSeconds: 10, propagationP99Ms: 1000 };
-const CHURN_PODS = 200;
 const WAIT_SECONDS = 25;
 const POLLERS_PER_PROCESS = 500;
 
@@ -87,7 +89,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
     const clusters: FeedCluster[] = [{ id: "cluster1", kubeconfig: cluster.kubeconfigPath }];
     const seconds = c.base === "files" ? writeMeshFiles(join(dir, "mesh"), c.pods) : await populateApiserver(cluster, writer, c.pods);
     if (c.base === "files") clusters.push({ id: "static", files: join(dir, "mesh") });
-    await createChurnPods(cluster, writer, CHURN_PODS);
+    await createChurnPods(cluster, writer, c.churnPods ?? 1000);
     emit({ figure: "fanout_populate", ...base, seconds: round(seconds), podsPerSecond: Math.round(c.pods / seconds), load1: load() });
     const config = writeFeedConfig(dir, clusters);
     const log = join(dir, "feed.log");
@@ -109,9 +111,24 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
     });
     // From the pollers' start (their processes are up), spread over 2 s as below.
     const pollersStarted = now();
+    const feedCpuAtStart = cpuMicros(feed.pid);
     const cold = await converged(fleet, observer, c.pollers, 0, 10 * 60_000);
-    const coldCounters = await fleet.counters();
-    emit({ figure: "fanout_cold", ...base, seconds: round((cold.at - pollersStarted) / 1000, 2), holding: cold.holding, fullMessages: coldCounters.full, fullMessageBytes: coldCounters.full ? Math.round(coldCounters.fullBytes / coldCounters.full) : 0, feedRssMb: round(rssMb(feed.pid)), load1: load() });
+    const k = await fleet.counters();
+    emit({
+      figure: "fanout_cold",
+      ...base,
+      feedStartSeconds: round((feed.readyAt - feed.spawnedAt) / 1000, 2),
+      seconds: round((cold.at - pollersStarted) / 1000, 2),
+      holding: cold.holding,
+      fullMessages: k.full,
+      fullMessageBytes: k.full ? Math.round(k.fullBytes / k.full) : 0,
+      bytesSent: k.bytes,
+      failures: k.unavailable + k.refused,
+      feedCpuSeconds: round((cpuMicros(feed.pid) - feedCpuAtStart) / 1e6, 2),
+      pollerCpuSeconds: round(fleet.cpuMicros() / 1e6, 2),
+      feedRssMb: round(rssMb(feed.pid)),
+      load1: load(),
+    });
     await churn(c, base, feed, fleet, observer, writer);
     await restart(c, base, feed, fleet, observer, config, log).then((f) => (feed = f));
   } finally {
@@ -123,10 +140,17 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
   }
 }
 
-/** `rate` API writes a second, each a churn pod's new address; → every poller holding it. */
+/**
+ * `rate` API writes a second, each a churn pod's new address; → every poller holding it. A write
+ * whose address no delta ever carried was overwritten (the same pod written again) before the
+ * feed published it: it is counted `superseded` and timed by the version that carried its
+ * pod's next address (what a poller needs to be past it).
+ */
 async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, observer: ChurnObserver, writer: BulkWriter): Promise<void> {
   const writes = Math.round(c.rate * c.churnSeconds);
+  const churnPods = c.churnPods ?? 1000;
   const writtenAt = new Float64Array(writes);
+  const ackedAt = new Float64Array(writes);
   const before = await fleet.counters();
   const feedCpu = cpuMicros(feed.pid);
   const pollerCpu = fleet.cpuMicros();
@@ -136,39 +160,57 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   let failed = 0;
   say(`churn: ${writes} writes at ${c.rate}/s`);
   for (let i = 0; i < writes; i++) {
-    const w = CHURN_PODS + i;
+    const w = churnPods + i;
     const due = t0 + (i * 1000) / c.rate;
     if (due > now()) await sleep(due - now());
     // A writer that falls behind (the API server is slower than the rate) must not pile up.
     while (inFlight.size >= 32) await Promise.race(inFlight);
     writtenAt[i] = now();
-    const p: Promise<void> = writer.setPodStatus(CHURN_NAMESPACE, churnPod(w, CHURN_PODS), { podIP: churnIp(w) }).catch(() => void failed++).finally(() => inFlight.delete(p));
+    const p: Promise<void> = writer
+      .setPodStatus(CHURN_NAMESPACE, churnPod(w, churnPods), { podIP: churnIp(w) })
+      .then(() => void (ackedAt[i] = now()), () => void failed++)
+      .finally(() => inFlight.delete(p));
     inFlight.add(p);
   }
   await Promise.all(inFlight);
   const writeSeconds = (now() - t0) / 1000;
-  // Every write carried (as the observer saw it), then every poller at the observer's version.
+  // The last write of every churn pod carried (as the observer saw it), then every poller at the observer's version.
+  const lastWrites = Array.from({ length: Math.min(writes, churnPods) }, (_, k) => churnPods + writes - 1 - k);
   const seenBy = performance.now();
-  while (observer.carried.size < writes - failed && performance.now() - seenBy < 60_000) await sleep(100);
+  while (!lastWrites.every((w) => observer.carried.has(churnIp(w))) && performance.now() - seenBy < 60_000) await sleep(100);
   const end = await converged(fleet, observer, c.pollers, t0, 120_000);
   const wall = ((Number.isNaN(end.at) ? now() : end.at) - t0) / 1000;
   const cpuSeconds = (cpuMicros(feed.pid) - feedCpu) / 1e6;
   const pollerCpuSeconds = (fleet.cpuMicros() - pollerCpu) / 1e6;
   const during = diff(before, await fleet.counters());
-  const carried = Array.from({ length: writes }, (_, i) => observer.carried.get(churnIp(CHURN_PODS + i)));
+  // Each write's carrying version: its own, else its pod's next write's (superseded).
+  const carried: Array<{ version: number; at: number } | undefined> = new Array(writes).fill(undefined);
+  let superseded = 0;
+  for (let i = writes - 1; i >= 0; i--) {
+    const own = observer.carried.get(churnIp(churnPods + i));
+    const next = i + churnPods < writes ? carried[i + churnPods] : undefined;
+    if (!own && next) superseded++;
+    carried[i] = own ?? next;
+  }
   const versions = [...new Set(carried.filter((x) => x !== undefined).map((x) => x.version))].sort((a, b) => a - b);
   const reach = await fleet.reach(epoch, versions, t0);
   const byVersion = new Map(versions.map((v, i) => [v, reach.latest[i]]));
   const every: number[] = [];
+  const fromAck: number[] = [];
   const first: number[] = [];
+  const api: number[] = [];
   let notCarried = 0;
   let notEveryPoller = 0;
   carried.forEach((x, i) => {
+    if (ackedAt[i] > 0) api.push(ackedAt[i] - writtenAt[i]);
     if (!x) return void notCarried++;
     first.push(x.at - writtenAt[i]);
     const t = byVersion.get(x.version);
     if (t === null || t === undefined) notEveryPoller++;
-    else every.push(t - writtenAt[i]);
+    else {
+      every.push(t - writtenAt[i]);
+      if (ackedAt[i] > 0) fromAck.push(t - ackedAt[i]);
+    }
   });
   const p99 = percentile(every, 99);
   emit({
@@ -178,12 +220,18 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     achievedRate: round(writes / writeSeconds),
     writes,
     writeErrors: failed,
+    churnPods: churnPods,
     versions: versions.length,
     p50Ms: round(percentile(every, 50)),
     p99Ms: round(p99),
     maxMs: round(Math.max(...every)),
+    apiWriteP50Ms: round(percentile(api, 50)),
+    apiWriteP99Ms: round(percentile(api, 99)),
+    fromAckP50Ms: round(percentile(fromAck, 50)),
+    fromAckP99Ms: round(percentile(fromAck, 99)),
     firstPollerP50Ms: round(percentile(first, 50)),
     firstPollerP99Ms: round(percentile(first, 99)),
+    superseded,
     notCarried,
     notEveryPoller,
     feedCores: round(cpuSeconds / wall, 2),
@@ -249,9 +297,9 @@ export async function fanoutBench({ quick }: { quick: boolean }): Promise<void> 
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" } } });
+  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" } } });
   if (values.pods) {
     const base = values.base === "files" ? "files" : values.base === "apiserver" ? "apiserver" : Number(values.pods) > 10_000 ? "files" : "apiserver";
-    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30) });
+    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000) });
   } else await fanoutBench({ quick: values.quick === true });
 }
