@@ -46,6 +46,9 @@ export interface FanoutCase {
 export const TARGETS = { restartSeconds: 10, propagationP99Ms: 1000 };
 const WAIT_SECONDS = 25;
 const POLLERS_PER_PROCESS = 500;
+/** The feed's counts of clients it dropped for not taking an answer in time, and of failed TLS handshakes (feed/docs/server-limits.md). */
+const WRITE_TIMEOUTS = ["feed_clients_dropped_total", { server: "channel", reason: "write_timeout" }] as const;
+const HANDSHAKES_FAILED = ["feed_channel_refused_total", { reason: "handshake" }] as const;
 
 const load = () => +loadavg()[0].toFixed(2);
 const say = (line: string) => console.error(`${new Date().toISOString()} fanout: ${line}`);
@@ -65,11 +68,16 @@ function diff(a: PollerCounters, b: PollerCounters): PollerCounters {
 /** Waits until every poller holds the observer's position from an answer taken at or after `after`; the time the last one did (ms, now() clock). */
 async function converged(fleet: PollerFleet, observer: ChurnObserver, pollers: number, after: number, timeoutMs: number): Promise<{ at: number; holding: number }> {
   const started = performance.now();
+  let said = started;
   for (;;) {
     const { epoch, version } = observer.at;
     const h = epoch === 0 ? { holding: 0, latest: 0 } : await fleet.holding(epoch, version, after);
     if (h.holding === pollers && epoch === observer.at.epoch && version === observer.at.version) return { at: h.latest, holding: h.holding };
     if (performance.now() - started > timeoutMs) return { at: NaN, holding: h.holding };
+    if (performance.now() - said > 15_000) {
+      say(`${h.holding} of ${pollers} pollers hold ${epoch}/${version}`);
+      said = performance.now();
+    }
     await sleep(250);
   }
 }
@@ -126,6 +134,8 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
       failures: k.unavailable + k.refused,
       feedCpuSeconds: round((cpuMicros(feed.pid) - feedCpuAtStart) / 1e6, 2),
       pollerCpuSeconds: round(fleet.cpuMicros() / 1e6, 2),
+      clientsDropped: await feed.metric(...WRITE_TIMEOUTS),
+      handshakesFailed: await feed.metric(...HANDSHAKES_FAILED),
       feedRssMb: round(rssMb(feed.pid)),
       load1: load(),
     });
@@ -278,7 +288,8 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
     feedCpuToReadySeconds: round(cpuAtReady / 1e6, 2),
     feedCpuReadyToConvergedSeconds: round((cpuMicros(next.pid) - cpuAtReady) / 1e6, 2),
     pollerCpuSeconds: round((fleet.cpuMicros() - pollerCpu) / 1e6, 2),
-    clientsDropped: await next.metric('feed_clients_dropped_total{server="channel",reason="write_timeout"}'),
+    clientsDropped: await next.metric(...WRITE_TIMEOUTS),
+    handshakesFailed: await next.metric(...HANDSHAKES_FAILED),
     feedRssMb: round(rssMb(next.pid)),
     target: `ready → every poller < ${TARGETS.restartSeconds} s: ${met(end.holding === c.pollers && fromReady < TARGETS.restartSeconds)}`,
     load1: load(),

@@ -70,11 +70,18 @@ export class FeedProcess {
     return this.child.pid ?? 0;
   }
 
-  /** One series of the feed's /metrics (0 when absent): `name` with its `{labels}` as printed. */
-  async metric(series: string): Promise<number> {
+  /**
+   * One series of the feed's /metrics, by name and labels in any order (0 when absent, as an
+   * unset counter is).
+   */
+  async metric(name: string, labels: Record<string, string>): Promise<number> {
     const text = await (await fetch(`http://127.0.0.1:${OPERATOR_PORT}/metrics`)).text();
-    const line = text.split("\n").find((l) => l.startsWith(`${series} `));
-    return line ? Number(line.slice(series.length + 1)) : 0;
+    const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(",");
+    for (const line of text.split("\n")) {
+      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+      if (m && m[1] === name && (m[2] ?? "").split(",").filter(Boolean).sort().join(",") === want) return Number(m[3]);
+    }
+    return 0;
   }
 
   async stop(): Promise<void> {

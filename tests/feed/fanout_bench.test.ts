@@ -99,6 +99,7 @@ describe("fan-out bench", () => {
     assert.ok(Math.abs(r.stopToEveryPollerSeconds - r.stopToReadySeconds - r.readyToEveryPollerSeconds) < 0.05, JSON.stringify(r));
     assert.ok(r.failures >= 50, "every poller lost its held poll when the feed stopped");
     assert.ok(r.bytesSent > 0 && r.bytesPerPoller === Math.round(r.bytesSent / 50));
+    for (const f of [cold, r]) assert.ok(f.clientsDropped >= 0 && f.handshakesFailed >= 0, "the feed's own counts were read");
     assert.equal(r.target, `ready → every poller < 10 s: ${r.readyToEveryPollerSeconds < 10 ? "met" : "missed"}`);
   });
 });
