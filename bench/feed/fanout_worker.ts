@@ -87,6 +87,9 @@ function reach(epoch: number, versions: number[], after: number): ReachAnswer {
   return { latest: latest.map((t, i) => (missing[i] > 0 ? null : t)), missing };
 }
 
+// The driver gone (killed, crashed): so are its pollers.
+process.on("disconnect", () => process.exit(0));
+
 process.on("message", (message: { id: number; question: WorkerQuestion }) => {
   const { id, question: q } = message;
   let answer: unknown = null;
