@@ -211,6 +211,8 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const versions = [...new Set(carried.filter((x) => x !== undefined).map((x) => x.version))].sort((a, b) => a - b);
   const reach = await fleet.reach(epoch, versions, t0);
   const byVersion = new Map(versions.map((v, i) => [v, reach.latest[i]]));
+  const byVersionModelled = new Map(versions.map((v, i) => [v, reach.latestModelled[i]]));
+  const modelled: number[] = [];
   const every: number[] = [];
   const fromAck: number[] = [];
   const first: number[] = [];
@@ -221,6 +223,8 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     if (ackedAt[i] > 0) api.push(ackedAt[i] - writtenAt[i]);
     if (!x) return void notCarried++;
     first.push(x.at - writtenAt[i]);
+    const m = byVersionModelled.get(x.version);
+    if (m !== null && m !== undefined) modelled.push(m - writtenAt[i]);
     const t = byVersion.get(x.version);
     if (t === null || t === undefined) notEveryPoller++;
     else {
@@ -245,6 +249,9 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     apiWriteP99Ms: round(percentile(api, 99)),
     fromAckP50Ms: round(percentile(fromAck, 50)),
     fromAckP99Ms: round(percentile(fromAck, 99)),
+    modelledPollers: reach.modelled,
+    modelledP50Ms: round(percentile(modelled, 50)),
+    modelledP99Ms: round(percentile(modelled, 99)),
     firstPollerP50Ms: round(percentile(first, 50)),
     firstPollerP99Ms: round(percentile(first, 99)),
     superseded,

@@ -77,12 +77,19 @@ export class PollerFleet {
     return { holding: all.reduce((s, a) => s + a.holding, 0), latest: Math.max(0, ...all.map((a) => a.latest)) };
   }
 
-  /** Per ascending version of `epoch`: when the last poller first held it (null while one has not), and how many have not. */
+  /**
+   * Per ascending version of `epoch`: when the last poller first held it (null while one has
+   * not), and how many have not; the same over the pollers holding a model of `epoch` at `after`.
+   */
   async reach(epoch: number, versions: number[], after: number): Promise<ReachAnswer> {
     const all = await Promise.all(this.workers.map((w) => w.ask<ReachAnswer>({ type: "reach", epoch, versions, after })));
+    const latest = (pick: (a: ReachAnswer) => Array<number | null>) =>
+      versions.map((_, i) => (all.some((a) => pick(a)[i] === null) ? null : Math.max(...all.map((a) => pick(a)[i] as number))));
     return {
-      latest: versions.map((_, i) => (all.some((a) => a.latest[i] === null) ? null : Math.max(...all.map((a) => a.latest[i] as number)))),
+      latest: latest((a) => a.latest),
       missing: versions.map((_, i) => all.reduce((s, a) => s + a.missing[i], 0)),
+      modelled: all.reduce((s, a) => s + a.modelled, 0),
+      latestModelled: latest((a) => a.latestModelled),
     };
   }
 

@@ -87,6 +87,12 @@ export class Poller {
     return undefined;
   }
 
+  /** Whether this poller held a model of `epoch` at `t` (an answer of that epoch taken by then). */
+  heldEpochBy(epoch: number, t: number): boolean {
+    for (let i = 0; i < this.answerCount && this.answers[3 * i] <= t; i++) if (this.answers[3 * i + 1] === epoch) return true;
+    return false;
+  }
+
   /**
    * For ascending `versions` of one epoch: the first time at or after `after` this poller held
    * each (undefined where it never did). One pass: within an epoch versions only grow.

@@ -8,7 +8,8 @@
 //   holding    how many pollers hold (epoch, version) in an answer taken at or after `after`,
 //              and when the last of them first did
 //   reach      for ascending versions of one epoch: per version, when the last poller of this
-//              process first held it (undefined while one has not) and how many have not
+//              process first held it (null while one has not) and how many have not; the same
+//              over the pollers that already held a model of that epoch at `after`
 //   stop       stop every poller and exit
 import { readFileSync } from "node:fs";
 import { createSecureContext } from "node:tls";
@@ -43,6 +44,9 @@ export interface HoldingAnswer {
 export interface ReachAnswer {
   latest: Array<number | null>;
   missing: number[];
+  /** The same over the pollers that held a model of the epoch at `after` (`modelled` of them). */
+  modelled: number;
+  latestModelled: Array<number | null>;
 }
 
 let pollers: Poller[] = [];
@@ -75,16 +79,19 @@ function holding(epoch: number, version: number, after: number): HoldingAnswer {
 }
 
 function reach(epoch: number, versions: number[], after: number): ReachAnswer {
-  const latest: Array<number | null> = versions.map(() => 0);
-  const missing = versions.map(() => 0);
-  for (const p of pollers) {
-    const each = p.firstHoldingEach(epoch, versions, after);
-    each.forEach((t, i) => {
-      if (t === undefined) missing[i]++;
-      else if (latest[i] !== null) latest[i] = Math.max(latest[i] as number, t);
-    });
-  }
-  return { latest: latest.map((t, i) => (missing[i] > 0 ? null : t)), missing };
+  const last = (among: Poller[]) => {
+    const latest = versions.map(() => 0);
+    const missing = versions.map(() => 0);
+    for (const p of among) {
+      p.firstHoldingEach(epoch, versions, after).forEach((t, i) => {
+        if (t === undefined) missing[i]++;
+        else latest[i] = Math.max(latest[i], t);
+      });
+    }
+    return { latest: latest.map((t, i) => (missing[i] > 0 ? null : t)), missing };
+  };
+  const modelled = pollers.filter((p) => p.heldEpochBy(epoch, after));
+  return { ...last(pollers), modelled: modelled.length, latestModelled: last(modelled).latest };
 }
 
 // The driver gone (killed, crashed): so are its pollers.

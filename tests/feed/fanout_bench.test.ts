@@ -90,6 +90,8 @@ describe("fan-out bench", () => {
     assert.ok(p.firstPollerP50Ms > 0 && p.firstPollerP50Ms <= p.firstPollerP99Ms);
     assert.ok(0 < p.apiWriteP50Ms && p.apiWriteP50Ms <= p.apiWriteP99Ms);
     assert.ok(p.fromAckP99Ms <= p.p99Ms, "from the write's answer is never longer than from its start");
+    assert.equal(p.modelledPollers, 50, "every poller held the model when the churn began");
+    assert.equal(p.modelledP99Ms, p.p99Ms, "over all pollers and over those with a model: the same pollers, the same figure");
     assert.ok(p.bytesPerSecond > 0 && p.answersPerSecond > 0 && p.feedCores > 0);
     assert.equal(p.target, `p99 < 1000 ms: ${p.p99Ms < 1000 ? "met" : "missed"}`);
 
