@@ -71,14 +71,19 @@ function diff(a: PollerCounters, b: PollerCounters): PollerCounters {
   return Object.fromEntries(Object.keys(a).map((k) => [k, b[k as keyof PollerCounters] - a[k as keyof PollerCounters]])) as unknown as PollerCounters;
 }
 
-/** Waits until every poller holds the observer's position from an answer taken at or after `after`; the time the last one did (ms, now() clock). */
-async function converged(fleet: PollerFleet, observer: ChurnObserver, pollers: number, after: number, timeoutMs: number): Promise<{ at: number; holding: number }> {
+/**
+ * Waits until every poller holds the feed's current position (its own metrics say which, so no
+ * poller, not even the observer, has to get a full message first) from an answer taken at or
+ * after `after`; the time the last one did (ms, now() clock), NaN past `timeoutMs`.
+ */
+async function converged(fleet: PollerFleet, feed: FeedProcess, pollers: number, after: number, timeoutMs: number): Promise<{ at: number; holding: number }> {
   const started = performance.now();
   let said = started;
   for (;;) {
-    const { epoch, version } = observer.at;
+    const { epoch, version } = await feed.position();
     const h = epoch === 0 ? { holding: 0, latest: 0 } : await fleet.holding(epoch, version, after);
-    if (h.holding === pollers && epoch === observer.at.epoch && version === observer.at.version) return { at: h.latest, holding: h.holding };
+    const still = await feed.position();
+    if (h.holding === pollers && epoch === still.epoch && version === still.version) return { at: h.latest, holding: h.holding };
     if (performance.now() - started > timeoutMs) return { at: NaN, holding: h.holding };
     if (performance.now() - said > 15_000) {
       say(`${h.holding} of ${pollers} pollers hold ${epoch}/${version}`);
@@ -125,7 +130,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
     // From the pollers' start (their processes are up), spread over `spreadSeconds`.
     const pollersStarted = now();
     const feedCpuAtStart = cpuMicros(feed.pid);
-    const cold = await converged(fleet, observer, c.pollers, 0, 10 * 60_000);
+    const cold = await converged(fleet, feed, c.pollers, 0, 10 * 60_000);
     const k = await fleet.counters();
     emit({
       figure: "fanout_cold",
@@ -146,7 +151,9 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
       load1: load(),
     });
     await churn(c, base, feed, fleet, observer, writer);
-    await restart(c, base, feed, fleet, observer, config, log).then((f) => (feed = f));
+    // The restart is the pollers' alone (the observer would be one more full message).
+    await observer.stop();
+    await restart(c, base, feed, fleet, config, log, (next) => (feed = next));
   } finally {
     await observer?.stop();
     await fleet?.stop();
@@ -170,7 +177,7 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const before = await fleet.counters();
   const feedCpu = cpuMicros(feed.pid);
   const pollerCpu = fleet.cpuMicros();
-  const epoch = observer.at.epoch;
+  const { epoch } = await feed.position();
   const t0 = now();
   const inFlight = new Set<Promise<void>>();
   let failed = 0;
@@ -190,11 +197,11 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   }
   await Promise.all(inFlight);
   const writeSeconds = (now() - t0) / 1000;
-  // The last write of every churn pod carried (as the observer saw it), then every poller at the observer's version.
+  // The last write of every churn pod carried (as the observer saw it), then every poller at the feed's version.
   const lastWrites = Array.from({ length: Math.min(writes, churnPods) }, (_, k) => churnPods + writes - 1 - k);
   const seenBy = performance.now();
   while (!lastWrites.every((w) => observer.carried.has(churnIp(w))) && performance.now() - seenBy < 60_000) await sleep(100);
-  const end = await converged(fleet, observer, c.pollers, t0, 120_000);
+  const end = await converged(fleet, feed, c.pollers, t0, 120_000);
   const wall = ((Number.isNaN(end.at) ? now() : end.at) - t0) / 1000;
   const cpuSeconds = (cpuMicros(feed.pid) - feedCpu) / 1e6;
   const pollerCpuSeconds = (fleet.cpuMicros() - pollerCpu) / 1e6;
@@ -269,21 +276,20 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
 }
 
 /** The feed stopped and started again; → every poller holding the restarted feed's version. */
-async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, observer: ChurnObserver, config: string, log: string): Promise<FeedProcess> {
+async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, config: string, log: string, started: (next: FeedProcess) => void): Promise<void> {
   const before = await fleet.counters();
   const pollerCpu = fleet.cpuMicros();
-  const oldEpoch = observer.at.epoch;
   const stoppedAt = now();
   const stoppedPerf = performance.now();
   say("restart: stopping the feed");
   await feed.stop();
   const next = await FeedProcess.start(config, log, 30 * 60_000);
+  started(next);
   const readySeconds = (next.readyAt - stoppedPerf) / 1000;
   const readyAt = stoppedAt + (next.readyAt - stoppedPerf);
   const cpuAtReady = cpuMicros(next.pid);
   say(`restart: ready after ${round(readySeconds)} s`);
-  await observer.newEpoch(oldEpoch, 120_000);
-  const end = await converged(fleet, observer, c.pollers, stoppedAt, 10 * 60_000);
+  const end = await converged(fleet, next, c.pollers, stoppedAt, 10 * 60_000);
   const after = diff(before, await fleet.counters());
   const fromReady = (end.at - readyAt) / 1000;
   emit({
@@ -307,7 +313,6 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
     target: `ready → every poller < ${TARGETS.restartSeconds} s: ${met(end.holding === c.pollers && fromReady < TARGETS.restartSeconds)}`,
     load1: load(),
   });
-  return next;
 }
 
 export const QUICK: FanoutCase[] = [{ pods: 10_000, pollers: 200, base: "apiserver", rate: 100, churnSeconds: 10 }];

@@ -84,6 +84,11 @@ export class FeedProcess {
     return 0;
   }
 
+  /** The feed's current epoch and version of the target (0/0 before its first version). */
+  async position(): Promise<{ epoch: number; version: number }> {
+    return { epoch: await this.metric("feed_delta_epoch", {}), version: await this.metric("feed_delta_version", { target: TARGET }) };
+  }
+
   async stop(): Promise<void> {
     if (this.child.exitCode !== null) return;
     const gone = new Promise((done) => this.child.once("exit", done));

@@ -24,14 +24,17 @@ class Worker {
       this.pending.delete(m.id);
       p?.done(m.answer);
     });
-    this.child.on("exit", (code) => {
-      for (const p of this.pending.values()) p.fail(new Error(`poller process exited (${code})`));
+    const gone = (why: string) => {
+      for (const p of this.pending.values()) p.fail(new Error(`poller process ${why}`));
       this.pending.clear();
-    });
+    };
+    this.child.on("exit", (code) => gone(`exited (${code})`));
+    this.child.on("error", (e) => gone(`unreachable: ${e.message}`));
   }
 
   ask<T>(question: WorkerQuestion): Promise<T> {
     const id = this.next++;
+    if (!this.child.connected) return Promise.reject(new Error(`poller process gone (${this.child.exitCode})`));
     return new Promise((done, fail) => {
       this.pending.set(id, { done: done as (a: unknown) => void, fail });
       this.child.send({ id, question });

@@ -1,8 +1,7 @@
 // One more poller, in the driver, that decodes the records of every delta it gets: it names
 // the version that first carried each churn write (the write's new pod address, churnIp(w), is
-// unique to it), and tells the driver the feed's current epoch and version. It polls as the
-// fleet's pollers do but retries every 100 ms (not the filters' backoff), so that it is the
-// first to know where a restarted feed is. Coalescing can only make it name a later version
+// unique to it). It polls as the fleet's pollers do but retries every 100 ms (not the
+// filters' backoff). Coalescing can only make it name a later version
 // than the first that carried a write, never an earlier one: propagation is never understated.
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
@@ -40,16 +39,6 @@ export class ChurnObserver {
     this.stopped = true;
     this.agent.destroy();
     await this.done;
-  }
-
-  /** Resolves once the observer holds a version of an epoch other than `epoch`. */
-  async newEpoch(epoch: number, timeoutMs: number): Promise<Position> {
-    const started = performance.now();
-    while (this.at.epoch === epoch || this.at.epoch === 0) {
-      if (performance.now() - started > timeoutMs) throw new Error(`no new epoch within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return this.at;
   }
 
   private async loop(): Promise<void> {
