@@ -11,7 +11,7 @@
 // Each figure carries the load average (the machine is shared) and met/missed for its target.
 // Run inside the bench's network namespace:
 //   bash scripts/in-netns.sh node --import tsx bench/feed/fanout.ts [--quick]
-//   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N] [--spread=S]
+//   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N] [--spread=S] [--restart-wait=S]
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -46,6 +46,8 @@ export interface FanoutCase {
    * write timeout (README, measured): there the bench starts them as a rollout would, over minutes.
    */
   spreadSeconds?: number;
+  /** How long to wait for every poller after the restarted feed is ready (default 600 s). */
+  restartWaitSeconds?: number;
 }
 
 /** The issue's targets. */
@@ -289,7 +291,7 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
   const readyAt = stoppedAt + (next.readyAt - stoppedPerf);
   const cpuAtReady = cpuMicros(next.pid);
   say(`restart: ready after ${round(readySeconds)} s`);
-  const end = await converged(fleet, next, c.pollers, stoppedAt, 10 * 60_000);
+  const end = await converged(fleet, next, c.pollers, stoppedAt, (c.restartWaitSeconds ?? 600) * 1000);
   const after = diff(before, await fleet.counters());
   const fromReady = (end.at - readyAt) / 1000;
   emit({
@@ -326,9 +328,9 @@ export async function fanoutBench({ quick }: { quick: boolean }): Promise<void> 
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" } } });
+  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" } } });
   if (values.pods) {
     const base = values.base === "files" ? "files" : values.base === "apiserver" ? "apiserver" : Number(values.pods) > 10_000 ? "files" : "apiserver";
-    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2) });
+    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600) });
   } else await fanoutBench({ quick: values.quick === true });
 }
