@@ -320,7 +320,7 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
 export const QUICK: FanoutCase[] = [{ pods: 10_000, pollers: 200, base: "apiserver", rate: 100, churnSeconds: 10 }];
 export const FULL: FanoutCase[] = [
   { pods: 10_000, pollers: 2000, base: "apiserver", rate: 100, churnSeconds: 30 },
-  { pods: 100_000, pollers: 2000, base: "files", rate: 100, churnSeconds: 30, spreadSeconds: 240 },
+  { pods: 100_000, pollers: 2000, base: "files", rate: 100, churnSeconds: 30, spreadSeconds: 480 },
 ];
 
 export async function fanoutBench({ quick }: { quick: boolean }): Promise<void> {
