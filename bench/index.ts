@@ -10,6 +10,7 @@ import { runtimeOverhead } from "./runtime_overhead.js";
 import { scaleBench } from "./scale/index.js";
 import { envoyBench } from "./envoy/index.js";
 import { feedBench } from "./feed/run.js";
+import { fanoutBench } from "./feed/fanout.js";
 import { SUBJECTS } from "./scale/subjects.js";
 
 const quick = process.argv.includes("--quick");
@@ -31,5 +32,7 @@ await scaleBench({ quick });
 await envoyBench({ quick });
 // The mesh feed against a real API server and Envoy (bench/feed/README.md).
 await feedBench({ quick });
+// Thousands of long pollers against the feed: restart convergence, propagation under churn.
+await fanoutBench({ quick });
 emit({ figure: "run_end", seconds: Math.round((performance.now() - began) / 1000) });
 await renderReport();

@@ -1,0 +1,336 @@
+// Fan-out at scale: thousands of pollers (fanout_poller.ts: the filters' feed client without
+// the filter, real long polls over the feed's mutual-TLS channel, in a few worker processes)
+// against the real feed process, its mesh in a real kube-apiserver (or the N static pods in the
+// feed's file source, fanout_mesh.ts) and every measured change an API write. Per case:
+//   fanout_cold         feed ready → every poller holds the feed's version (first full messages)
+//   fanout_propagation  `rate` pod changes per second for `churnSeconds`: API write → every
+//                       poller holds a version carrying it, p50 / p99 / max; feed CPU, bytes
+//   fanout_restart      the feed stopped (SIGTERM) and started again: stop → ready, and → every
+//                       poller holds the restarted feed's version; bytes sent, full messages,
+//                       feed CPU, clients the feed dropped
+// Each figure carries the load average (the machine is shared) and met/missed for its target.
+// Run inside the bench's network namespace:
+//   bash scripts/in-netns.sh node --import tsx bench/feed/fanout.ts [--quick]
+//   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N] [--spread=S] [--restart-wait=S]
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { emit } from "../emit.js";
+import { cpuMicros, rssMb } from "../envoy/proc.js";
+import { startKubeCluster } from "../../tests/support/kube.js";
+import { REPO_ROOT } from "../../tests/support/paths.js";
+import { FEED_IDENTITY, feedChannelFiles, meshCert } from "../../tests/support/feed_tls.js";
+import { writeDemoCerts } from "../../scripts/demo-certs.js";
+import { BulkWriter } from "./writer.js";
+import { PollerFleet } from "./fanout_fleet.js";
+import { ChurnObserver } from "./fanout_observer.js";
+import { FeedProcess, TARGET, writeFeedConfig, type FeedCluster } from "./fanout_feed.js";
+import { churnIp, churnPod, CHURN_NAMESPACE, createChurnPods, populateApiserver, writeMeshFiles } from "./fanout_mesh.js";
+import { now } from "./fanout_poller.js";
+import type { PollerCounters } from "./fanout_poller.js";
+
+export interface FanoutCase {
+  pods: number;
+  pollers: number;
+  /** Where the N static pods live (the churned pods are always in the API server). */
+  base: "apiserver" | "files";
+  /** Pod changes per second (API writes) and for how long. */
+  rate: number;
+  churnSeconds: number;
+  /** Pods the churn writes cycle through (default 1,000: at 100 writes/s each is written every 10 s). */
+  churnPods?: number;
+  /**
+   * The pollers' first polls spread over this many seconds (default 2: sidecars starting
+   * together). At 100k pods a full message each at once is more than the feed delivers within its
+   * write timeout (README, measured): there the bench starts them as a rollout would, over minutes.
+   */
+  spreadSeconds?: number;
+  /** How long to wait for every poller after the restarted feed is ready (default 600 s). */
+  restartWaitSeconds?: number;
+}
+
+/** The issue's targets. */
+export const TARGETS = { restartSeconds: 10, propagationP99Ms: 1000 };
+const WAIT_SECONDS = 25;
+const POLLERS_PER_PROCESS = 500;
+/** The feed's counts of clients it dropped for not taking an answer in time, and of failed TLS handshakes (feed/docs/server-limits.md). */
+const WRITE_TIMEOUTS = ["feed_clients_dropped_total", { server: "channel", reason: "write_timeout" }] as const;
+const HANDSHAKES_FAILED = ["feed_channel_refused_total", { reason: "handshake" }] as const;
+
+const load = () => +loadavg()[0].toFixed(2);
+const say = (line: string) => console.error(`${new Date().toISOString()} fanout: ${line}`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const round = (v: number, digits = 1) => +v.toFixed(digits);
+const met = (ok: boolean) => (ok ? "met" : "missed");
+
+function percentile(values: number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+function diff(a: PollerCounters, b: PollerCounters): PollerCounters {
+  return Object.fromEntries(Object.keys(a).map((k) => [k, b[k as keyof PollerCounters] - a[k as keyof PollerCounters]])) as unknown as PollerCounters;
+}
+
+/**
+ * Waits until every poller holds the feed's current position (its own metrics say which, so no
+ * poller, not even the observer, has to get a full message first) from an answer taken at or
+ * after `after`; the time the last one did (ms, now() clock), NaN past `timeoutMs`.
+ */
+async function converged(fleet: PollerFleet, feed: FeedProcess, pollers: number, after: number, timeoutMs: number): Promise<{ at: number; holding: number }> {
+  const started = performance.now();
+  let said = started;
+  for (;;) {
+    const { epoch, version } = await feed.position();
+    const h = epoch === 0 ? { holding: 0, latest: 0 } : await fleet.holding(epoch, version, after);
+    const still = await feed.position();
+    if (h.holding === pollers && epoch === still.epoch && version === still.version) return { at: h.latest, holding: h.holding };
+    if (performance.now() - started > timeoutMs) return { at: NaN, holding: h.holding };
+    if (performance.now() - said > 15_000) {
+      say(`${h.holding} of ${pollers} pollers hold ${epoch}/${version}`);
+      said = performance.now();
+    }
+    await sleep(250);
+  }
+}
+
+export async function fanoutCase(c: FanoutCase): Promise<void> {
+  await writeDemoCerts();
+  mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
+  const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-fanout-"));
+  const base = { pods: c.pods, pollers: c.pollers, base: c.base };
+  say(`${c.pods} pods (${c.base}), ${c.pollers} pollers; load ${load()}`);
+  const cluster = await startKubeCluster({ name: `bench-fanout-${c.pods}`, apiserverArgs: ["--max-requests-inflight=800", "--max-mutating-requests-inflight=400"] });
+  const writer = await BulkWriter.forCluster(cluster, 64);
+  let feed: FeedProcess | undefined;
+  let fleet: PollerFleet | undefined;
+  let observer: ChurnObserver | undefined;
+  try {
+    const clusters: FeedCluster[] = [{ id: "cluster1", kubeconfig: cluster.kubeconfigPath }];
+    const seconds = c.base === "files" ? writeMeshFiles(join(dir, "mesh"), c.pods) : await populateApiserver(cluster, writer, c.pods);
+    if (c.base === "files") clusters.push({ id: "static", files: join(dir, "mesh") });
+    await createChurnPods(cluster, writer, c.churnPods ?? 1000);
+    emit({ figure: "fanout_populate", ...base, seconds: round(seconds), podsPerSecond: Math.round(c.pods / seconds), load1: load() });
+    const config = writeFeedConfig(dir, clusters);
+    const log = join(dir, "feed.log");
+    feed = await FeedProcess.start(config, log, 30 * 60_000);
+    say(`feed ready in ${round((feed.readyAt - feed.spawnedAt) / 1000)} s; starting the pollers`);
+    observer = new ChurnObserver(feed.channel, TARGET, (a) => a.startsWith("172."));
+    const id = meshCert("sidecar");
+    fleet = await PollerFleet.start(Math.max(1, Math.ceil(c.pollers / POLLERS_PER_PROCESS)), {
+      channel: feed.channel,
+      target: TARGET,
+      pollers: c.pollers,
+      waitSeconds: WAIT_SECONDS,
+      spreadMs: (c.spreadSeconds ?? 2) * 1000,
+      certFile: id.certPath,
+      keyFile: id.keyPath,
+      caFile: feedChannelFiles().caFile,
+      feedIdentity: FEED_IDENTITY,
+    });
+    // From the pollers' start (their processes are up), spread over `spreadSeconds`.
+    const pollersStarted = now();
+    const feedCpuAtStart = cpuMicros(feed.pid);
+    const cold = await converged(fleet, feed, c.pollers, 0, 10 * 60_000);
+    const k = await fleet.counters();
+    emit({
+      figure: "fanout_cold",
+      ...base,
+      feedStartSeconds: round((feed.readyAt - feed.spawnedAt) / 1000, 2),
+      spreadSeconds: c.spreadSeconds ?? 2,
+      seconds: round((cold.at - pollersStarted) / 1000, 2),
+      holding: cold.holding,
+      fullMessages: k.full,
+      fullMessageBytes: k.full ? Math.round(k.fullBytes / k.full) : 0,
+      bytesSent: k.bytes,
+      failures: k.unavailable + k.refused,
+      feedCpuSeconds: round((cpuMicros(feed.pid) - feedCpuAtStart) / 1e6, 2),
+      pollerCpuSeconds: round(fleet.cpuMicros() / 1e6, 2),
+      clientsDropped: await feed.metric(...WRITE_TIMEOUTS),
+      handshakesFailed: await feed.metric(...HANDSHAKES_FAILED),
+      feedRssMb: round(rssMb(feed.pid)),
+      load1: load(),
+    });
+    await churn(c, base, feed, fleet, observer, writer);
+    // The restart is the pollers' alone (the observer would be one more full message).
+    await observer.stop();
+    await restart(c, base, feed, fleet, config, log, (next) => (feed = next));
+  } finally {
+    await observer?.stop();
+    await fleet?.stop();
+    await feed?.stop();
+    writer.close();
+    await cluster.stop();
+  }
+}
+
+/**
+ * `rate` API writes a second, each a churn pod's new address; → every poller holding it. A write
+ * whose address no delta ever carried was overwritten (the same pod written again) before the
+ * feed published it: it is counted `superseded` and timed by the version that carried its
+ * pod's next address (what a poller needs to be past it).
+ */
+async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, observer: ChurnObserver, writer: BulkWriter): Promise<void> {
+  const writes = Math.round(c.rate * c.churnSeconds);
+  const churnPods = c.churnPods ?? 1000;
+  const writtenAt = new Float64Array(writes);
+  const ackedAt = new Float64Array(writes);
+  const before = await fleet.counters();
+  const feedCpu = cpuMicros(feed.pid);
+  const pollerCpu = fleet.cpuMicros();
+  const { epoch } = await feed.position();
+  const t0 = now();
+  const inFlight = new Set<Promise<void>>();
+  let failed = 0;
+  say(`churn: ${writes} writes at ${c.rate}/s`);
+  for (let i = 0; i < writes; i++) {
+    const w = churnPods + i;
+    const due = t0 + (i * 1000) / c.rate;
+    if (due > now()) await sleep(due - now());
+    // A writer that falls behind (the API server is slower than the rate) must not pile up.
+    while (inFlight.size >= 32) await Promise.race(inFlight);
+    writtenAt[i] = now();
+    const p: Promise<void> = writer
+      .setPodStatus(CHURN_NAMESPACE, churnPod(w, churnPods), { podIP: churnIp(w) })
+      .then(() => void (ackedAt[i] = now()), () => void failed++)
+      .finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  }
+  await Promise.all(inFlight);
+  const writeSeconds = (now() - t0) / 1000;
+  // The last write of every churn pod carried (as the observer saw it), then every poller at the feed's version.
+  const lastWrites = Array.from({ length: Math.min(writes, churnPods) }, (_, k) => churnPods + writes - 1 - k);
+  const seenBy = performance.now();
+  while (!lastWrites.every((w) => observer.carried.has(churnIp(w))) && performance.now() - seenBy < 60_000) await sleep(100);
+  const end = await converged(fleet, feed, c.pollers, t0, 120_000);
+  const wall = ((Number.isNaN(end.at) ? now() : end.at) - t0) / 1000;
+  const cpuSeconds = (cpuMicros(feed.pid) - feedCpu) / 1e6;
+  const pollerCpuSeconds = (fleet.cpuMicros() - pollerCpu) / 1e6;
+  const during = diff(before, await fleet.counters());
+  // Each write's carrying version: its own, else its pod's next write's (superseded).
+  const carried: Array<{ version: number; at: number } | undefined> = new Array(writes).fill(undefined);
+  let superseded = 0;
+  for (let i = writes - 1; i >= 0; i--) {
+    const own = observer.carried.get(churnIp(churnPods + i));
+    const next = i + churnPods < writes ? carried[i + churnPods] : undefined;
+    if (!own && next) superseded++;
+    carried[i] = own ?? next;
+  }
+  const versions = [...new Set(carried.filter((x) => x !== undefined).map((x) => x.version))].sort((a, b) => a - b);
+  const reach = await fleet.reach(epoch, versions, t0);
+  const byVersion = new Map(versions.map((v, i) => [v, reach.latest[i]]));
+  const byVersionModelled = new Map(versions.map((v, i) => [v, reach.latestModelled[i]]));
+  const modelled: number[] = [];
+  const every: number[] = [];
+  const fromAck: number[] = [];
+  const first: number[] = [];
+  const api: number[] = [];
+  let notCarried = 0;
+  let notEveryPoller = 0;
+  carried.forEach((x, i) => {
+    if (ackedAt[i] > 0) api.push(ackedAt[i] - writtenAt[i]);
+    if (!x) return void notCarried++;
+    first.push(x.at - writtenAt[i]);
+    const m = byVersionModelled.get(x.version);
+    if (m !== null && m !== undefined) modelled.push(m - writtenAt[i]);
+    const t = byVersion.get(x.version);
+    if (t === null || t === undefined) notEveryPoller++;
+    else {
+      every.push(t - writtenAt[i]);
+      if (ackedAt[i] > 0) fromAck.push(t - ackedAt[i]);
+    }
+  });
+  const p99 = percentile(every, 99);
+  emit({
+    figure: "fanout_propagation",
+    ...base,
+    rate: c.rate,
+    achievedRate: round(writes / writeSeconds),
+    writes,
+    writeErrors: failed,
+    churnPods: churnPods,
+    versions: versions.length,
+    p50Ms: round(percentile(every, 50)),
+    p99Ms: round(p99),
+    maxMs: round(Math.max(...every)),
+    apiWriteP50Ms: round(percentile(api, 50)),
+    apiWriteP99Ms: round(percentile(api, 99)),
+    fromAckP50Ms: round(percentile(fromAck, 50)),
+    fromAckP99Ms: round(percentile(fromAck, 99)),
+    modelledPollers: reach.modelled,
+    modelledP50Ms: round(percentile(modelled, 50)),
+    modelledP99Ms: round(percentile(modelled, 99)),
+    firstPollerP50Ms: round(percentile(first, 50)),
+    firstPollerP99Ms: round(percentile(first, 99)),
+    superseded,
+    notCarried,
+    notEveryPoller,
+    feedCores: round(cpuSeconds / wall, 2),
+    pollerCores: round(pollerCpuSeconds / wall, 2),
+    answersPerSecond: Math.round((during.delta + during.noChange + during.full) / wall),
+    bytesPerSecond: Math.round(during.bytes / wall),
+    fullMessages: during.full,
+    failures: during.unavailable + during.refused,
+    target: `p99 < ${TARGETS.propagationP99Ms} ms: ${met(every.length > 0 && notCarried + notEveryPoller === 0 && p99 < TARGETS.propagationP99Ms)}`,
+    load1: load(),
+  });
+}
+
+/** The feed stopped and started again; → every poller holding the restarted feed's version. */
+async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, config: string, log: string, started: (next: FeedProcess) => void): Promise<void> {
+  const before = await fleet.counters();
+  const pollerCpu = fleet.cpuMicros();
+  const stoppedAt = now();
+  const stoppedPerf = performance.now();
+  say("restart: stopping the feed");
+  await feed.stop();
+  const next = await FeedProcess.start(config, log, 30 * 60_000);
+  started(next);
+  const readySeconds = (next.readyAt - stoppedPerf) / 1000;
+  const readyAt = stoppedAt + (next.readyAt - stoppedPerf);
+  const cpuAtReady = cpuMicros(next.pid);
+  say(`restart: ready after ${round(readySeconds)} s`);
+  const end = await converged(fleet, next, c.pollers, stoppedAt, (c.restartWaitSeconds ?? 600) * 1000);
+  const after = diff(before, await fleet.counters());
+  const fromReady = (end.at - readyAt) / 1000;
+  emit({
+    figure: "fanout_restart",
+    ...base,
+    stopToReadySeconds: round(readySeconds, 2),
+    readyToEveryPollerSeconds: round(fromReady, 2),
+    stopToEveryPollerSeconds: round((end.at - stoppedAt) / 1000, 2),
+    holding: end.holding,
+    fullMessages: after.full,
+    noChange: after.noChange,
+    bytesSent: after.bytes,
+    bytesPerPoller: Math.round(after.bytes / c.pollers),
+    failures: after.unavailable + after.refused,
+    feedCpuToReadySeconds: round(cpuAtReady / 1e6, 2),
+    feedCpuReadyToConvergedSeconds: round((cpuMicros(next.pid) - cpuAtReady) / 1e6, 2),
+    pollerCpuSeconds: round((fleet.cpuMicros() - pollerCpu) / 1e6, 2),
+    clientsDropped: await next.metric(...WRITE_TIMEOUTS),
+    handshakesFailed: await next.metric(...HANDSHAKES_FAILED),
+    feedRssMb: round(rssMb(next.pid)),
+    target: `ready → every poller < ${TARGETS.restartSeconds} s: ${met(end.holding === c.pollers && fromReady < TARGETS.restartSeconds)}`,
+    load1: load(),
+  });
+}
+
+export const QUICK: FanoutCase[] = [{ pods: 10_000, pollers: 200, base: "apiserver", rate: 100, churnSeconds: 10 }];
+export const FULL: FanoutCase[] = [
+  { pods: 10_000, pollers: 2000, base: "apiserver", rate: 100, churnSeconds: 30 },
+  { pods: 100_000, pollers: 2000, base: "files", rate: 100, churnSeconds: 30, spreadSeconds: 480 },
+];
+
+export async function fanoutBench({ quick }: { quick: boolean }): Promise<void> {
+  for (const c of quick ? QUICK : FULL) await fanoutCase(c);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" } } });
+  if (values.pods) {
+    const base = values.base === "files" ? "files" : values.base === "apiserver" ? "apiserver" : Number(values.pods) > 10_000 ? "files" : "apiserver";
+    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600) });
+  } else await fanoutBench({ quick: values.quick === true });
+}

@@ -1,0 +1,100 @@
+// The feed as the fan-out bench runs it: its own process (feed/src/main.ts), one target
+// (`mesh`, passthrough_mtls) served only on the mutual-TLS channel (no file or WasmPlugin
+// delivery: no JSON render per change), the demo sidecar as its reader. One departure from the
+// defaults, because every bench poller presents the same identity where a real mesh's sidecars
+// present one per service account: the per-caller connection cap is the total cap.
+import { spawn, type ChildProcess } from "node:child_process";
+import { openSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { REPO_ROOT } from "../../tests/support/paths.js";
+import { feedChannelFiles, SIDECAR_PRINCIPAL } from "../../tests/support/feed_tls.js";
+
+export const CHANNEL_PORT = 19443;
+const OPERATOR_PORT = 19090;
+const HEALTH_PORT = 19091;
+export const TARGET = "mesh";
+const MAX_CONNECTIONS = 10_000;
+
+export interface FeedCluster {
+  id: string;
+  kubeconfig?: string;
+  files?: string;
+}
+
+export function writeFeedConfig(dir: string, clusters: FeedCluster[]): string {
+  const config = {
+    wasmDir: join(REPO_ROOT, "build"),
+    operator: { address: "127.0.0.1", port: OPERATOR_PORT },
+    health: { address: "127.0.0.1", port: HEALTH_PORT },
+    channel: { address: "127.0.0.1", port: CHANNEL_PORT, ...feedChannelFiles(), limits: { maxConnections: MAX_CONNECTIONS, maxConnectionsPerCaller: MAX_CONNECTIONS } },
+    clusters,
+    targets: [{ name: TARGET, filter: "passthrough_mtls", readers: [SIDECAR_PRINCIPAL] }],
+  };
+  const path = join(dir, "feed.yaml");
+  writeFileSync(path, stringify(config));
+  return path;
+}
+
+export class FeedProcess {
+  readonly channel = `https://127.0.0.1:${CHANNEL_PORT}`;
+  private constructor(
+    readonly child: ChildProcess,
+    /** performance.now() when spawned, and when /readyz first said ready. */
+    readonly spawnedAt: number,
+    readonly readyAt: number,
+  ) {}
+
+  /** Spawns the feed and resolves once /readyz answers 200 (its stderr goes to `log`). */
+  static async start(configPath: string, log: string, timeoutMs: number): Promise<FeedProcess> {
+    const spawnedAt = performance.now();
+    const child = spawn(process.execPath, ["--import", "tsx", "feed/src/main.ts", "--config", configPath], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, FEED_LOG_LEVEL: "warn" },
+      stdio: ["ignore", "ignore", openSync(log, "a")],
+    });
+    while (performance.now() - spawnedAt < timeoutMs) {
+      if (child.exitCode !== null) throw new Error(`the feed exited (${child.exitCode}) before it was ready: see ${log}`);
+      try {
+        if ((await fetch(`http://127.0.0.1:${HEALTH_PORT}/readyz`)).status === 200) return new FeedProcess(child, spawnedAt, performance.now());
+      } catch {
+        /* not listening yet */
+      }
+      await new Promise((done) => setTimeout(done, 100));
+    }
+    child.kill("SIGKILL");
+    throw new Error(`the feed was not ready within ${timeoutMs} ms: see ${log}`);
+  }
+
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
+
+  /**
+   * One series of the feed's /metrics, by name and labels in any order (0 when absent, as an
+   * unset counter is).
+   */
+  async metric(name: string, labels: Record<string, string>): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${OPERATOR_PORT}/metrics`)).text();
+    const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(",");
+    for (const line of text.split("\n")) {
+      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+      if (m && m[1] === name && (m[2] ?? "").split(",").filter(Boolean).sort().join(",") === want) return Number(m[3]);
+    }
+    return 0;
+  }
+
+  /** The feed's current epoch and version of the target (0/0 before its first version). */
+  async position(): Promise<{ epoch: number; version: number }> {
+    return { epoch: await this.metric("feed_delta_epoch", {}), version: await this.metric("feed_delta_version", { target: TARGET }) };
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const gone = new Promise((done) => this.child.once("exit", done));
+    this.child.kill("SIGTERM");
+    const kill = setTimeout(() => this.child.kill("SIGKILL"), 5000);
+    await gone;
+    clearTimeout(kill);
+  }
+}

@@ -1,0 +1,190 @@
+// One fan-out poller: a filter VM's feed client without the filter. It polls the feed's channel
+// as assembly/runtime/feed_client.ts does (one call in flight on its own kept-alive mutual-TLS
+// connection, the next poll at once after an answer, a failure retried on a 1 s tick after a
+// backoff of 1 s doubling to 30 s with equal jitter, a no-change answered sooner than 500 ms
+// waited out for a tick, a refused answer followed by a full resync), reads only the header of
+// each answer (fanout_protocol.ts) and counts the rest. Every answer taken is kept as
+// (time, epoch, version) so the bench can say, after the fact, when this poller first held a
+// given version.
+import { Agent, request } from "node:https";
+import type { SecureContext } from "node:tls";
+import { CONTENT_TYPE, HEADER_BYTES, holds, NOTHING, pollPath, readHeader, take, type Position } from "./fanout_protocol.js";
+
+// The filters' feed client's timing (feed_client.ts).
+const TICK_MS = 1000;
+const FIRST_BACKOFF_MS = 1000;
+const MAX_BACKOFF_MS = 30_000;
+const CALL_MARGIN_MS = 5000;
+const MIN_HOLD_MS = 500;
+
+/** Wall-clock milliseconds comparable between processes (the driver's writes, the workers' answers). */
+export function now(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+export interface PollerTls {
+  secureContext: SecureContext;
+  checkServerIdentity: (host: string, cert: { subjectaltname?: string }) => Error | undefined;
+}
+
+export interface PollerCounters {
+  full: number;
+  delta: number;
+  noChange: number;
+  refused: number;
+  unavailable: number;
+  /** Answer bytes (bodies of 200 answers) received. */
+  bytes: number;
+  /** Bytes of full messages among them. */
+  fullBytes: number;
+}
+
+export function zeroCounters(): PollerCounters {
+  return { full: 0, delta: 0, noChange: 0, refused: 0, unavailable: 0, bytes: 0, fullBytes: 0 };
+}
+
+export class Poller {
+  at: Position = NOTHING;
+  readonly counters = zeroCounters();
+  /** Answers taken, flat (time, epoch, version) triples in time order. */
+  private answers = new Float64Array(3 * 64);
+  private answerCount = 0;
+  private resync = false;
+  private backoffMs = 0;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly agent: Agent;
+  /** Each VM ticks on its own phase. */
+  private readonly tickPhase = Math.random() * TICK_MS;
+
+  constructor(
+    private readonly url: URL,
+    private readonly target: string,
+    private readonly waitSeconds: number,
+    tls: PollerTls,
+  ) {
+    this.agent = new Agent({ keepAlive: true, maxSockets: 1, maxFreeSockets: 1, ...tls });
+  }
+
+  /** The first poll after `delayMs` (pollers of one sidecar start together, sidecars do not). */
+  start(delayMs: number): void {
+    this.timer = setTimeout(() => this.poll(), delayMs);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.agent.destroy();
+  }
+
+  /** The first time at or after `after` this poller held (epoch, version), or undefined. */
+  firstHolding(epoch: number, version: number, after: number): number | undefined {
+    const a = this.answers;
+    for (let i = 0; i < this.answerCount; i++) {
+      const t = a[3 * i];
+      if (t >= after && holds({ epoch: a[3 * i + 1], version: a[3 * i + 2] }, epoch, version)) return t;
+    }
+    return undefined;
+  }
+
+  /** Whether this poller held a model of `epoch` at `t` (an answer of that epoch taken by then). */
+  heldEpochBy(epoch: number, t: number): boolean {
+    for (let i = 0; i < this.answerCount && this.answers[3 * i] <= t; i++) if (this.answers[3 * i + 1] === epoch) return true;
+    return false;
+  }
+
+  /**
+   * For ascending `versions` of one epoch: the first time at or after `after` this poller held
+   * each (undefined where it never did). One pass: within an epoch versions only grow.
+   */
+  firstHoldingEach(epoch: number, versions: number[], after: number): Array<number | undefined> {
+    const out: Array<number | undefined> = new Array(versions.length).fill(undefined);
+    const a = this.answers;
+    let v = 0;
+    for (let i = 0; i < this.answerCount && v < versions.length; i++) {
+      const t = a[3 * i];
+      if (t < after) continue;
+      const at = { epoch: a[3 * i + 1], version: a[3 * i + 2] };
+      while (v < versions.length && holds(at, epoch, versions[v])) out[v++] = t;
+    }
+    return out;
+  }
+
+  private record(t: number): void {
+    if (3 * (this.answerCount + 1) > this.answers.length) {
+      const grown = new Float64Array(this.answers.length * 2);
+      grown.set(this.answers);
+      this.answers = grown;
+    }
+    this.answers.set([t, this.at.epoch, this.at.version], 3 * this.answerCount++);
+  }
+
+  private poll(): void {
+    if (this.stopped) return;
+    const sentAt = now();
+    const path = pollPath(this.target, this.resync ? NOTHING : this.at, this.waitSeconds);
+    const req = request({ host: this.url.hostname, port: this.url.port, path, method: "GET", agent: this.agent, headers: { accept: CONTENT_TYPE } });
+    let settled = false;
+    const fail = (refused: boolean) => {
+      if (settled) return;
+      settled = true;
+      this.failed(refused);
+    };
+    req.setTimeout(this.waitSeconds * 1000 + CALL_MARGIN_MS, () => req.destroy(new Error("timeout")));
+    req.on("error", () => fail(false));
+    req.on("response", (res) => {
+      const type = res.headers["content-type"] ?? "";
+      const ok = res.statusCode === 200 && type.toLowerCase().startsWith(CONTENT_TYPE);
+      let head = Buffer.alloc(0);
+      let length = 0;
+      res.on("data", (chunk: Buffer) => {
+        length += chunk.length;
+        if (head.length < HEADER_BYTES) head = Buffer.concat([head, chunk.subarray(0, HEADER_BYTES - head.length)]);
+      });
+      res.on("error", () => fail(false));
+      // The feed gone in the middle of an answer (a restart): a reset, as Envoy reports it.
+      res.on("close", () => (res.complete ? undefined : fail(false)));
+      res.on("end", () => {
+        if (settled) return;
+        if (!ok) return fail(res.statusCode === 200);
+        const header = readHeader(head, length);
+        const next = typeof header === "string" ? header : take(this.at, header);
+        if (typeof next === "string" || typeof header === "string") return fail(true);
+        settled = true;
+        this.counters.bytes += length;
+        if (header.kind === "full") {
+          this.counters.full++;
+          this.counters.fullBytes += length;
+        } else if (header.kind === "delta") this.counters.delta++;
+        else this.counters.noChange++;
+        this.at = next;
+        this.resync = false;
+        this.backoffMs = 0;
+        const t = now();
+        this.record(t);
+        // A no-change that was not held: the next poll waits for a tick (no busy loop).
+        if (header.kind === "no-change" && t < sentAt + MIN_HOLD_MS) this.later(t + TICK_MS);
+        else this.poll();
+      });
+    });
+    req.end();
+  }
+
+  private failed(refused: boolean): void {
+    if (refused) {
+      this.counters.refused++;
+      this.resync = true;
+    } else this.counters.unavailable++;
+    this.backoffMs = this.backoffMs === 0 ? FIRST_BACKOFF_MS : Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
+    // Equal jitter (assembly/runtime/jitter.ts): half fixed, half uniform.
+    const half = this.backoffMs / 2;
+    this.later(now() + half + Math.random() * half);
+  }
+
+  /** The next poll on the first tick at or after `at`. */
+  private later(at: number): void {
+    if (this.stopped) return;
+    const tick = Math.ceil((at - this.tickPhase) / TICK_MS) * TICK_MS + this.tickPhase;
+    this.timer = setTimeout(() => this.poll(), Math.max(0, tick - now()));
+  }
+}
