@@ -10,7 +10,7 @@
 //   feed_populate  how long the API server took to receive the pods of that step
 // Runs inside the bench's network namespace:
 //   bash scripts/in-netns.sh node --import tsx bench/feed/memory.ts [--sizes 10000,100000] [--targets delta,snapshot]
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -23,6 +23,7 @@ import { EcdsPlugin } from "../../tests/support/ecds.js";
 import { REPO_ROOT } from "../../tests/support/paths.js";
 import { feedChannelFiles, SIDECAR_PRINCIPAL } from "../../tests/support/feed_tls.js";
 import { writeDemoCerts } from "../../scripts/demo-certs.js";
+import { sleep, waitReady } from "./ready.js";
 
 export type MemoryTarget = "delta" | "snapshot";
 
@@ -34,23 +35,7 @@ const SETTLE_MS = 20_000;
  */
 const BUNDLE = join(REPO_ROOT, "build", "feed-image", "app", "main.mjs");
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
-async function waitReady(base: string, child: ChildProcess, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`feed exited (${child.exitCode})`);
-    try {
-      if ((await fetch(`${base}/readyz`)).status === 200) return;
-    } catch {
-      /* not listening yet */
-    }
-    await sleep(200);
-  }
-  throw new Error(`feed not ready within ${timeoutMs} ms`);
-}
 
 /** Bundles the feed as its image does (`npm run package:feed`: esbuild, a few seconds), so the figure is the current code's. */
 export function bundleFeed(): void {

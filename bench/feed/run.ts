@@ -30,13 +30,11 @@ import { REPO_ROOT } from "../../tests/support/paths.js";
 import { startTlsPod } from "../../tests/support/pods.js";
 import { exchange } from "../../tests/support/tcp.js";
 import { CERT_DIR, DEMO_IDENTITIES, writeDemoCerts } from "../../scripts/demo-certs.js";
+import { sleep, waitReady } from "./ready.js";
 
 const SIDECAR = `URI:${DEMO_IDENTITIES.sidecar}`;
 const ENDPOINTS_PER_SERVICE = 100;
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
 function percentile(values: number[], p: number): number {
   const s = [...values].sort((a, b) => a - b);
@@ -90,19 +88,6 @@ async function metric(base: string, name: string, labels = ""): Promise<number> 
   return m ? Number(m[1]) : NaN;
 }
 
-async function waitReady(base: string, child: ChildProcess, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`feed exited (${child.exitCode})`);
-    try {
-      if ((await fetch(`${base}/readyz`)).status === 200) return;
-    } catch {
-      /* not listening yet */
-    }
-    await sleep(200);
-  }
-  throw new Error(`feed not ready within ${timeoutMs} ms`);
-}
 
 export async function feedBenchSize(n: number, samples: number): Promise<{ pods: number; cpuSeconds: number; rssMb: number }> {
   await writeDemoCerts();

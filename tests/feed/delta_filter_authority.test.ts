@@ -24,6 +24,7 @@ import { NetworkResolver } from "../../feed/src/mesh_networks.js";
 import { REPO_ROOT } from "../support/paths.js";
 import { ensureBuilt } from "../host/helpers.js";
 import { pod, service, slice } from "./fixtures.js";
+import { seededRandom } from "../support/checksum_load.js";
 
 const FILTER = "passthrough_mtls";
 const OPTIONS: MeshOptions = { trustDomain: "cluster.local", domainSuffix: "cluster.local", systemNamespace: "istio-system", networks: new NetworkResolver() };
@@ -41,21 +42,13 @@ class Recorded implements MessageCheck {
   }
 }
 
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("the feed cannot disagree with the filter's decoder", () => {
   const wasm = new Uint8Array(readFileSync(ensureBuilt(FILTER)));
 
   for (const seed of [11, 12]) {
     it(`publishes a version exactly when the decoder takes it, and refuses in the decoder's words (churn, seed ${seed})`, async () => {
-      const rnd = prng(seed);
+      const rnd = seededRandom(seed);
       const pick = <T>(xs: T[]): T => xs[Math.floor(rnd() * xs.length)];
       const c1 = new ClusterObjects("c1");
       c1.upsert("services", service("default", "app", [{ port: 80, targetPort: 8080 }], { clusterIP: "10.96.0.5" }));

@@ -23,18 +23,10 @@ import { DecodedModel, decodeMessage } from "./delta_wire_decode.js";
 import { eastWestGateway, namespace, node, pod, service, slice } from "./fixtures.js";
 import { readFileSync } from "node:fs";
 import { ensureBuilt } from "../host/helpers.js";
+import { seededRandom } from "../support/checksum_load.js";
 
 const OPTIONS: MeshOptions = { trustDomain: "cluster.local", domainSuffix: "cluster.local", systemNamespace: "istio-system", networks: new NetworkResolver() };
 
-/** A deterministic PRNG (mulberry32), so a failure replays. */
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The expected client state from a from-scratch compute: records as JSON, memberships by hostname. */
 function expected(c: ClusterObjects[], network: string): { workloads: string[]; services: string[] } {
@@ -70,7 +62,7 @@ function actual(model: DecodedModel): { workloads: string[]; services: string[] 
 describe("feed delta: incremental compute and publish equal a from-scratch render", () => {
   for (const seed of [1, 2, 3]) {
     it(`random churn, seed ${seed}`, () => {
-      const rnd = prng(seed);
+      const rnd = seededRandom(seed);
       const pick = <T>(xs: T[]): T => xs[Math.floor(rnd() * xs.length)];
       const c1 = new ClusterObjects("c1");
       c1.upsert("namespaces", namespace("istio-system", { "topology.istio.io/network": "net1" }));

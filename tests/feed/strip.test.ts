@@ -16,17 +16,10 @@ import { NetworkResolver } from "../../feed/src/mesh_networks.js";
 import { stripObject } from "../../feed/src/strip.js";
 import { viewFor } from "../../feed/src/view.js";
 import { eastWestGateway, namespace, node, pod, service, slice, waypointGateway } from "./fixtures.js";
+import { seededRandom } from "../support/checksum_load.js";
 
 const OPTIONS: MeshOptions = { trustDomain: "cluster.local", domainSuffix: "cluster.local", systemNamespace: "istio-system", networks: new NetworkResolver() };
 
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Loose = Record<string, any>;
 
@@ -85,7 +78,7 @@ class Twin {
 describe("feed: stripped objects give the model the full objects give", () => {
   for (const seed of [11, 12, 13]) {
     it(`random churn of every kind, seed ${seed}`, () => {
-      const rnd = prng(seed);
+      const rnd = seededRandom(seed);
       const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
       const c1 = new Twin("c1", rnd);
       const c2 = new Twin("c2", rnd);
@@ -184,7 +177,7 @@ describe("feed: stripped objects give the model the full objects give", () => {
   }
 
   it("keeps only what the model reads of each kind", () => {
-    const r = prng(1);
+    const r = seededRandom(1);
     const p = stripObject("pods", noisy("pods", pod("default", "a", { ip: "10.0.0.1", node: "n1" }), r)) as Loose;
     assert.deepEqual(Object.keys(p).sort(), ["metadata", "spec", "status"]);
     assert.deepEqual(Object.keys(p.metadata).sort(), ["creationTimestamp", "labels", "name", "namespace", "resourceVersion"]);
