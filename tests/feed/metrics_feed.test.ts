@@ -104,7 +104,7 @@ describe("feed metrics: the documented list is the declared one", () => {
 
   it("every metric the operator docs name is in the table (a histogram's series by its name)", () => {
     const known = documented(/^(feed|process|nodejs)_/);
-    for (const file of ["feed/README.md", "docs/metrics.md", "docs/runbook.md", "feed/docs/server-limits.md", "monitoring/README.md"]) {
+    for (const file of ["feed/README.md", "feed/docs/channel.md", "feed/docs/high-availability.md", "feed/docs/clusters.md", "docs/metrics.md", "docs/runbook.md", "feed/docs/server-limits.md", "monitoring/README.md"]) {
       for (const m of readFileSync(join(REPO_ROOT, file), "utf8").matchAll(/`((?:feed|process|nodejs)_[a-z0-9_]+)/g)) {
         const name = m[1]!.replace(/_(bucket|sum|count)$/, "");
         assert.ok(known.has(m[1]!) || known.get(name) === "histogram", `${file} names ${m[1]}, which feed/README.md does not list`);
