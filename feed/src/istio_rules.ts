@@ -3,7 +3,7 @@
 // field table points here.
 import type { Gateway, KubeObject, Node, Pod, Service, ServicePort } from "./kube_objects.js";
 import { labelsOf } from "./kube_objects.js";
-import { GAP, type GapReason } from "./mesh_model.js";
+import { GAP, type GapReason } from "./gaps.js";
 import type { LoadBalancing } from "./schema.js";
 
 export const LABEL_TLS_MODE = "security.istio.io/tlsMode";

@@ -15,7 +15,7 @@
 // such snapshot was published; `feed_target_behind_seconds{target,delivery}` says for how long
 // (0: landed), and readiness fails once it passes push.unreadyAfterMs (controller.ts).
 import type { PushConfig } from "../config_ha.js";
-import type { Logger } from "../controller.js";
+import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 
 export interface PushSnapshot {
