@@ -137,6 +137,8 @@ export class FeedClient {
   private askFull: bool = false;
   /** The last poll sent the bucket digests: a repair is expected. */
   private sentBuckets: bool = false;
+  /** The failure being handled is a 4xx answer: the feed refused the request itself. */
+  private feedRefusedRequest: bool = false;
   readonly buckets: FeedBuckets = new FeedBuckets();
   private condition: Condition = Condition.Unknown;
   private readonly header: FeedHeader = new FeedHeader();
@@ -196,6 +198,7 @@ export class FeedClient {
     }
     const status = httpCallResponseStatus();
     if (status != 200) {
+      this.feedRefusedRequest = status >= 400 && status < 500;
       this.fail(Condition.Unavailable, this.describeStatus(status, bodySize), now);
       return true;
     }
@@ -342,7 +345,14 @@ export class FeedClient {
       this.resync = true;
     } else {
       this.counters.unavailable.inc();
+      // The digests' POST reached no feed (a replica gone, a reset, a 5xx): the next attempt
+      // sends them again. Starting over with a GET could loop for ever behind a round robin
+      // over two replicas with one dead: the live one asks for the digests, the POST after the
+      // ask goes to the dead one. Any replica can answer the POST: a repair is computed from
+      // the digests alone. A 4xx (a body the feed refused) starts over with a GET.
+      if (this.sentBuckets && !this.feedRefusedRequest) this.sendBuckets = true;
     }
+    this.feedRefusedRequest = false;
     this.failures++;
     this.backoffMs = this.backoffMs == 0 ? FIRST_BACKOFF_MS : min(this.backoffMs * 2, MAX_BACKOFF_MS);
     this.retryDelayMs = this.jitter.equal(this.backoffMs);

@@ -270,6 +270,32 @@ describe("feed delta: content versions and ids (resync by difference)", () => {
     });
   }
 
+  it("a VM whose digests' POST reaches no feed (a dead replica behind a round robin) sends them again, not a GET that the live replica answers with another ask; after a 4xx it starts over", () => {
+    const pods = podSpecs(500);
+    const a = new FeedProcess(1001, pods, false);
+    const vm = new ChannelVm(newFilter, "repair-retry");
+    opened.push(a, vm);
+    vm.pump(a.channel);
+    const b = new FeedProcess(7007, changed(pods, 3), true);
+    opened.push(b);
+    assert.equal(vm.pump(b.channel).kind, 5, "the live replica asks for the digests");
+    assert.equal(vm.fail(503), "POST", "the digests go to the dead replica");
+    // After the backoff, the digests again (to whichever replica the cluster picks next).
+    assert.equal(vm.fail(503), "POST", "still the digests after a second failure");
+    const repair = vm.pump(b.channel);
+    assert.equal(repair.kind, 4, `a repair (got kind ${repair.kind})`);
+    assert.deepEqual([vm.metric("applied_full"), vm.metric("applied_repair"), vm.metric("unavailable"), vm.metric("refused")], [1, 1, 2, 0], vm.warnings().join("\n"));
+    // A feed that refuses the POST itself (4xx): the next poll is a GET with the model's digest.
+    const c = new FeedProcess(9009, changed(pods, 6), false);
+    opened.push(c);
+    assert.equal(vm.pump(c.channel).kind, 5);
+    assert.equal(vm.fail(400), "POST");
+    const q = vm.nextQuery();
+    assert.equal(vm.fail(503), "GET", "after a 4xx the client starts over");
+    assert.equal(q.get("repair"), null);
+    assert.equal(q.get("epoch"), "7007");
+  });
+
   it("a VM refuses a malformed repair whole (trailer, buckets, record kinds) and asks for a full model; its model stays", () => {
     const pods = podSpecs(300);
     const a = new FeedProcess(1001, pods, false);

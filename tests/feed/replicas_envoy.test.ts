@@ -1,17 +1,21 @@
 // Two feed replicas (separate processes, the writers' Lease) behind one `mesh_feed` cluster of
 // the real Envoy (--concurrency 4: four worker VMs and the main thread's, each polling on its
 // own), as a Kubernetes Service spreads a sidecar's polls over the feed's pods: round robin over
-// both endpoints. A replica SIGKILLed: the VMs' polls that reach it fail, the ones reaching the
-// survivor go on, and a change made right after the kill decides every new connection within
-// the bound stated below. The shipped sidecar configuration otherwise (mutual TLS to the feed,
-// meshFeed, no snapshot in the configuration); a private network namespace captures the
+// both endpoints. A replica SIGKILLed, then restarted behind its endpoint, then the other one
+// rolled (SIGTERM, a new process on its endpoint): the VMs' polls that reach a dead replica fail,
+// the others go on, and a change made right after each kill or stop decides every new connection
+// within the bound stated below. The shipped sidecar configuration otherwise (mutual TLS to the
+// feed, meshFeed, no snapshot in the configuration); a private network namespace captures the
 // application's connections as a sidecar's are (run under scripts/in-netns.sh).
 //
-// What this shows today, and the hook: versions are <epoch>-<n> per process, so a VM whose
-// poll moves to the other replica gets a full message (`applied_full` counts them; the test
-// prints how many). Content-based versions (that any replica derives from the same mesh) turn
-// those into no-change answers: then assert `applied_full` stays at its value after the load.
-// Run: bash scripts/in-netns.sh node --import tsx --test tests/feed/replicas_envoy.test.ts
+// The property: no VM receives a full message after its first model. Every replica derives the
+// same content digest from the same mesh, so a poll that moves to another replica (or to a
+// restarted one, a new epoch) with a current model gets a no-change ("rebased" on the feed),
+// and one whose model differs (a change one replica published before the other) a repair of
+// the buckets that differ. The filters' `feed.applied_full` therefore stays at one per VM
+// from the first model on, while the replicas count the rebased answers that show the polls
+// did move.
+// Run: bash scripts/in-netns.sh node --import tsx --test --test-concurrency=1 tests/feed/replicas_envoy.test.ts
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { parse, stringify } from "yaml";
@@ -23,8 +27,8 @@ import { startTlsPod, type TlsPod } from "../support/pods.js";
 import { exchange, startBackend, type Backend } from "../support/tcp.js";
 import { CERT_DIR, DEMO_IDENTITIES } from "../../scripts/demo-certs.js";
 import { meshFeedSidecarConfig } from "./delta_envoy_config.js";
-import { eventually } from "./harness.js";
-import { ReplicaSet, TARGET, type Replica } from "./replicas_support.js";
+import { eventually, sleep } from "./harness.js";
+import { metric, ReplicaSet, TARGET, type Replica } from "./replicas_support.js";
 
 const SIDECAR = `URI:${DEMO_IDENTITIES.sidecar}`;
 const SIDECAR_LABELS = { app: "demo", "security.istio.io/tlsMode": "istio" };
@@ -51,16 +55,51 @@ function sidecarConfig(replicas: Replica[]): string {
   return stringify(config);
 }
 
-describe("two feed replicas behind the real Envoy's mesh_feed cluster: a replica killed, the VMs follow the other", () => {
+/** The feed's answers of one kind (feed_delta_requests_total{kind}), summed over the given replicas. */
+async function answered(replicas: Iterable<Replica>, kind: string): Promise<number> {
+  let sum = 0;
+  for (const r of replicas) sum += (await metric(r, "feed_delta_requests_total", { kind })) ?? 0;
+  return sum;
+}
+
+describe("two feed replicas behind the real Envoy's mesh_feed cluster: a replica killed, restarted, the other rolled; no VM receives a full message after its first", () => {
   let cluster: KubeCluster;
   let set: ReplicaSet;
   let envoy: EnvoyProcess;
   let httpbin: TlsPod; // 127.0.0.11:8443, certificate spiffe://cluster.local/ns/default/sa/httpbin
   let plain11: Backend; // 127.0.0.11:8080, plain
+  let killedPort = 0; // the SIGKILLed replica's channel port (its endpoint in Envoy)
   const stat = async (name: string) => (await envoy.stats()).get(name) ?? 0;
   const feedStat = (name: string) => stat(`wasmcustom.passthrough_mtls.feed.${name}`);
   const mtlsTo11 = async () => (await dial("127.0.0.11", 8443, "ping-1")).received.toString() === `httpbin-0 peer=${SIDECAR}\nping-1`;
   const plainTo11 = async () => (await dial("127.0.0.11", 8080, "hello")).received.toString() === "plain-11\nhello";
+  /** 16 connections, each decided as `decided` says: spread over the workers by the kernel. */
+  const inARow = async (decided: () => Promise<boolean>) => {
+    for (let i = 0; i < 16; i++) if (!(await decided())) return false;
+    return true;
+  };
+  const channelPort = (r: Replica) => Number(new URL(r.channel).port);
+  /** The filters' message counters (summed over the VMs), for the diagnostics. */
+  const applied = async () => ({
+    full: await feedStat("applied_full"),
+    delta: await feedStat("applied_delta"),
+    repair: await feedStat("applied_repair"),
+    noChange: await feedStat("no_change"),
+    refused: await feedStat("refused"),
+  });
+  /** What the VMs applied since `before`, and what the live replicas answered (since their start). */
+  async function report(before: Awaited<ReturnType<typeof applied>>): Promise<string> {
+    const now = await applied();
+    const live = [...set.replicas.values()];
+    const kinds = ["rebased", "ask_buckets", "repair"];
+    const served = await Promise.all(kinds.map((k) => answered(live, k)));
+    return `VMs applied full ${now.full - before.full}, delta ${now.delta - before.delta}, repair ${now.repair - before.repair}, no-change ${now.noChange - before.noChange}; live replicas answered ${kinds.map((k, i) => `${k} ${served[i]}`).join(", ")}`;
+  }
+  /** The property: one full message per VM (its first model), none after, nothing refused. */
+  async function assertNoFullAfterFirst(): Promise<void> {
+    assert.equal(await feedStat("applied_full"), VMS, "full messages applied: one per VM, its first model");
+    assert.equal(await feedStat("refused"), 0, "no message refused by the filter");
+  }
 
   before(async () => {
     cluster = await startKubeCluster({ name: "feed-rep-envoy" });
@@ -83,28 +122,63 @@ describe("two feed replicas behind the real Envoy's mesh_feed cluster: a replica
     for (const p of [httpbin, plain11]) await p?.close();
   });
 
-  it(`every VM (${VMS}) loads a model from the replicas; a pod created: mTLS with its identity`, async () => {
+  it(`every VM (${VMS}) loads a model from the replicas; a pod created: mTLS with its identity; polls moving between replicas bring no full message`, async (t) => {
     await eventually("a full model in every VM", 20_000, async () => ((await feedStat("applied_full")) >= VMS ? true : undefined));
+    const start = { full: 0, delta: 0, repair: 0, noChange: 0, refused: 0 };
     await cluster.createPod({ namespace: "default", name: "httpbin-0", labels: SIDECAR_LABELS, serviceAccountName: "httpbin" });
     await cluster.setPodStatus("default", "httpbin-0", { podIP: "127.0.0.11" });
     await eventually("mTLS to httpbin-0", BOUND_MS, async () => ((await mtlsTo11()) ? true : undefined));
     for (let i = 0; i < 8; i++) assert.ok(await mtlsTo11(), `connection ${i}`);
+    // The polls alternate between the replicas: each VM's model reached the other one (a held
+    // poll ends within waitSeconds, 5 s) and was found current there.
+    await eventually("every VM's poll answered rebased by another replica", 30_000, async () => ((await answered(set.replicas.values(), "rebased")) >= VMS ? true : undefined), 250);
+    t.diagnostic(`after the first models and a pod created: ${await report(start)}`);
+    await assertNoFullAfterFirst();
   });
 
-  it(`a replica SIGKILLed and the pod deleted at once: every new connection decides plain within ${BOUND_MS} ms, from the survivor's model`, async (t) => {
-    const fullsBefore = await feedStat("applied_full");
+  it(`a replica SIGKILLed and the pod deleted at once: every new connection decides plain within ${BOUND_MS} ms, from the survivor's model; no full message`, async (t) => {
+    const before = await applied();
     const victim = [...set.replicas.values()][0];
+    killedPort = channelPort(victim);
     await set.crash(victim);
     const changed = Date.now();
     await cluster.deletePod("default", "httpbin-0");
     const { ms } = await eventually("plain passthrough to 127.0.0.11", BOUND_MS, async () => ((await plainTo11()) ? true : undefined), 50);
-    // Not one worker left on the old model: a run of connections, all plain.
-    for (let i = 0; i < 16; i++) assert.ok(await plainTo11(), `connection ${i}`);
+    // Not one worker left on the old model: a run of connections, all plain (the workers' VMs
+    // each take the change on their own poll, a few ms apart: the run starts over until then).
+    await eventually("16 plain connections in a row", BOUND_MS, async () => ((await inARow(plainTo11)) ? true : undefined), 50);
     const decidedWithin = Date.now() - changed;
     assert.ok(decidedWithin <= BOUND_MS + 2000, `${decidedWithin} ms`);
-    assert.equal(await feedStat("refused"), 0, "no message refused by the filter");
-    const fulls = (await feedStat("applied_full")) - fullsBefore;
-    t.diagnostic(`replica killed + pod deleted -> first plain connection after ${ms} ms; full messages applied since the kill: ${fulls} (today one per switch of replica; content-based versions would make it 0)`);
+    // A few more polls of each VM (held ones end within 5 s): none brings a full message.
+    await sleep(6000);
+    t.diagnostic(`replica killed + pod deleted -> first plain connection after ${ms} ms, 16 in a row by ${decidedWithin} ms; since the kill: ${await report(before)}`);
+    await assertNoFullAfterFirst();
+    assert.ok(httpbin.peers.every((p) => p === SIDECAR));
+  });
+
+  it(`the killed replica restarted behind its endpoint, then the other rolled (SIGTERM, a pod created at once): connections follow within ${BOUND_MS} ms; no full message`, async (t) => {
+    const before = await applied();
+    assert.ok(killedPort > 0 && set.replicas.size === 1, "one replica left after the kill");
+    const restarted = await set.start(killedPort);
+    await set.ready(restarted);
+    // The restarted replica (a new epoch, the same mesh) answers the VMs' current models with no-change.
+    await eventually("the restarted replica answers the VMs rebased", 30_000, async () => ((await answered([restarted], "rebased")) >= VMS ? true : undefined), 250);
+    const old = [...set.replicas.values()].find((r) => r !== restarted);
+    assert.ok(old);
+    const oldPort = channelPort(old);
+    await set.stop(old);
+    const changed = Date.now();
+    await cluster.createPod({ namespace: "default", name: "httpbin-0", labels: SIDECAR_LABELS, serviceAccountName: "httpbin" });
+    await cluster.setPodStatus("default", "httpbin-0", { podIP: "127.0.0.11" });
+    const { ms } = await eventually("mTLS to httpbin-0 again", BOUND_MS, async () => ((await mtlsTo11()) ? true : undefined), 50);
+    await eventually("16 mTLS connections in a row", BOUND_MS, async () => ((await inARow(mtlsTo11)) ? true : undefined), 50);
+    const decidedWithin = Date.now() - changed;
+    assert.ok(decidedWithin <= BOUND_MS + 2000, `${decidedWithin} ms`);
+    const rolled = await set.start(oldPort);
+    await set.ready(rolled);
+    await eventually("the rolled replica answers the VMs rebased", 30_000, async () => ((await answered([rolled], "rebased")) >= VMS ? true : undefined), 250);
+    t.diagnostic(`killed replica restarted; other stopped + pod created -> first mTLS connection after ${ms} ms, 16 in a row by ${decidedWithin} ms; rolled replica back; since the restart: ${await report(before)}`);
+    await assertNoFullAfterFirst();
     assert.ok(httpbin.peers.every((p) => p === SIDECAR));
   });
 });

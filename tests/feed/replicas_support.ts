@@ -111,12 +111,17 @@ export class ReplicaSet {
     copyFileSync(join(REPO_ROOT, "envoy-configs/passthrough_mtls_plugin/passthrough_mtls.yaml"), join(this.dir, "template.yaml"));
   }
 
-  /** Starts a replica (a new process, a new identity); resolves once it listens (not once it is ready). */
-  async start(): Promise<Replica> {
+  /**
+   * Starts a replica (a new process, a new identity); resolves once it listens (not once it is
+   * ready). `channelPort`: the channel port of a replica it replaces (a pod restarted behind the
+   * same endpoint, as a Service's sidecars keep reaching it); a free one otherwise.
+   */
+  async start(channelPort?: number): Promise<Replica> {
     const identity = `replica-${this.serial++}`;
     const server = new URL(this.cluster.kubeConfig.getCurrentCluster()?.server ?? "");
     const relay = await Relay.start({ host: server.hostname, port: Number(server.port) });
-    const [operatorPort, channelPort] = [await freePort(), await freePort()];
+    const operatorPort = await freePort();
+    channelPort ??= await freePort();
     const config = {
       trustDomain: "cluster.local",
       wasmDir: join(REPO_ROOT, "build"),

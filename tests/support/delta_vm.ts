@@ -83,6 +83,13 @@ export class ChannelVm {
     return call.method;
   }
 
+  /** Answers the VM's next poll with an error status (a replica gone: Envoy's 503; a 4xx: the feed refused the request); returns the poll's method. */
+  fail(status: number): string {
+    const call = this.pending();
+    this.host.respondHttpCall(call.token, httpResponse(status, { "content-type": "text/plain" }, Buffer.from("upstream connect error")));
+    return call.method;
+  }
+
   metric(name: string): number {
     return this.host.metrics().get(`passthrough_mtls.feed.${name}`) ?? 0;
   }
