@@ -134,7 +134,7 @@ export class BucketTable {
       const b = trailer.readUInt32LE(p);
       if (b >= BUCKET_COUNT || b <= previous) return `trailer.buckets[${i}]: ${b}`;
       previous = b;
-      if (!full) sum -= this.digests![b];
+      if (!full) sum -= this.digests?.[b] ?? 0n;
       sum += trailer.readBigUInt64LE(p + 4);
     }
     return (sum & U64) === digest ? "" : "trailer: the bucket digests do not add up to the header's content digest";
