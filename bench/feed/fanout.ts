@@ -11,7 +11,7 @@
 // Each figure carries the load average (the machine is shared) and met/missed for its target.
 // Run inside the bench's network namespace:
 //   bash scripts/in-netns.sh node --import tsx bench/feed/fanout.ts [--quick]
-//   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N] [--spread=S] [--restart-wait=S]
+//   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N] [--spread=S] [--restart-wait=S] [--restart-missed=K]
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -48,6 +48,12 @@ export interface FanoutCase {
   spreadSeconds?: number;
   /** How long to wait for every poller after the restarted feed is ready (default 600 s). */
   restartWaitSeconds?: number;
+  /**
+   * Churn writes made while the feed is stopped (default 0: the restarted feed serves the content
+   * every poller holds, a rebased no-change each). k > 0: every poller missed k changes and is
+   * asked for its bucket digests, then repaired.
+   */
+  restartMissed?: number;
 }
 
 /** The issue's targets. */
@@ -155,7 +161,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
     await churn(c, base, feed, fleet, observer, writer);
     // The restart is the pollers' alone (the observer would be one more full message).
     await observer.stop();
-    await restart(c, base, feed, fleet, config, log, (next) => (feed = next));
+    await restart(c, base, feed, fleet, config, log, (next) => (feed = next), writer);
   } finally {
     await observer?.stop();
     await fleet?.stop();
@@ -278,13 +284,23 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
 }
 
 /** The feed stopped and started again; → every poller holding the restarted feed's version. */
-async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, config: string, log: string, started: (next: FeedProcess) => void): Promise<void> {
+async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, config: string, log: string, started: (next: FeedProcess) => void, writer: BulkWriter): Promise<void> {
   const before = await fleet.counters();
   const pollerCpu = fleet.cpuMicros();
   const stoppedAt = now();
   const stoppedPerf = performance.now();
   say("restart: stopping the feed");
   await feed.stop();
+  // Changes the pollers miss: new addresses for churn pods, past every churn write's (unique).
+  const churnPods = c.churnPods ?? 1000;
+  const missed = c.restartMissed ?? 0;
+  let missedErrors = 0;
+  await Promise.all(
+    Array.from({ length: missed }, (_, i) => {
+      const w = churnPods + Math.round(c.rate * c.churnSeconds) + i;
+      return writer.setPodStatus(CHURN_NAMESPACE, churnPod(w, churnPods), { podIP: churnIp(w) }).catch(() => void missedErrors++);
+    }),
+  );
   const next = await FeedProcess.start(config, log, 30 * 60_000);
   started(next);
   const readySeconds = (next.readyAt - stoppedPerf) / 1000;
@@ -297,12 +313,20 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
   emit({
     figure: "fanout_restart",
     ...base,
+    missedChanges: missed,
+    missedWriteErrors: missedErrors,
     stopToReadySeconds: round(readySeconds, 2),
     readyToEveryPollerSeconds: round(fromReady, 2),
     stopToEveryPollerSeconds: round((end.at - stoppedAt) / 1000, 2),
     holding: end.holding,
     fullMessages: after.full,
     noChange: after.noChange,
+    rebased: after.rebased,
+    askBuckets: after.askBuckets,
+    repairs: after.repair,
+    repairBytes: after.repairBytes,
+    postedBytes: after.postedBytes,
+    deltas: after.delta,
     bytesSent: after.bytes,
     bytesPerPoller: Math.round(after.bytes / c.pollers),
     failures: after.unavailable + after.refused,
@@ -311,6 +335,9 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
     pollerCpuSeconds: round((fleet.cpuMicros() - pollerCpu) / 1e6, 2),
     clientsDropped: await next.metric(...WRITE_TIMEOUTS),
     handshakesFailed: await next.metric(...HANDSHAKES_FAILED),
+    feedRebased: await next.metric("feed_delta_requests_total", { target: TARGET, kind: "rebased" }),
+    feedAskBuckets: await next.metric("feed_delta_requests_total", { target: TARGET, kind: "ask_buckets" }),
+    feedRepairs: await next.metric("feed_delta_requests_total", { target: TARGET, kind: "repair" }),
     feedRssMb: round(rssMb(next.pid)),
     target: `ready → every poller < ${TARGETS.restartSeconds} s: ${met(end.holding === c.pollers && fromReady < TARGETS.restartSeconds)}`,
     load1: load(),
@@ -328,9 +355,9 @@ export async function fanoutBench({ quick }: { quick: boolean }): Promise<void> 
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" } } });
+  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" }, "restart-missed": { type: "string" } } });
   if (values.pods) {
     const base = values.base === "files" ? "files" : values.base === "apiserver" ? "apiserver" : Number(values.pods) > 10_000 ? "files" : "apiserver";
-    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600) });
+    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600), restartMissed: Number(values["restart-missed"] ?? 0) });
   } else await fanoutBench({ quick: values.quick === true });
 }

@@ -1,7 +1,8 @@
 // One more poller, in the driver, that decodes the records of every delta it gets: it names
 // the version that first carried each churn write (the write's new pod address, churnIp(w), is
 // unique to it). It polls as the fleet's pollers do but retries every 100 ms (not the
-// filters' backoff). Coalescing can only make it name a later version
+// filters' backoff) and, holding no bucket digests, answers an ask-buckets by asking for a full
+// model (it is stopped before the restart, so it never is asked). Coalescing can only make it name a later version
 // than the first that carried a write, never an earlier one: propagation is never understated.
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
@@ -48,7 +49,8 @@ export class ChurnObserver {
         const header = readHeader(body.subarray(0, 56), body.length);
         if (typeof header === "string") throw new Error(header);
         const next = take(this.at, header);
-        if (typeof next === "string") {
+        // It keeps no bucket digests: asked for them, it asks for a full model instead.
+        if (typeof next === "string" || header.kind === "ask-buckets") {
           this.at = NOTHING;
           continue;
         }

@@ -2,13 +2,15 @@
 // as assembly/runtime/feed_client.ts does (one call in flight on its own kept-alive mutual-TLS
 // connection, the next poll at once after an answer, a failure retried on a 1 s tick after a
 // backoff of 1 s doubling to 30 s with equal jitter, a no-change answered sooner than 500 ms
-// waited out for a tick, a refused answer followed by a full resync), reads only the header of
-// each answer (fanout_protocol.ts) and counts the rest. Every answer taken is kept as
+// waited out for a tick, a refused answer followed by a full resync), speaks wire format 3
+// (its content digest in every poll, a rebased no-change adopted, an ask-buckets answered with a
+// POST of its bucket digests), reads only the header and the bucket trailer of each answer
+// (fanout_protocol.ts) and counts the rest. Every answer taken is kept as
 // (time, epoch, version) so the bench can say, after the fact, when this poller first held a
 // given version.
 import { Agent, request } from "node:https";
 import type { SecureContext } from "node:tls";
-import { CONTENT_TYPE, HEADER_BYTES, holds, NOTHING, pollPath, readHeader, take, type Position } from "./fanout_protocol.js";
+import { BucketTable, CONTENT_TYPE, FORMAT, HEADER_BYTES, holds, MAX_TRAILER_BYTES, NOTHING, pollPath, readHeader, rebases, take, type Position } from "./fanout_protocol.js";
 
 // The filters' feed client's timing (feed_client.ts).
 const TICK_MS = 1000;
@@ -31,16 +33,24 @@ export interface PollerCounters {
   full: number;
   delta: number;
   noChange: number;
+  /** No-changes at another epoch or version naming the poller's content digest (adopted). */
+  rebased: number;
+  askBuckets: number;
+  repair: number;
   refused: number;
   unavailable: number;
   /** Answer bytes (bodies of 200 answers) received. */
   bytes: number;
   /** Bytes of full messages among them. */
   fullBytes: number;
+  /** Bytes of repairs among them. */
+  repairBytes: number;
+  /** Bucket digests POSTed (64 KiB each). */
+  postedBytes: number;
 }
 
 export function zeroCounters(): PollerCounters {
-  return { full: 0, delta: 0, noChange: 0, refused: 0, unavailable: 0, bytes: 0, fullBytes: 0 };
+  return { full: 0, delta: 0, noChange: 0, rebased: 0, askBuckets: 0, repair: 0, refused: 0, unavailable: 0, bytes: 0, fullBytes: 0, repairBytes: 0, postedBytes: 0 };
 }
 
 export class Poller {
@@ -50,6 +60,12 @@ export class Poller {
   private answers = new Float64Array(3 * 64);
   private answerCount = 0;
   private resync = false;
+  /** The feed asked for the bucket digests: the next poll POSTs them (without them: asks for a full model). */
+  private sendBuckets = false;
+  private askFull = false;
+  /** The last poll POSTed the bucket digests: a repair may come. */
+  private sentBuckets = false;
+  private readonly buckets = new BucketTable();
   private backoffMs = 0;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
@@ -122,8 +138,16 @@ export class Poller {
   private poll(): void {
     if (this.stopped) return;
     const sentAt = now();
-    const path = pollPath(this.target, this.resync ? NOTHING : this.at, this.waitSeconds);
-    const req = request({ host: this.url.hostname, port: this.url.port, path, method: "GET", agent: this.agent, headers: { accept: CONTENT_TYPE } });
+    const full = this.resync || this.askFull;
+    const repair = !full && this.sendBuckets && this.buckets.known;
+    this.askFull = false;
+    this.sendBuckets = false;
+    this.sentBuckets = repair;
+    const path = pollPath(this.target, full ? NOTHING : this.at, this.waitSeconds, repair);
+    const posted = repair ? this.buckets.body() : undefined;
+    const headers: Record<string, string> = { accept: CONTENT_TYPE };
+    if (posted) headers["content-type"] = "application/octet-stream";
+    const req = request({ host: this.url.hostname, port: this.url.port, path, method: posted ? "POST" : "GET", agent: this.agent, headers });
     let settled = false;
     const fail = (refused: boolean) => {
       if (settled) return;
@@ -137,9 +161,22 @@ export class Poller {
       const ok = res.statusCode === 200 && type.toLowerCase().startsWith(CONTENT_TYPE);
       let head = Buffer.alloc(0);
       let length = 0;
+      // The trailer (format 3: after the body the header bounds), kept; the records only counted.
+      let bodyEnd = Infinity;
+      const trailer: Buffer[] = [];
+      let trailerBytes = 0;
       res.on("data", (chunk: Buffer) => {
+        const from = length;
         length += chunk.length;
-        if (head.length < HEADER_BYTES) head = Buffer.concat([head, chunk.subarray(0, HEADER_BYTES - head.length)]);
+        if (head.length < HEADER_BYTES) {
+          head = Buffer.concat([head, chunk.subarray(0, HEADER_BYTES - head.length)]);
+          if (head.length === HEADER_BYTES && head.readUInt16LE(4) === FORMAT) bodyEnd = HEADER_BYTES + head.readUInt32LE(44);
+        }
+        if (length > bodyEnd && trailerBytes <= MAX_TRAILER_BYTES) {
+          const part = chunk.subarray(Math.max(0, bodyEnd - from));
+          trailer.push(part);
+          trailerBytes += part.length;
+        }
       });
       res.on("error", () => fail(false));
       // The feed gone in the middle of an answer (a restart): a reset, as Envoy reports it.
@@ -148,18 +185,44 @@ export class Poller {
         if (settled) return;
         if (!ok) return fail(res.statusCode === 200);
         const header = readHeader(head, length);
-        const next = typeof header === "string" ? header : take(this.at, header);
-        if (typeof next === "string" || typeof header === "string") return fail(true);
+        if (typeof header === "string") return fail(true);
+        if (header.kind === "ask-buckets") {
+          settled = true;
+          this.counters.askBuckets++;
+          this.counters.bytes += length;
+          // Asked again in answer to the digests themselves: a full model rather than a loop.
+          if (this.at.epoch !== 0 && this.buckets.known && !this.sentBuckets) this.sendBuckets = true;
+          else this.askFull = true;
+          this.answered();
+          return this.poll();
+        }
+        const next = take(this.at, header, this.sentBuckets);
+        if (typeof next === "string") return fail(true);
+        const rebased = rebases(this.at, header);
+        if (header.kind !== "no-change") {
+          const hasTrailer = header.format === FORMAT && length > header.bodyEnd;
+          if (header.kind === "repair" && !hasTrailer) return fail(true);
+          if (hasTrailer) {
+            const t = Buffer.concat(trailer, trailerBytes);
+            const full = header.kind === "full";
+            if (this.buckets.check(t, full, header.digest) !== "") return fail(true);
+            this.buckets.commit(t, full, header.digest);
+          } else this.buckets.forget();
+        }
         settled = true;
+        if (posted) this.counters.postedBytes += posted.length;
         this.counters.bytes += length;
         if (header.kind === "full") {
           this.counters.full++;
           this.counters.fullBytes += length;
+        } else if (header.kind === "repair") {
+          this.counters.repair++;
+          this.counters.repairBytes += length;
         } else if (header.kind === "delta") this.counters.delta++;
+        else if (rebased) this.counters.rebased++;
         else this.counters.noChange++;
         this.at = next;
-        this.resync = false;
-        this.backoffMs = 0;
+        this.answered();
         const t = now();
         this.record(t);
         // A no-change that was not held: the next poll waits for a tick (no busy loop).
@@ -167,13 +230,20 @@ export class Poller {
         else this.poll();
       });
     });
-    req.end();
+    req.end(posted);
+  }
+
+  /** An answer taken: the feed is healthy again. */
+  private answered(): void {
+    this.resync = false;
+    this.backoffMs = 0;
   }
 
   private failed(refused: boolean): void {
     if (refused) {
       this.counters.refused++;
       this.resync = true;
+      this.buckets.forget();
     } else this.counters.unavailable++;
     this.backoffMs = this.backoffMs === 0 ? FIRST_BACKOFF_MS : Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
     // Equal jitter (assembly/runtime/jitter.ts): half fixed, half uniform.

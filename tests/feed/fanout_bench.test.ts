@@ -10,13 +10,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { HEADER_BYTES, holds, readHeader, take } from "../../bench/feed/fanout_protocol.js";
+import { BucketTable, HEADER_BYTES, holds, pollPath, readHeader, take, type Header } from "../../bench/feed/fanout_protocol.js";
 import { REPO_ROOT } from "../support/paths.js";
 
-function header(kind: number, epoch: number, base: number, version: number, body = 0): Buffer {
+function header(kind: number, epoch: number, base: number, version: number, body = 0, format = 2, digest = 0n): Buffer {
   const b = Buffer.alloc(HEADER_BYTES);
   b.writeUInt32LE(0x3148534d, 0);
-  b.writeUInt16LE(2, 4);
+  b.writeUInt16LE(format, 4);
+  b.writeBigUInt64LE(digest, 48);
   b.writeUInt16LE(kind, 6);
   b.writeUInt32LE(epoch, 8);
   b.writeUInt32LE(base, 16);
@@ -44,6 +45,50 @@ describe("fan-out poller protocol", () => {
     const bad = header(1, 1, 0, 1);
     bad.writeUInt32LE(0, 0);
     assert.match(readHeader(bad, HEADER_BYTES) as string, /magic/);
+  });
+
+  it("speaks format 3: states its digest, adopts a no-change of another epoch only for its own content, takes a repair only when it asked", () => {
+    const h = (kind: number, epoch: number, base: number, version: number, digest: bigint, body = 0) => readHeader(header(kind, epoch, base, version, body, 3, digest), HEADER_BYTES + body) as Header;
+    const at = { epoch: 7, version: 3, digest: 0xabcn };
+    assert.match(pollPath("mesh", at, 25), /\?epoch=7&version=3&wait=25&format=3&digest=0000000000000abc$/);
+    assert.match(pollPath("mesh", { epoch: 0, version: 0 }, 25, false), /&format=3$/, "nothing held: no digest");
+    assert.match(pollPath("mesh", at, 25, true), /&repair=1$/);
+    assert.deepEqual(take(at, h(3, 9, 0, 1, 0xabcn)), { epoch: 9, version: 1, digest: 0xabcn }, "rebased");
+    assert.match(take(at, h(3, 9, 0, 1, 0xabdn)) as string, /no-change at 9\/1/, "another content");
+    assert.match(take({ epoch: 7, version: 3 }, h(3, 9, 0, 1, 0n)) as string, /no-change/, "no digest held (format 2 model)");
+    assert.deepEqual(take(at, h(5, 9, 0, 1, 0n)), at, "an ask-buckets moves nothing");
+    assert.match(take(at, h(4, 9, 0, 2, 5n, 8)) as string, /repair/, "a repair not asked for");
+    assert.deepEqual(take(at, h(4, 9, 0, 2, 5n, 8), true), { epoch: 9, version: 2, digest: 5n });
+    assert.deepEqual(take(at, h(2, 7, 3, 4, 6n, 8)), { epoch: 7, version: 4, digest: 6n });
+    assert.equal((h(2, 7, 3, 4, 6n, 8) as Header).bodyEnd, HEADER_BYTES + 8);
+    assert.match(readHeader(header(5, 1, 0, 1, 0, 2), HEADER_BYTES) as string, /header.kind: 5/, "format 2 has no ask-buckets");
+    assert.match(readHeader(header(1, 1, 0, 1, 0, 2, 1n), HEADER_BYTES) as string, /reserved/);
+    assert.match(readHeader(header(1, 1, 0, 1, 9, 3), HEADER_BYTES + 4) as string, /bodyLength/);
+  });
+
+  it("keeps bucket digests from trailers that add up to the header's digest, and refuses others", () => {
+    const trailer = (entries: Array<[number, bigint]>) => {
+      const t = Buffer.alloc(4 + 12 * entries.length);
+      t.writeUInt32LE(entries.length, 0);
+      entries.forEach(([b, d], i) => {
+        t.writeUInt32LE(b, 4 + 12 * i);
+        t.writeBigUInt64LE(d, 8 + 12 * i);
+      });
+      return t;
+    };
+    const table = new BucketTable();
+    assert.match(table.check(trailer([[1, 5n]]), false, 5n), /no bucket digests/);
+    const full = trailer([[1, 5n], [8191, (1n << 64n) - 2n]]);
+    assert.equal(table.check(full, true, 3n), "", "sums wrap at 64 bits");
+    assert.match(table.check(full, true, 4n), /do not add up/);
+    assert.match(table.check(trailer([[2, 1n], [1, 1n]]), true, 2n), /buckets\[1\]/, "buckets strictly increasing");
+    table.commit(full, true, 3n);
+    assert.equal(table.check(trailer([[1, 7n]]), false, 5n), "", "a delta replaces its buckets");
+    table.commit(trailer([[1, 7n]]), false, 5n);
+    const body = table.body();
+    assert.equal(body.length, 65536);
+    assert.equal(body.readBigUInt64LE(8), 7n);
+    assert.equal(body.readBigUInt64LE(8191 * 8), (1n << 64n) - 2n);
   });
 
   it("holds a version only in its epoch and from it on", () => {
@@ -101,6 +146,10 @@ describe("fan-out bench", () => {
     assert.ok(Math.abs(r.stopToEveryPollerSeconds - r.stopToReadySeconds - r.readyToEveryPollerSeconds) < 0.05, JSON.stringify(r));
     assert.ok(r.failures >= 50, "every poller lost its held poll when the feed stopped");
     assert.ok(r.bytesSent > 0 && r.bytesPerPoller === Math.round(r.bytesSent / 50));
+    // The same mesh after the restart: a poller's model is current, so it is told so (format 3).
+    assert.ok(r.rebased >= 1, `a current model is rebased, not resent: ${JSON.stringify(r)}`);
+    assert.equal(r.feedRebased >= r.rebased, true, "the feed counted the rebased no-changes the pollers took");
+    assert.ok(r.fullMessages + r.rebased + r.repairs >= 50, "every poller moved to the new epoch");
     for (const f of [cold, r]) assert.ok(f.clientsDropped >= 0 && f.handshakesFailed >= 0, "the feed's own counts were read");
     assert.equal(r.target, `ready → every poller < 10 s: ${r.readyToEveryPollerSeconds < 10 ? "met" : "missed"}`);
   });
