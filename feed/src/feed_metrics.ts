@@ -105,3 +105,38 @@ export class ClusterSyncMetrics {
     this.m.set("feed_cluster_synced", { cluster: clusterId }, this.synced(clusterId) ? 1 : 0);
   }
 }
+
+/** The feed's own metrics (the controller's, its channels' and deliveries'): names, types, help and buckets in one place. */
+export function declareFeedMetrics(m: Metrics): void {
+  m.declare("feed_objects", "gauge", "objects the feed holds, by cluster and kind");
+  m.declare("feed_events_total", "counter", "watch events received, by cluster");
+  m.declare("feed_file_refused_total", "counter", "files (or documents) a file source refused, by cluster and reason; a refused file's previous objects stay");
+  m.declare("feed_snapshot_version", "gauge", "sequence number of the target's published snapshot (the n of <epoch>-<n>)");
+  m.declare("feed_snapshot_bytes", "gauge", "size of the target's published plugin configuration");
+  m.declare("feed_snapshot_workloads", "gauge", "workloads in the target's published snapshot");
+  m.declare("feed_snapshot_services", "gauge", "services in the target's published snapshot");
+  m.declare("feed_render_seconds", "histogram", "duration of the snapshot path's renders (compute, views, JSON, check, delivery)", RENDER_BUCKETS);
+  m.declare("feed_check_seconds", "histogram", "time the compiled filters took to check a new model, by path (delta: a version in the network's filter shadows; snapshot: a target's JSON)", CHECK_BUCKETS);
+  m.declare("feed_push_seconds", "histogram", "duration of one delivery of a target's snapshot, by target and delivery (ecds, wasmplugin)", PUSH_BUCKETS);
+  m.declare("feed_propagation_seconds", "histogram", "from the arrival of the oldest watch event a publication carries to that publication, by target and path (delta: version published on the channel; snapshot: delivered)", PROPAGATION_BUCKETS);
+  m.declare("feed_delta_published_timestamp_seconds", "gauge", "when the target's current delta version was published (Unix seconds)");
+  m.declare("feed_snapshot_delivered_timestamp_seconds", "gauge", "when the target's current snapshot was last delivered in full (ECDS file written, WasmPlugin applied; Unix seconds), for targets with a delivery");
+  m.declare("feed_render_errors_total", "counter", "snapshots the filter refused (not published; the previous one stays), by target");
+  m.declare("feed_model_gaps", "gauge", "objects carrying something the model cannot express, by reason");
+  m.declare("feed_view_dropped", "gauge", "workloads, addresses and VIPs left out of a target's view, by reason");
+  m.declare("feed_delta_version", "gauge", "the target's current delta version (in epoch feed_delta_epoch)");
+  m.declare("feed_delta_epoch", "gauge", "the feed's epoch (its start time in ms): a client of another epoch gets a full message");
+  m.declare("feed_delta_render_seconds", "histogram", "duration of the delta path's renders (incremental compute, views, diff, check)", RENDER_BUCKETS);
+  m.declare("feed_delta_published_records_total", "counter", "records published in new versions, by target");
+  m.declare("feed_delta_refused_total", "counter", "versions a target's compiled filter refused, or past the id limits (not published; the previous version stays), by target");
+  m.declare("feed_delta_journal_records", "gauge", "records the target's journal keeps");
+  m.declare("feed_delta_journal_bytes", "gauge", "bytes the target's journal keeps");
+  m.declare("feed_delta_journal_oldest", "gauge", "oldest version a delta can start from");
+  m.declare("feed_delta_full_bytes", "gauge", "size of the target's full message");
+  m.declare("feed_delta_requests_total", "counter", "GET /delta answers, by target and kind (full, delta, no_change, rebased: a no-change to a client of another epoch holding the same content, ask_buckets, repair)");
+  m.declare("feed_delta_full_total", "counter", "full messages sent, by target and reason (epoch, future, behind, smaller)");
+  m.declare("feed_delta_bytes_total", "counter", "bytes of /delta answers, by target and kind");
+  m.declare("feed_delta_full_builds", "gauge", "full messages built in this epoch (at most one per version, shared by every caller), by target");
+  m.declare("feed_delta_held", "gauge", "long polls held now");
+  m.declare("feed_delta_held_total", "counter", "long polls that were held (answered on a change or when their wait ran out)");
+}
