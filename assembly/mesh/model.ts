@@ -21,7 +21,7 @@
 import { Address } from "./ip";
 import { MeshServices } from "./model_services";
 import { OBJECT_OVERHEAD } from "./table";
-import { arrayBytes, inRange, MEM_NEXT, MEM_SERVICE, Ref, RefTarget, validPort } from "./model_layout";
+import { arrayBytes, DEFAULT_CLUSTER, inRange, MEM_NEXT, MEM_SERVICE, Ref, RefTarget, validPort } from "./model_layout";
 
 export {
   DEFAULT_CLUSTER,
@@ -287,8 +287,10 @@ export class Mesh extends MeshServices {
     t += arrayBytes(this.sFlags) + arrayBytes(this.sWaypoint) + arrayBytes(this.sLbPrefs);
     t += this.sPorts.byteSize() + arrayBytes(this.slotPort) + arrayBytes(this.slotTarget);
     t += this.portIndex.byteSize() + <i64>this.slotFree.length * 4;
+    // A slot holds a name object only once one was built or given (DEFAULT_CLUSTER: none yet).
     for (let i = 0; i < this.slotCluster.length; i++) {
-      t += <i64>unchecked(this.slotCluster[i]).byteLength + OBJECT_OVERHEAD + 4;
+      const name = unchecked(this.slotCluster[i]);
+      t += name === DEFAULT_CLUSTER ? 4 : <i64>name.byteLength + OBJECT_OVERHEAD + 4;
     }
     t += this.sMembers.byteSize() + this.sSans.byteSize() + this.sVips.byteSize();
     for (let i = 0; i < this.sans.length; i++) {

@@ -119,12 +119,8 @@ export class MeshServices extends MeshWorkloads {
 
   /** Workload index of endpoint e (0-based within s), or -1. */
   endpointWorkload(s: i32, e: i32): i32 {
-    if (!inRange(s, this.serviceTotal)) return -1;
-    const pool = this.sMembers;
-    const at = pool.offset(s);
-    if (at < 0 || !inRange(e, <i32>pool.word(at))) return -1;
-    const g = <i32>pool.word(at + 1 + e);
-    return inRange(g, this.memTotal) ? <i32>this.mem3(g, MEM_WORKLOAD) : -1;
+    const g = this.endpointMembership(s, e);
+    return g >= 0 ? <i32>this.mem3(g, MEM_WORKLOAD) : -1;
   }
 
   /** The membership id of endpoint e (0-based within s), or -1. */

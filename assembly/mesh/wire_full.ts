@@ -2,7 +2,7 @@
 // first (texts interned into the new model as they are met, sizes counted), then every record
 // stored in message order; refused whole on any problem (the caller keeps its old model).
 import { reserveMembers, ensureMemberships, ensureServices, ensureWorkloads } from "./edit";
-import { Mesh } from "./model";
+import { Mesh, PORTS_SCANNED } from "./model";
 import { ChunkPool } from "./pool";
 import { AddrTable4, AddrTable6, U64Table } from "./table";
 import {
@@ -99,7 +99,8 @@ export function loadFull(r: WireReader, h: Header): Mesh | null {
     } else {
       if (!seenS.mark(<u32>r.recordId)) return failNull(r, "id", "service " + r.recordId.toString() + " appears twice");
       serviceIds = max(serviceIds, r.recordId + 1);
-      ports += serviceRec.portCount;
+      // Only long port lists are indexed (short ones are scanned: setPorts).
+      if (serviceRec.portCount > PORTS_SCANNED) ports += serviceRec.portCount;
       vips += serviceRec.vipCount;
     }
   }
