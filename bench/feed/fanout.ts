@@ -27,7 +27,7 @@ import { PollerFleet } from "./fanout_fleet.js";
 import { ChurnObserver } from "./fanout_observer.js";
 import { FeedProcess, TARGET, writeFeedConfig, type FeedCluster } from "./fanout_feed.js";
 import { churnIp, churnPod, CHURN_NAMESPACE, createChurnPods, populateApiserver, writeMeshFiles } from "./fanout_mesh.js";
-import { now } from "./fanout_poller.js";
+import { inFlight, now } from "./fanout_poller.js";
 import type { PollerCounters } from "./fanout_poller.js";
 
 export interface FanoutCase {
@@ -330,6 +330,9 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
     bytesSent: after.bytes,
     bytesPerPoller: Math.round(after.bytes / c.pollers),
     failures: after.unavailable + after.refused,
+    // Pollers with a request out when the feed was told to stop: each is answered a no-change
+    // (the stopping feed lets its held polls go) or fails (reset, or the next poll refused).
+    inFlightAtStop: inFlight(before),
     feedCpuToReadySeconds: round(cpuAtReady / 1e6, 2),
     feedCpuReadyToConvergedSeconds: round((cpuMicros(next.pid) - cpuAtReady) / 1e6, 2),
     pollerCpuSeconds: round((fleet.cpuMicros() - pollerCpu) / 1e6, 2),

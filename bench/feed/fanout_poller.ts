@@ -47,10 +47,17 @@ export interface PollerCounters {
   repairBytes: number;
   /** Bucket digests POSTed (64 KiB each). */
   postedBytes: number;
+  /** Requests sent; less every answer and failure, the requests in flight (see inFlight). */
+  polls: number;
 }
 
 export function zeroCounters(): PollerCounters {
-  return { full: 0, delta: 0, noChange: 0, rebased: 0, askBuckets: 0, repair: 0, refused: 0, unavailable: 0, bytes: 0, fullBytes: 0, repairBytes: 0, postedBytes: 0 };
+  return { full: 0, delta: 0, noChange: 0, rebased: 0, askBuckets: 0, repair: 0, refused: 0, unavailable: 0, bytes: 0, fullBytes: 0, repairBytes: 0, postedBytes: 0, polls: 0 };
+}
+
+/** Requests sent and not yet settled (an answer of any kind or a failure) when `c` was read. */
+export function inFlight(c: PollerCounters): number {
+  return c.polls - (c.full + c.delta + c.noChange + c.rebased + c.askBuckets + c.repair + c.refused + c.unavailable);
 }
 
 export class Poller {
@@ -137,6 +144,7 @@ export class Poller {
 
   private poll(): void {
     if (this.stopped) return;
+    this.counters.polls++;
     const sentAt = now();
     const full = this.resync || this.askFull;
     const repair = !full && this.sendBuckets && this.buckets.known;
