@@ -39,7 +39,7 @@ function percentile(values: number[], p: number): number {
 
 const round = (v: number) => +v.toFixed(3);
 
-export function deltaCosts(n: number, changes = 200, validateJson = true): void {
+export function deltaCosts(n: number, changes = 200, validateJson = true): { jsonText: string } {
   const c = new ClusterObjects("cluster1");
   const podOf = (i: number, phase = "Running") => pod("bench", `p-${i}`, { ip: ip(i + 256), sa: `sa-${i % 1000}`, phase, labels: { app: `s-${Math.floor(i / PER_SERVICE)}`, "security.istio.io/tlsMode": "istio" } });
   for (let i = 0; i < n; i++) c.upsert("pods", podOf(i));
@@ -141,6 +141,7 @@ export function deltaCosts(n: number, changes = 200, validateJson = true): void 
     jsonBytes: rendered.bytes,
     jsonValidateMs: validateMs === undefined ? undefined : round(validateMs),
   });
+  return { jsonText: rendered.text };
 }
 
 /** The encoder alone: 1M workloads and 10k services into one full message. */

@@ -18,6 +18,7 @@ import { emit } from "../emit.js";
 import { BulkWriter } from "./writer.js";
 import { deltaPropagation } from "./delta_run.js";
 import { deltaCosts, wireEncode } from "./delta_micro.js";
+import { checkLoop } from "./check_loop.js";
 import { bundleFeed, feedMemory } from "./memory.js";
 import { resyncBytes } from "./resync.js";
 import { cpuMicros, rssMb } from "../envoy/proc.js";
@@ -190,7 +191,11 @@ export async function feedBenchSize(n: number, samples: number): Promise<{ pods:
 export async function feedBench({ quick }: { quick: boolean }): Promise<void> {
   // In-process costs of the delta path and the encoder (delta_micro.ts), then the real runs.
   wireEncode(quick ? 100_000 : 1_000_000, quick ? 1000 : 10_000);
-  for (const n of quick ? [1000, 10_000] : [1000, 10_000, 100_000]) deltaCosts(n);
+  for (const n of quick ? [1000, 10_000] : [1000, 10_000, 100_000]) {
+    const { jsonText } = deltaCosts(n);
+    // The same JSON checked on the event loop and in the check worker (check_loop.ts).
+    await checkLoop(n, jsonText);
+  }
   // What a VM receives after a feed restart, current or k changes behind (resync.ts).
   for (const n of quick ? [10_000] : [10_000, 100_000]) resyncBytes(n, [0, 1, 10, 100, 1000]);
   await feedBenchSizes(quick ? [[1000, 6], [10_000, 6]] : [[1000, 20], [10_000, 20], [100_000, 10]]);

@@ -70,7 +70,7 @@ export function routeChannel(source: SnapshotSource & DeltaSource, req: Incoming
     return;
   }
   if (path.endpoint === "delta") handleDelta(source, path.target, path.url, req, res, maxWaitSeconds);
-  else handleSnapshot(source, path.target, req, res);
+  else handleSnapshot(source, path.target, req, res).catch(() => res.destroy());
 }
 
 export class FeedChannelServer {

@@ -26,6 +26,7 @@ import type { PublishedSnapshot, SnapshotSource } from "./http.js";
 import { ClusterSyncMetrics, declareBuildInfo, declareFeedMetrics } from "./feed_metrics.js";
 import { Metrics } from "./metrics.js";
 import { renderPluginConfig } from "./render.js";
+import { WorkerValidator } from "./check_worker.js";
 import { FilterValidator } from "./validate.js";
 import { viewFor } from "./view.js";
 import { DeltaChannel, type ClientState, type DeltaAnswer } from "./delta/channel.js";
@@ -59,6 +60,8 @@ interface TargetState {
   eager: boolean;
   /** The delta version the lazy snapshot was last rendered at. */
   renderedAt?: number;
+  /** The lazy render in progress (its check runs in the worker). */
+  lazyRender?: Promise<void>;
 }
 
 /** One network's delta state: its incremental view and channel (shared by its targets). */
@@ -79,7 +82,9 @@ export class FeedController implements SnapshotSource {
   private lease: WriterLease | undefined;
   private readonly computer: MeshComputer;
   private readonly caps: CapReporter;
-  private readonly validator: FilterValidator;
+  /** The compiled modules (read once) the delta path's shadows run. */
+  private readonly modules: FilterValidator;
+  private readonly validator: WorkerValidator;
   private readonly debouncer: Debouncer;
   private readonly deltaDebouncer: Debouncer;
   private readonly targets: TargetState[];
@@ -113,7 +118,8 @@ export class FeedController implements SnapshotSource {
   ) {
     this.computer = new MeshComputer(mesh);
     this.caps = new CapReporter(this.metrics, (level, message) => this.log(level, message));
-    this.validator = new FilterValidator((filter) => join(config.wasmDir, `${filter}.wasm`));
+    this.modules = new FilterValidator((filter) => join(config.wasmDir, `${filter}.wasm`));
+    this.validator = new WorkerValidator((filter) => join(config.wasmDir, `${filter}.wasm`));
     this.debouncer = new Debouncer(config.debounce, () => this.render());
     this.deltaDebouncer = new Debouncer({ quietMs: config.delta.quietMs, maxMs: config.delta.maxMs }, async () => this.renderDeltas());
     this.targets = config.targets.map((target) => ({
@@ -130,7 +136,7 @@ export class FeedController implements SnapshotSource {
       for (const u of config.targets) {
         if (u.network !== t.network) continue;
         const key = JSON.stringify([u.filter, u.config]);
-        if (!shadows.has(key)) shadows.set(key, new FilterShadow(u, () => this.validator.bytes(u.filter), () => viewFor(this.computer.current, u.network).snapshot));
+        if (!shadows.has(key)) shadows.set(key, new FilterShadow(u, () => this.modules.bytes(u.filter), () => viewFor(this.computer.current, u.network).snapshot));
       }
       this.networks.set(t.network, { view: new NetworkView(t.network), channel: new DeltaChannel(this.epoch, config.delta, [...shadows.values()]), shadows: [...shadows.values()], waiters: new Set() });
     }
@@ -261,6 +267,7 @@ export class FeedController implements SnapshotSource {
   }
 
   stop(): void {
+    void this.validator.stop();
     this.pushes.stop();
     this.debouncer.stop();
     this.deltaDebouncer.stop();
@@ -388,29 +395,40 @@ export class FeedController implements SnapshotSource {
     }
   }
 
-  /** A lazy target's snapshot, rendered (and checked) now if the mesh moved since. */
-  private renderLazy(state: TargetState): void {
+  /**
+   * A lazy target's snapshot, rendered (and checked) now if the mesh moved since. Requests that
+   * arrive while it is checked wait for the same render.
+   */
+  private renderLazy(state: TargetState): Promise<void> {
     const n = this.networks.get(state.target.network);
-    if (!n || n.channel.version === 0) return;
+    if (!n || n.channel.version === 0) return Promise.resolve();
+    if (state.lazyRender) return state.lazyRender;
     // Once per version, whatever the outcome: a refused target is not re-rendered per request.
-    if (state.renderedAt === n.channel.version) return;
+    if (state.renderedAt === n.channel.version) return Promise.resolve();
     state.renderedAt = n.channel.version;
-    try {
-      this.renderDeltas();
-      const view = viewFor(this.computer.current, state.target.network);
-      this.checkAndKeep(state, view.snapshot, view.stats);
-    } catch (error) {
-      this.metrics.add("feed_render_errors_total", { target: state.target.name });
-      this.log("error", `target ${state.target.name}: render failed, previous snapshot kept: ${(error as Error).stack ?? error}`);
-    }
+    const render = (async () => {
+      try {
+        this.renderDeltas();
+        const view = viewFor(this.computer.current, state.target.network);
+        await this.checkAndKeep(state, view.snapshot, view.stats);
+      } catch (error) {
+        this.metrics.add("feed_render_errors_total", { target: state.target.name });
+        this.log("error", `target ${state.target.name}: render failed, previous snapshot kept: ${(error as Error).stack ?? error}`);
+      } finally {
+        state.lazyRender = undefined;
+      }
+    })();
+    state.lazyRender = render;
+    return render;
   }
 
   /** Renders and checks one target's snapshot; keeps it as published when the filter accepts it. */
-  private checkAndKeep(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"]): { version: string; text: string; bytes: number; digest: string; publishedAt: number } | undefined {
+  private async checkAndKeep(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"]): Promise<{ version: string; text: string; bytes: number; digest: string; publishedAt: number } | undefined> {
     const t = state.target;
     const rendered = renderPluginConfig(t.filter, t.network, t.config, snapshot);
     if (state.published?.digest === rendered.digest) return undefined;
-    const verdict = this.validator.check(t.filter, rendered.text);
+    // In the check worker: the event loop serves polls and deltas meanwhile.
+    const verdict = await this.validator.check(t.filter, rendered.text);
     this.metrics.observe("feed_check_seconds", { path: "snapshot" }, verdict.ms / 1000);
     if (!verdict.ok) {
       this.metrics.add("feed_render_errors_total", { target: t.name });
@@ -432,7 +450,7 @@ export class FeedController implements SnapshotSource {
   }
 
   private async renderTarget(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"], changeSeen: number): Promise<void> {
-    const kept = this.checkAndKeep(state, snapshot, stats);
+    const kept = await this.checkAndKeep(state, snapshot, stats);
     if (!kept) return;
     // The oldest change this snapshot carries: its propagation is timed when a delivery lands.
     if (changeSeen > 0 && !this.changeSeenOf.has(state.target.name)) this.changeSeenOf.set(state.target.name, changeSeen);
@@ -482,17 +500,15 @@ export class FeedController implements SnapshotSource {
 
   // ------------------------------------------------------------------ SnapshotSource
 
-  snapshot(target: string): PublishedSnapshot | undefined {
+  async snapshot(target: string): Promise<PublishedSnapshot | undefined> {
     const state = this.targets.find((s) => s.target.name === target);
-    if (state && !state.eager) this.renderLazy(state);
+    if (state && !state.eager) await this.renderLazy(state);
     return state?.published;
   }
 
-  snapshots(): PublishedSnapshot[] {
-    return this.targets.flatMap((s) => {
-      if (!s.eager) this.renderLazy(s);
-      return s.published ? [s.published] : [];
-    });
+  async snapshots(): Promise<PublishedSnapshot[]> {
+    await Promise.all(this.targets.filter((s) => !s.eager).map((s) => this.renderLazy(s)));
+    return this.targets.flatMap((s) => (s.published ? [s.published] : []));
   }
 
   ready(): { ready: boolean; reason: string } {

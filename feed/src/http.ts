@@ -32,8 +32,9 @@ export interface PublishedSnapshot {
 }
 
 export interface SnapshotSource {
-  snapshot(target: string): PublishedSnapshot | undefined;
-  snapshots(): PublishedSnapshot[];
+  /** A lazy target is rendered and checked on request (the check off the event loop). */
+  snapshot(target: string): PublishedSnapshot | undefined | Promise<PublishedSnapshot | undefined>;
+  snapshots(): PublishedSnapshot[] | Promise<PublishedSnapshot[]>;
   ready(): { ready: boolean; reason: string };
   /** Prometheus' text format (prom-client renders it asynchronously). */
   metricsText(): string | Promise<string>;
@@ -242,21 +243,28 @@ function handleOperator(source: SnapshotSource, req: IncomingMessage, res: Serve
     return;
   }
   if (url.pathname === "/snapshots") {
-    const list = source.snapshots().map(({ target, version, bytes, publishedAt }) => ({ target, version, bytes, publishedAt: new Date(publishedAt).toISOString() }));
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(list) + "\n");
+    Promise.resolve(source.snapshots()).then(
+      (snaps) => {
+        const list = snaps.map(({ target, version, bytes, publishedAt }) => ({ target, version, bytes, publishedAt: new Date(publishedAt).toISOString() }));
+        if (!res.destroyed) res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(list) + "\n");
+      },
+      (error) => res.destroyed || res.writeHead(500, { "content-type": "text/plain" }).end(`snapshots: ${(error as Error).message}\n`),
+    );
     return;
   }
   const m = /^\/snapshot\/([^/]+)$/.exec(url.pathname);
   if (m) {
-    handleSnapshot(source, decodeURIComponent(m[1]), req, res);
+    handleSnapshot(source, decodeURIComponent(m[1]), req, res).catch(() => res.destroy());
     return;
   }
   res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
 }
 
 /** GET /snapshot/<target>: the published JSON with its ETag (304 when the client holds it). */
-export function handleSnapshot(source: SnapshotSource, target: string, req: IncomingMessage, res: ServerResponse): void {
-  const snap = source.snapshot(target);
+export async function handleSnapshot(source: SnapshotSource, target: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const snap = await source.snapshot(target);
+  // The client may have gone while a lazy target was checked.
+  if (res.destroyed) return;
   if (!snap) {
     res.writeHead(404, { "content-type": "text/plain" }).end(`no published snapshot for target ${JSON.stringify(target)}\n`);
     return;

@@ -8,6 +8,7 @@
 // (cluster_set.ts, remote_secrets.ts); the configuration file is followed (config_reload.ts).
 // SIGTERM/SIGINT stop it.
 import { parseArgs } from "node:util";
+import { isMainThread } from "node:worker_threads";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { ClusterSet } from "./cluster_set.js";
 import { defaultLogger, FeedController } from "./controller.js";
@@ -142,7 +143,8 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Not in a worker thread: the filter check worker loads this same bundle (check_worker.ts).
+if (isMainThread && import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({ options: { config: { type: "string", short: "c" } } });
   if (!values.config) {
     console.error("usage: tsx feed/src/main.ts --config <feed.yaml>");
