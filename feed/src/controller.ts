@@ -261,17 +261,14 @@ export class FeedController implements SnapshotSource {
     this.lease = lease;
     this.pushes.gate(() => lease.leading());
     const inputs = { contactAgeMs: () => lease.contactAgeMs(), failingWatches: () => this.clusterState.failingKinds(cluster), deltaPending: () => this.oldestDeltaPending !== 0 };
-    this.gate = new ServingGate(renewDeadlineMs, inputs, this.metrics, this.log, () => {
-      for (const n of this.networks.values()) for (const w of [...n.waiters]) w();
-    });
+    // Cut off: the held polls are released, each then answered 503.
+    this.gate = new ServingGate(renewDeadlineMs, inputs, this.metrics, this.log, () => this.networks.forEach((n) => [...n.waiters].forEach((w) => w())));
     this.gate.start();
   }
 
-  /** Why this replica does not serve the channel now (undefined: it serves); counted as a 503 when `answered`. */
+  /** Why this replica does not serve the channel now (undefined: it serves); `answered`: a 503 is sent (counted). */
   notServing(answered = false): string | undefined {
-    const why = this.gate?.refusal();
-    if (why !== undefined && answered) this.gate?.refused();
-    return why;
+    return this.gate?.refusal(answered);
   }
 
   stop(): void {

@@ -57,7 +57,7 @@ export class ServingGate {
   }
 
   start(): void {
-    this.timer = setInterval(() => this.refusal(), CHECK_MS);
+    this.timer = setInterval(() => this.check(), CHECK_MS);
     this.timer.unref();
   }
 
@@ -65,8 +65,14 @@ export class ServingGate {
     if (this.timer) clearInterval(this.timer);
   }
 
-  /** Why this replica does not serve the channel now; undefined while it serves. */
-  refusal(): string | undefined {
+  /** Why this replica does not serve the channel now; undefined while it serves. `answered`: a 503 is sent with it (counted). */
+  refusal(answered = false): string | undefined {
+    const why = this.check();
+    if (why !== undefined && answered) this.metrics.add("feed_channel_unavailable_total", { reason: this.state === "resyncing" ? "resyncing" : "cut_off" });
+    return why;
+  }
+
+  private check(): string | undefined {
     const now = Date.now();
     const failing = this.inputs.failingWatches();
     if (failing > 0) this.failingAt = now;
@@ -83,11 +89,6 @@ export class ServingGate {
       return undefined;
     }
     return `resyncing after the API server was out of reach (${failing > 0 ? `${failing} watches not established again` : settled ? "changes not published yet" : "watches settling"})`;
-  }
-
-  /** Counts one channel request answered 503. */
-  refused(): void {
-    this.metrics.add("feed_channel_unavailable_total", { reason: this.state === "resyncing" ? "resyncing" : "cut_off" });
   }
 
   private enter(state: GateState, why: string): void {
