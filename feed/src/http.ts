@@ -51,9 +51,13 @@ export interface DeltaSource {
   notServing?(answered?: boolean): string | undefined;
 }
 
-/** The 503 of a replica that does not serve: the filter keeps its model and its next poll goes to another replica. */
+/**
+ * The 503 of a replica that does not serve: the filter keeps its model and polls again. The
+ * connection is closed, so that the next poll opens a new one, which a Service balances anew
+ * (kube-proxy places connections, not requests; a kept-alive one would come back here).
+ */
 export function answerNotServing(res: ServerResponse, why: string): void {
-  res.writeHead(503, { "content-type": "text/plain", "retry-after": "1" }).end(`not serving: ${why}\n`);
+  res.writeHead(503, { "content-type": "text/plain", "retry-after": "1", connection: "close" }).end(`not serving: ${why}\n`);
 }
 
 export const DELTA_CONTENT_TYPE = "application/x-mesh-delta";

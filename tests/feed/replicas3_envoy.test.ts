@@ -1,18 +1,23 @@
-// Three feed replicas (separate processes, the writers' Lease) behind one `mesh_feed` cluster of
-// the real Envoy (--concurrency 4: four worker VMs and the main thread's, each polling on its
-// own; round robin over the three, as a Service spreads a sidecar's polls over the feed's pods),
-// against the real kube-apiserver. Each step changes the mesh at once (httpbin-0 created or
-// deleted) and then requires every new connection to be decided from the new model within a
-// stated bound:
+// Three feed replicas (separate processes, the writers' Lease) behind the real Envoy
+// (--concurrency 4: four worker VMs and the main thread's, each polling on its own), against the
+// real kube-apiserver. The sidecar's mesh_feed cluster has one address, the feed's Service, as
+// shipped (STRICT_DNS to its name), with the shipped 30 s long poll; the Service is a balancer
+// in the test that places each new connection on a ready replica in turn and leaves
+// established ones where they are, as kube-proxy does. Each step changes the mesh at once
+// (httpbin-0 created or deleted) and then requires every new connection to be decided from the
+// new model within a stated bound:
 //   - the leader SIGKILLed: a follower takes the Lease and writes; the channel never stopped
 //     (bound BOUND_MS, replicas_envoy.test.ts's: a held poll's answer, the filter's first
 //     reconnect wait, a message's transfer);
 //   - all three rolled one by one (SIGTERM, a new process behind the same endpoint);
 //   - the leader, then a follower, cut off from the API server (their relay cut: the process
-//     runs on and keeps its callers' connections): within renewDeadline the cut-off replica
-//     answers its held polls and every new one 503 (serving_gate.ts), so the VMs move to the
-//     others; bound BOUND_MS + renewDeadlineMs (the failover time of a partition). Healed, it
-//     resyncs and serves the others' content again.
+//     runs on and keeps its callers' connections) while a VM's poll waits on it over a
+//     connection the Service will not move: within renewDeadline the cut-off replica answers
+//     its held polls and every new one 503 and closes the connection (serving_gate.ts), so the
+//     VMs reconnect to the others; bound BOUND_MS + renewDeadlineMs (the failover time of a
+//     partition). Were it to go on holding them, those VMs would keep the old model for the
+//     whole partition (each held poll ending in a no-change). Healed, it resyncs and serves the
+//     others' content again.
 // Throughout: no VM receives a full message after its first model (the filters'
 // `feed.applied_full` stays at one per VM), nothing is written twice (the WasmPlugin's and the
 // ECDS file's writes), and every WasmPlugin write was made by the replica holding the Lease at
@@ -30,7 +35,7 @@ import { startTlsPod, type TlsPod } from "../support/pods.js";
 import { startBackend, type Backend } from "../support/tcp.js";
 import { CERT_DIR } from "../../scripts/demo-certs.js";
 import { eventually } from "./harness.js";
-import { channelPort, SIDECAR, SIDECAR_LABELS, SidecarProbe, sidecarConfig, VMS, WAIT_SECONDS, WORKERS, type Applied } from "./replicas_envoy_support.js";
+import { channelPort, ServiceBalancer, SIDECAR, SIDECAR_LABELS, SidecarProbe, sidecarConfig, VMS, WORKERS, type Applied } from "./replicas_envoy_support.js";
 import {
   CRASH_FAILOVER_MS,
   EcdsWrites,
@@ -46,6 +51,8 @@ import {
   type Replica,
 } from "./replicas_support.js";
 
+/** The shipped sidecar's long poll (envoy-configs/passthrough_mtls_feed.yaml): a poll a cut-off replica kept would keep its VM's model this long. */
+const FILTER_WAIT_SECONDS = 30;
 /** A change reaches every VM's model within this while the channel serves (replicas_envoy.test.ts). */
 const BOUND_MS = 7000 + 1000 + 2000;
 /** A partition adds the time until the cut-off replica notices and answers 503: renewDeadline. */
@@ -59,6 +66,8 @@ describe("three feed replicas behind the real Envoy: the leader killed, all roll
   let envoy: EnvoyProcess;
   let httpbin: TlsPod; // 127.0.0.11:8443, certificate spiffe://cluster.local/ns/default/sa/httpbin
   let plain11: Backend; // 127.0.0.11:8080, plain
+  /** The feed's Service: the sidecar's mesh_feed cluster has its one address (as shipped). */
+  let balancer: ServiceBalancer;
   const probe = new SidecarProbe(() => envoy);
   const writes = new WasmPluginWrites();
   const ecds = new EcdsWrites();
@@ -126,10 +135,21 @@ describe("three feed replicas behind the real Envoy: the leader killed, all roll
     assert.ok(httpbin.peers.every((p) => p === SIDECAR));
   };
 
-  /** A replica's relay cut (a partition): 503 within renewDeadline, the change decided from the others within the partition bound; healed, it serves their content. */
+  /**
+   * A replica's relay cut (a partition) while it holds a VM's poll: the change is decided from
+   * the others within the partition bound, and the cut-off replica keeps no poll past
+   * renewDeadline; healed, it serves their content.
+   */
   const partition = async (t: { diagnostic(s: string): void }, victim: Replica, wasLeader: boolean) => {
+    // Every VM reconnects (placed in turn over the three from the victim on: it gets two of the
+    // five, so one at least is a worker's) and polls again: two VMs' polls then wait on the
+    // victim, over connections that stay there.
+    balancer.resetAll(victim);
+    await eventually(`${victim.identity} holds two VMs' polls`, 15_000, async () => (((await metric(victim, "feed_delta_held")) ?? 0) >= 2 ? true : undefined), 100);
+    const heldThen = (await metric(victim, "feed_delta_held")) ?? 0;
     const since = await probe.applied();
     const transitions = (await metric(victim, "feed_leader_transitions_total", { change: "started" })) ?? 0;
+    const cutAt = Date.now();
     await victim.relay.cut();
     const changedAt = await flip();
     const times = await decidedWithin(changedAt, PARTITION_BOUND_MS);
@@ -138,13 +158,15 @@ describe("three feed replicas behind the real Envoy: the leader killed, all roll
       return r.status === 503 ? r.text : undefined;
     });
     assert.match(unready, /not serving the channel: the API server .* has not answered/);
+    // The polls it held were let go (answered 503), and it holds none since.
+    await eventually("the cut-off replica holds no poll", TIMING.renewDeadlineMs + SCHEDULING_ALLOWANCE_MS, async () => ((await metric(victim, "feed_delta_held")) === 0 ? true : undefined), 50);
+    const noneHeldBy = Date.now() - cutAt;
     assert.equal((await servedContent(victim)).status, 503, "the cut-off replica's channel answers 503");
-    assert.ok(((await metric(victim, "feed_channel_unavailable_total", { reason: "cut_off" })) ?? 0) > 0, "the 503s are counted");
-    // Still cut off, several polls of every VM later (each reaches the cut-off replica in turn):
-    // no VM went back to the model that replica holds. Were it still answering, a VM that moved
-    // on would be repaired back to its older content there.
-    await new Promise((r) => setTimeout(r, 2 * WAIT_SECONDS * 1000 + 1000));
+    assert.ok(((await metric(victim, "feed_channel_unavailable_total", { reason: "cut_off" })) ?? 0) >= heldThen, "the held polls were answered 503, counted");
+    // Still cut off a little later: no VM went back to the model the cut-off replica holds.
+    await new Promise((r) => setTimeout(r, 3000));
     assert.equal((await readyz(victim)).status, 503, "still cut off");
+    assert.equal((await metric(victim, "feed_delta_held")) ?? 0, 0, "still holding no poll");
     assert.ok(await probe.inARow(podThere ? probe.mtlsTo11 : probe.plainTo11), "every connection still decided from the new model");
     const { leader } = await oneLeader("one leader among the others", CRASH_FAILOVER_MS + SCHEDULING_ALLOWANCE_MS + 5000);
     assert.notEqual(leader, victim);
@@ -155,9 +177,8 @@ describe("three feed replicas behind the real Envoy: the leader killed, all roll
     for (const o of live()) assert.equal((await servedContent(o)).digest, content.digest, `${victim.identity} serves ${o.identity}'s content after the partition`);
     assert.equal((await oneLeader("one leader after the partition healed", 10_000)).leader, leader, "the healed replica follows");
     if (!wasLeader) assert.equal((await metric(victim, "feed_leader_transitions_total", { change: "started" })) ?? 0, transitions, "the cut-off follower never led");
-    // A few more polls of every VM, the healed replica's included: none brings a full message.
     await new Promise((r) => setTimeout(r, 6000));
-    await afterStep(t, `${wasLeader ? "leader" : "follower"} cut off, the pod ${podThere ? "created" : "deleted"} at once`, since, times);
+    await afterStep(t, `${wasLeader ? "leader" : "follower"} cut off holding ${heldThen} VM polls (none ${noneHeldBy} ms after the cut, when first checked), the pod ${podThere ? "created" : "deleted"} at once`, since, times);
   };
 
   before(async () => {
@@ -168,10 +189,11 @@ describe("three feed replicas behind the real Envoy: the leader killed, all roll
     await writes.start(cluster);
     await lease.start(cluster);
     ecds.start(set.ecdsFile);
-    const replicas = await Promise.all([startReady(), startReady(), startReady()]);
+    await Promise.all([startReady(), startReady(), startReady()]);
+    balancer = await ServiceBalancer.start(live);
     httpbin = await startTlsPod("httpbin-0", "127.0.0.11", 8443, CERT_DIR, "pod-a");
     plain11 = await startBackend("plain-11", "127.0.0.11", 8080);
-    envoy = await EnvoyProcess.start({ name: "feed-rep3-envoy", adminPort: 15000, concurrency: WORKERS, config: sidecarConfig(replicas.map(channelPort)) });
+    envoy = await EnvoyProcess.start({ name: "feed-rep3-envoy", adminPort: 15000, concurrency: WORKERS, config: sidecarConfig([balancer.port], FILTER_WAIT_SECONDS) });
     captureOutbound(15001);
   });
 
@@ -181,6 +203,7 @@ describe("three feed replicas behind the real Envoy: the leader killed, all roll
     lease.stop();
     ecds.stop();
     await envoy?.stop();
+    await balancer?.close();
     await set?.stopAll();
     await cluster?.stop();
     for (const p of [httpbin, plain11]) await p?.close();

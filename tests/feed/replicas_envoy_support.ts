@@ -3,6 +3,7 @@
 // (round robin, as a Service spreads a sidecar's polls over the feed's pods), the application's
 // connections as the filter decides them, and the filters' own message counters.
 import assert from "node:assert/strict";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { parse, stringify } from "yaml";
 import { CLIENT_ADDRESS } from "../support/capture.js";
 import type { EnvoyProcess } from "../support/envoy.js";
@@ -10,14 +11,15 @@ import { socketAddress } from "../support/envoy_config.js";
 import { exchange } from "../support/tcp.js";
 import { DEMO_IDENTITIES } from "../../scripts/demo-certs.js";
 import { meshFeedSidecarConfig } from "./delta_envoy_config.js";
-import { metric, TARGET, type Replica } from "./replicas_support.js";
+import { metric, readyz, TARGET, type Replica } from "./replicas_support.js";
+import { freePort } from "../support/ports.js";
 
 export const SIDECAR = `URI:${DEMO_IDENTITIES.sidecar}`;
 export const SIDECAR_LABELS = { app: "demo", "security.istio.io/tlsMode": "istio" };
 export const WORKERS = 4;
 /** One VM per worker and the main thread's: each polls the feed on its own. */
 export const VMS = WORKERS + 1;
-/** The filters' long poll (seconds). */
+/** The filters' long poll (seconds) unless a test says otherwise (the shipped sidecar's is 30). */
 export const WAIT_SECONDS = 5;
 
 export function channelPort(r: Replica): number {
@@ -25,8 +27,8 @@ export function channelPort(r: Replica): number {
 }
 
 /** The shipped sidecar, its mesh_feed cluster pointed at every replica's channel port (round robin). */
-export function sidecarConfig(ports: number[]): string {
-  const config = parse(meshFeedSidecarConfig(ports[0], TARGET, WAIT_SECONDS));
+export function sidecarConfig(ports: number[], waitSeconds = WAIT_SECONDS): string {
+  const config = parse(meshFeedSidecarConfig(ports[0], TARGET, waitSeconds));
   const feed = config.static_resources.clusters.find((c: { name: string }) => c.name === "mesh_feed");
   feed.lb_policy = "ROUND_ROBIN";
   feed.load_assignment.endpoints = [{ lb_endpoints: ports.map((port) => ({ endpoint: { address: socketAddress("127.0.0.1", port) } })) }];
@@ -105,5 +107,95 @@ export class SidecarProbe {
   async assertNoFullAfterFirst(): Promise<void> {
     assert.equal(await this.feedStat("applied_full"), VMS, "full messages applied: one per VM, its first model");
     assert.equal(await this.feedStat("refused"), 0, "no message refused by the filter");
+  }
+}
+
+/**
+ * The feed's Service as kube-proxy makes it: one address (the shipped sidecar's mesh_feed cluster
+ * is STRICT_DNS to the Service's name), each new TCP connection placed on a ready replica in
+ * turn, established connections left where they are. Ready: the replica's /readyz answered 200
+ * at the last look (every 250 ms), as the EndpointSlice follows the readiness probe (faster
+ * here than a kubelet's 10 s period). TLS passes through untouched.
+ */
+export class ServiceBalancer {
+  private server: Server | undefined;
+  private next = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly ready = new Set<string>();
+  /** Open connections by replica identity. */
+  private readonly open = new Map<string, Set<Socket>>();
+
+  private constructor(
+    readonly port: number,
+    private readonly replicas: () => Replica[],
+  ) {}
+
+  static async start(replicas: () => Replica[]): Promise<ServiceBalancer> {
+    const b = new ServiceBalancer(await freePort(), replicas);
+    await b.probe();
+    b.timer = setInterval(() => void b.probe(), 250);
+    const server = createServer((inbound) => b.place(inbound));
+    b.server = server;
+    await new Promise<void>((done, fail) => {
+      server.once("error", fail);
+      server.listen(b.port, "127.0.0.1", () => done());
+    });
+    return b;
+  }
+
+  private probing = false;
+
+  private async probe(): Promise<void> {
+    if (this.probing) return;
+    this.probing = true;
+    const all = this.replicas();
+    const answers = await Promise.all(all.map((r) => readyz(r)));
+    this.ready.clear();
+    all.forEach((r, i) => answers[i]!.status === 200 && this.ready.add(r.identity));
+    this.probing = false;
+  }
+
+  private place(inbound: Socket): void {
+    const candidates = this.replicas().filter((r) => this.ready.has(r.identity));
+    if (candidates.length === 0) {
+      inbound.destroy();
+      return;
+    }
+    const r = candidates[this.next++ % candidates.length]!;
+    const outbound = createConnection({ host: "127.0.0.1", port: channelPort(r) });
+    let set = this.open.get(r.identity);
+    if (!set) this.open.set(r.identity, (set = new Set()));
+    const conns = set;
+    conns.add(inbound);
+    for (const s of [inbound, outbound]) s.on("error", () => s.destroy());
+    inbound.pipe(outbound).pipe(inbound);
+    inbound.on("close", () => {
+      conns.delete(inbound);
+      outbound.destroy();
+    });
+    outbound.on("close", () => inbound.destroy());
+  }
+
+  /** Connections open to the replica now. */
+  connections(r: Replica): number {
+    return this.open.get(r.identity)?.size ?? 0;
+  }
+
+  /**
+   * Drops every open connection; the VMs reconnect, placed in turn over the ready replicas from
+   * `first` on (so that it gets two of five: then a worker's VM polls it, not only the main
+   * thread's, which decides no connection).
+   */
+  resetAll(first?: Replica): void {
+    const i = first ? this.replicas().filter((r) => this.ready.has(r.identity)).indexOf(first) : -1;
+    if (i >= 0) this.next = i;
+    for (const set of this.open.values()) for (const s of set) s.destroy();
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.resetAll();
+    const server = this.server;
+    if (server) await new Promise<void>((done) => server.close(() => done()));
   }
 }
