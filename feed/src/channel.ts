@@ -29,7 +29,7 @@ import type { TLSSocket } from "node:tls";
 import { callerIdentity, forwardedIdentity, socketIdentity, type CallerIdentity } from "./caller_identity.js";
 import type { ChannelConfig } from "./config.js";
 import type { Logger } from "./controller.js";
-import { handleDelta, handleSnapshot, type DeltaSource, type SnapshotSource } from "./http.js";
+import { answerNotServing, handleDelta, handleSnapshot, type DeltaSource, type SnapshotSource } from "./http.js";
 import type { Metrics } from "./metrics.js";
 import { mayRead } from "./readers.js";
 import { ServerGuard } from "./server_guard.js";
@@ -150,6 +150,13 @@ export class FeedChannelServer {
     if (!this.readersSeen.has(reader) && this.readersSeen.size < MAX_READERS_LOGGED) {
       this.readersSeen.add(reader);
       this.log("info", `channel: ${caller.spiffeId} reads target ${JSON.stringify(target)}`);
+    }
+    // A replica cut off from its API server (serving_gate.ts): after the caller is known, so
+    // that an impostor learns nothing about this replica's state.
+    const down = this.source.notServing?.(true);
+    if (down !== undefined) {
+      answerNotServing(res, down);
+      return;
     }
     routeChannel(this.source, req, res, this.maxWaitSeconds);
   }

@@ -25,6 +25,7 @@ import { Pusher, type Delivery } from "./deliver/pusher.js";
 import type { PublishedSnapshot, SnapshotSource } from "./http.js";
 import { ClusterSyncMetrics, declareBuildInfo, declareFeedMetrics } from "./feed_metrics.js";
 import { Metrics } from "./metrics.js";
+import { ServingGate } from "./serving_gate.js";
 import { renderPluginConfig } from "./render.js";
 import { WorkerValidator } from "./check_worker.js";
 import { FilterValidator } from "./validate.js";
@@ -44,8 +45,8 @@ export interface WasmPluginApplier {
 export interface WriterLease {
   leading(): boolean;
   holder(): string;
-  /** How long the API server holding the Lease has not answered, past the lease duration (0: in touch). */
-  apiUnreachableMs(): number;
+  /** Time since the API server holding the Lease last answered. */
+  contactAgeMs(): number;
 }
 
 export { defaultLogger, type Logger } from "./logger.js";
@@ -80,6 +81,7 @@ export class FeedController implements SnapshotSource {
   /** Every delivery of every target, driven until it lands (deliver/pusher.ts). */
   readonly pushes: Pusher;
   private lease: WriterLease | undefined;
+  private gate: ServingGate | undefined;
   private readonly computer: MeshComputer;
   private readonly caps: CapReporter;
   /** The compiled modules (read once) the delta path's shadows run. */
@@ -260,14 +262,24 @@ export class FeedController implements SnapshotSource {
     return this.debouncer.flush();
   }
 
-  /** Several replicas: only the Lease's holder writes (main.ts wires leader.ts here). */
-  useLease(lease: WriterLease): void {
+  /** Several replicas: only the Lease's holder writes, and only a replica in touch with its API server serves (serving_gate.ts). */
+  useLease(lease: WriterLease, cluster: string, renewDeadlineMs: number): void {
     this.lease = lease;
     this.pushes.gate(() => lease.leading());
+    const inputs = { contactAgeMs: () => lease.contactAgeMs(), failingWatches: () => this.clusterState.failingKinds(cluster), deltaPending: () => this.oldestDeltaPending !== 0 };
+    // Cut off: the held polls are released, each then answered 503.
+    this.gate = new ServingGate(renewDeadlineMs, inputs, this.metrics, this.log, () => this.networks.forEach((n) => [...n.waiters].forEach((w) => w())));
+    this.gate.start();
+  }
+
+  /** Why this replica does not serve the channel now (undefined: it serves); `answered`: a 503 is sent (counted). */
+  notServing(answered = false): string | undefined {
+    return this.gate?.refusal(answered);
   }
 
   stop(): void {
     void this.validator.stop();
+    this.gate?.stop();
     this.pushes.stop();
     this.debouncer.stop();
     this.deltaDebouncer.stop();
@@ -516,8 +528,8 @@ export class FeedController implements SnapshotSource {
     if (!this.allSynced()) return { ready: false, reason: notSynced.length > 0 ? `waiting for the initial lists of ${notSynced.join(", ")}` : "waiting for the remote secrets' first list" };
     const unpublished = this.targets.filter((s) => (s.eager ? !s.published : (this.networks.get(s.target.network)?.channel.version ?? 0) === 0)).map((s) => s.target.name);
     if (unpublished.length > 0) return { ready: false, reason: `nothing published yet for ${unpublished.join(", ")}` };
-    const silent = this.lease?.apiUnreachableMs() ?? 0;
-    if (silent > 0) return { ready: false, reason: `the API server holding the writers' Lease has not answered for ${Math.round(silent / 1000)} s: this replica cannot tell whether its model is current` };
+    const notServing = this.gate?.refusal();
+    if (notServing !== undefined) return { ready: false, reason: `not serving the channel: ${notServing}` };
     const now = Date.now();
     const behind = this.pushes.behind().map((b) => `${b.target} (${b.delivery}) behind for ${Math.round((now - b.since) / 1000)} s${b.error ? `: ${b.error}` : ""}`);
     const unreadyAfter = (this.config.push ?? DEFAULT_PUSH).unreadyAfterMs;

@@ -97,6 +97,11 @@ export class ClusterSyncMetrics {
     for (const name of ["feed_cluster_synced", "feed_cluster_last_event_timestamp_seconds", "feed_cluster_watch_errors_total"]) this.m.remove(name, { cluster: clusterId });
   }
 
+  /** Kinds of the cluster whose list or watch is failing now. */
+  failingKinds(clusterId: string): number {
+    return this.failing.get(clusterId)?.size ?? 0;
+  }
+
   synced(clusterId: string): boolean {
     return this.listedClusters.has(clusterId) && !this.failing.has(clusterId);
   }
@@ -138,5 +143,8 @@ export function declareFeedMetrics(m: Metrics): void {
   m.declare("feed_delta_bytes_total", "counter", "bytes of /delta answers, by target and kind");
   m.declare("feed_delta_full_builds", "gauge", "full messages built in this epoch (at most one per version, shared by every caller), by target");
   m.declare("feed_delta_held", "gauge", "long polls held now");
+  m.declare("feed_channel_serving", "gauge", "1 while this replica serves the channel; 0 while it answers 503 (with leaderElection: cut off from the API server holding the Lease for renewDeadlineMs, or resyncing after it)");
+  m.set("feed_channel_serving", {}, 1);
+  m.declare("feed_channel_unavailable_total", "counter", "channel requests answered 503 because this replica does not serve, by reason (cut_off, resyncing)");
   m.declare("feed_delta_held_total", "counter", "long polls that were held (answered on a change or when their wait ran out)");
 }

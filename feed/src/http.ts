@@ -48,6 +48,17 @@ export interface DeltaSource {
   waitForDelta(target: string, ms: number): { done: Promise<void>; cancel: () => void };
   deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined;
   heldChanged(delta: number): void;
+  /** Why the feed does not serve the channel now (a replica cut off from its API server); counted when `answered`. */
+  notServing?(answered?: boolean): string | undefined;
+}
+
+/**
+ * The 503 of a replica that does not serve: the filter keeps its model and polls again. The
+ * connection is closed, so that the next poll opens a new one, which a Service balances anew
+ * (kube-proxy places connections, not requests; a kept-alive one would come back here).
+ */
+export function answerNotServing(res: ServerResponse, why: string): void {
+  res.writeHead(503, { "content-type": "text/plain", "retry-after": "1", connection: "close" }).end(`not serving: ${why}\n`);
 }
 
 export const DELTA_CONTENT_TYPE = "application/x-mesh-delta";
@@ -130,6 +141,9 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, url: 
   }
   const client: ClientState = buckets ? { ...parsed, buckets } : parsed;
   const send = () => {
+    // A held poll released because this replica stopped serving (serving_gate.ts).
+    const down = source.notServing?.(true);
+    if (down !== undefined) return answerNotServing(res, down);
     const a = source.deltaAnswer(target, params.epoch, params.version, client);
     if (!a) {
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "1" }).end(`nothing published yet for target ${JSON.stringify(target)}\n`);

@@ -15,8 +15,9 @@
 // Safety margin: the holder stops at renewDeadline after its last renewal; the others wait at
 // least leaseDuration after they last saw the record change, which is after that renewal.
 //
-// A replica that has not reached the API server for leaseDuration (leader or not) reports it
-// (`apiUnreachableMs`): readiness uses it, since such a replica serves a model it cannot refresh.
+// Every replica's Lease loop is also its probe of the API server (`contactAgeMs`: since the last
+// answer): a replica that has had none for renewDeadline stops serving the channel and turns
+// unready (serving_gate.ts), since the model it holds can no longer follow the cluster.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import type { LeaderElectionConfig } from "./config_ha.js";
 import type { Logger } from "./controller.js";
@@ -86,10 +87,9 @@ export class LeaseElector {
     return this.observed?.holder ?? "";
   }
 
-  /** How long the API server has not answered a Lease request, past leaseDuration (0 while in touch). */
-  apiUnreachableMs(): number {
-    const silent = Date.now() - this.contactAt;
-    return silent > this.config.leaseDurationMs ? silent : 0;
+  /** Time since the API server last answered a Lease request (any HTTP status counts as an answer). */
+  contactAgeMs(): number {
+    return Date.now() - this.contactAt;
   }
 
   /** Stops trying; a holder releases the Lease so that another replica takes over at its next try. */

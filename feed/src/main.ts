@@ -62,7 +62,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   const elector = le
     ? new LeaseElector(kubeConfigOf(kubeConfigs, le.cluster), le, { started: () => controller.pushes.resume(), stopped: () => controller.pushes.pause() }, controller.metrics, log)
     : undefined;
-  if (elector) controller.useLease(elector);
+  if (elector && le) controller.useLease(elector, le.cluster, le.renewDeadlineMs);
   let http: FeedHttpServer | undefined;
   let port: number | undefined;
   let channel: FeedChannelServer | undefined;

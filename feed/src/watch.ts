@@ -187,7 +187,10 @@ export class ClusterWatch {
         this.hooks.log("warn", `cluster ${id}: ${text}${repeats}; retrying every ${this.retryMs} ms, last objects kept`);
         last = { text, at: now, repeats: 0 };
       } else last.repeats++;
+      // A missing optional CRD is no failure (no Gateways, as at start), also when it went
+      // missing after a failure of another kind (an API server out of reach, then back).
       if (!missing) this.hooks.watchFailed?.(id, s.kind);
+      else this.hooks.watchRecovered?.(id, s.kind);
       this.later(restart, missing ? 10 * this.retryMs : this.retryMs);
     });
     await informer.start();

@@ -23,8 +23,10 @@ import {
   metric,
   PUSH,
   readyz,
+  heldPoll,
   RELEASE_FAILOVER_MS,
   ReplicaSet,
+  servedContent,
   snapshotDigest,
   TARGET,
   TIMING,
@@ -73,6 +75,40 @@ describe("feed: several replicas, one writer (the Lease), pushes that converge",
       throw new Error(`${error.message}: ${r.identity}'s snapshot ${seen}, the WasmPlugin's writes ${JSON.stringify(writes.writes.slice(-3))} (watch errors: ${writes.errors.slice(-3).join("; ")})\n${r.process.logTail(10)}`);
     });
     return { digest: value, ms };
+  };
+
+  /**
+   * A replica cut off since `cutAt` (relay cut): its held poll was answered 503 within
+   * renewDeadline; /readyz and every channel request now say why; the others serve and are ready.
+   */
+  const assertCutOff = async (r: Replica, released: { status: number; text: string; at: number }, cutAt: number) => {
+    assert.equal(released.status, 503, `the held poll: ${released.text}`);
+    assert.match(released.text, /^not serving: the API server holding the writers' Lease has not answered/);
+    const releasedAfter = released.at - cutAt;
+    assert.ok(releasedAfter >= TIMING.renewDeadlineMs - TIMING.retryPeriodMs * 1.2 && releasedAfter <= TIMING.renewDeadlineMs + SCHEDULING_ALLOWANCE_MS, `held poll released ${releasedAfter} ms after the cut`);
+    const ready = await readyz(r);
+    assert.equal(ready.status, 503);
+    assert.match(ready.text, /not serving the channel: the API server .* has not answered/);
+    const answer = await servedContent(r);
+    assert.equal(answer.status, 503, "a new poll is answered 503");
+    assert.match(answer.text ?? "", /^not serving: /);
+    assert.equal(await metric(r, "feed_channel_serving"), 0);
+    assert.ok(((await metric(r, "feed_channel_unavailable_total", { reason: "cut_off" })) ?? 0) >= 2, "the 503s are counted");
+    for (const o of set.replicas.values()) {
+      if (o === r) continue;
+      assert.equal((await readyz(o)).status, 200, `${o.identity} stays ready`);
+      assert.equal((await servedContent(o)).status, 200, `${o.identity} serves`);
+    }
+  };
+
+  /** The relay restored: the replica turns ready again and serves exactly the others' content. */
+  const heal = async (r: Replica) => {
+    await r.relay.restore();
+    await set.ready(r, 30_000);
+    const mine = await servedContent(r);
+    assert.equal(mine.status, 200, "the healed replica serves");
+    assert.equal(await metric(r, "feed_channel_serving"), 1);
+    for (const o of set.replicas.values()) if (o !== r) assert.equal((await servedContent(o)).digest, mine.digest, `${r.identity} serves ${o.identity}'s content`);
   };
 
   before(async () => {
@@ -165,37 +201,47 @@ describe("feed: several replicas, one writer (the Lease), pushes that converge",
     }
   });
 
-  it("a replica cut off from the API server stops leading and turns unready; back in touch, it is ready again and follows", async () => {
+  it(`the leader cut off from the API server: it stops leading, and within renewDeadline (${TIMING.renewDeadlineMs} ms) turns unready and answers its channel (a held poll too) 503; another leads and writes a change; healed, it resyncs, serves the others' content and follows`, async () => {
     const { leader } = await oneLeader("one leader", 10_000);
     const pushesBefore = (await metric(leader, "feed_pushes_total")) ?? 0;
+    const held = await heldPoll(leader, 30);
     const cutAt = Date.now();
     await leader.relay.cut();
     await eventually("the cut-off leader stops leading", TIMING.renewDeadlineMs + SCHEDULING_ALLOWANCE_MS, async () => ((await metric(leader, "feed_leader")) === 0 ? true : undefined));
     const stoppedLeading = Date.now() - cutAt;
+    const released = await held.answer;
     const others = [...set.replicas.values()].filter((r) => r !== leader);
     const next = await eventually("another replica leads", CRASH_FAILOVER_MS + SCHEDULING_ALLOWANCE_MS + 5000, async () => {
       const h = await holder();
       return others.find((r) => r.identity === h);
     });
     assert.ok(stoppedLeading <= TIMING.renewDeadlineMs + SCHEDULING_ALLOWANCE_MS, `stopped leading ${stoppedLeading} ms after the cut`);
-    const unready = await eventually("the cut-off replica turns unready", TIMING.leaseDurationMs + SCHEDULING_ALLOWANCE_MS + 2000, async () => {
-      const r = await readyz(leader);
-      return r.status === 503 ? r.text : undefined;
-    });
-    assert.match(unready.value, /API server .* has not answered/);
-    for (const r of others) {
-      const answer = await readyz(r);
-      assert.equal(answer.status, 200, `${r.identity} stays ready (${answer.text})`);
-    }
+    await assertCutOff(leader, released, cutAt);
     const before = writes.digest;
     await addPod();
     await converged(next.value, "the new leader writes the change", 15_000, before);
     assert.equal((await metric(leader, "feed_pushes_total")) ?? 0, pushesBefore, "the cut-off replica wrote nothing since");
-    await leader.relay.restore();
-    await set.ready(leader, 30_000);
+    await heal(leader);
     const { leader: still } = await oneLeader("one leader after the partition healed", 10_000);
     assert.equal(still.identity, next.value.identity, "the healed replica follows");
-    console.log(`# partition: the cut-off leader stopped leading ${stoppedLeading} ms after the cut (renewDeadline ${TIMING.renewDeadlineMs} ms); another led ${next.ms} ms later`);
+    console.log(`# partition of the leader: stopped leading ${stoppedLeading} ms after the cut (renewDeadline ${TIMING.renewDeadlineMs} ms); held poll answered 503 ${released.at - cutAt} ms after it; another led ${next.ms} ms later`);
+  });
+
+  it(`a follower cut off from the API server: the leader and the Lease are untouched; the follower answers 503 within renewDeadline, misses a change, and healed serves it`, async () => {
+    const { leader } = await oneLeader("one leader", 10_000);
+    const follower = [...set.replicas.values()].find((r) => r !== leader)!;
+    const transitions = (await metric(leader, "feed_leader_transitions_total")) ?? 0;
+    const held = await heldPoll(follower, 30);
+    const cutAt = Date.now();
+    await follower.relay.cut();
+    await assertCutOff(follower, await held.answer, cutAt);
+    const before = writes.digest;
+    await addPod();
+    await converged(leader, "the leader writes the change", 15_000, before);
+    assert.equal(((await servedContent(follower)).status), 503, "the cut-off follower still does not serve");
+    await heal(follower);
+    assert.equal((await set.leaders()).join(), leader.identity, "the same leader throughout");
+    assert.equal((await metric(leader, "feed_leader_transitions_total")) ?? 0, transitions, "the leader never stopped leading");
   });
 
   it("a push the API server refuses (RBAC taken away) is retried with backoff: behind in the metric and /readyz meanwhile, landed once the RBAC is back", async () => {

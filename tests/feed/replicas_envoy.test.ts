@@ -18,22 +18,16 @@
 // Run: bash scripts/in-netns.sh node --import tsx --test --test-concurrency=1 tests/feed/replicas_envoy.test.ts
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { parse, stringify } from "yaml";
-import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../support/capture.js";
+import { captureOutbound, releaseCapture } from "../support/capture.js";
 import { EnvoyProcess } from "../support/envoy.js";
-import { socketAddress } from "../support/envoy_config.js";
 import { startKubeCluster, type KubeCluster } from "../support/kube.js";
 import { startTlsPod, type TlsPod } from "../support/pods.js";
-import { exchange, startBackend, type Backend } from "../support/tcp.js";
-import { CERT_DIR, DEMO_IDENTITIES } from "../../scripts/demo-certs.js";
-import { meshFeedSidecarConfig } from "./delta_envoy_config.js";
+import { startBackend, type Backend } from "../support/tcp.js";
+import { CERT_DIR } from "../../scripts/demo-certs.js";
 import { eventually, sleep } from "./harness.js";
-import { metric, ReplicaSet, TARGET, type Replica } from "./replicas_support.js";
+import { answered, channelPort, SIDECAR, SIDECAR_LABELS, SidecarProbe, sidecarConfig, VMS, WORKERS } from "./replicas_envoy_support.js";
+import { ReplicaSet } from "./replicas_support.js";
 
-const SIDECAR = `URI:${DEMO_IDENTITIES.sidecar}`;
-const SIDECAR_LABELS = { app: "demo", "security.istio.io/tlsMode": "istio" };
-const WORKERS = 4;
-const VMS = WORKERS + 1;
 /**
  * The bound a connection's model keeps after a replica dies: the delta debounce and a held
  * poll's answer (as tests/feed/delta_envoy.test.ts: 7 s on a loaded 2-core machine) plus the
@@ -42,26 +36,6 @@ const VMS = WORKERS + 1;
  */
 const BOUND_MS = 7000 + 1000 + 2000;
 
-function dial(host: string, port: number, payload: string, timeoutMs = 1_000) {
-  return exchange(host, port, payload, timeoutMs, CLIENT_ADDRESS);
-}
-
-/** The shipped sidecar, its mesh_feed cluster pointed at every replica's channel (round robin). */
-function sidecarConfig(replicas: Replica[]): string {
-  const config = parse(meshFeedSidecarConfig(Number(new URL(replicas[0].channel).port), TARGET, 5));
-  const feed = config.static_resources.clusters.find((c: { name: string }) => c.name === "mesh_feed");
-  feed.lb_policy = "ROUND_ROBIN";
-  feed.load_assignment.endpoints = [{ lb_endpoints: replicas.map((r) => ({ endpoint: { address: socketAddress("127.0.0.1", Number(new URL(r.channel).port)) } })) }];
-  return stringify(config);
-}
-
-/** The feed's answers of one kind (feed_delta_requests_total{kind}), summed over the given replicas. */
-async function answered(replicas: Iterable<Replica>, kind: string): Promise<number> {
-  let sum = 0;
-  for (const r of replicas) sum += (await metric(r, "feed_delta_requests_total", { kind })) ?? 0;
-  return sum;
-}
-
 describe("two feed replicas behind the real Envoy's mesh_feed cluster: a replica killed, restarted, the other rolled; no VM receives a full message after its first", () => {
   let cluster: KubeCluster;
   let set: ReplicaSet;
@@ -69,37 +43,12 @@ describe("two feed replicas behind the real Envoy's mesh_feed cluster: a replica
   let httpbin: TlsPod; // 127.0.0.11:8443, certificate spiffe://cluster.local/ns/default/sa/httpbin
   let plain11: Backend; // 127.0.0.11:8080, plain
   let killedPort = 0; // the SIGKILLed replica's channel port (its endpoint in Envoy)
-  const stat = async (name: string) => (await envoy.stats()).get(name) ?? 0;
-  const feedStat = (name: string) => stat(`wasmcustom.passthrough_mtls.feed.${name}`);
-  const mtlsTo11 = async () => (await dial("127.0.0.11", 8443, "ping-1")).received.toString() === `httpbin-0 peer=${SIDECAR}\nping-1`;
-  const plainTo11 = async () => (await dial("127.0.0.11", 8080, "hello")).received.toString() === "plain-11\nhello";
-  /** 16 connections, each decided as `decided` says: spread over the workers by the kernel. */
-  const inARow = async (decided: () => Promise<boolean>) => {
-    for (let i = 0; i < 16; i++) if (!(await decided())) return false;
-    return true;
-  };
-  const channelPort = (r: Replica) => Number(new URL(r.channel).port);
-  /** The filters' message counters (summed over the VMs), for the diagnostics. */
-  const applied = async () => ({
-    full: await feedStat("applied_full"),
-    delta: await feedStat("applied_delta"),
-    repair: await feedStat("applied_repair"),
-    noChange: await feedStat("no_change"),
-    refused: await feedStat("refused"),
-  });
-  /** What the VMs applied since `before`, and what the live replicas answered (since their start). */
-  async function report(before: Awaited<ReturnType<typeof applied>>): Promise<string> {
-    const now = await applied();
-    const live = [...set.replicas.values()];
-    const kinds = ["rebased", "ask_buckets", "repair"];
-    const served = await Promise.all(kinds.map((k) => answered(live, k)));
-    return `VMs applied full ${now.full - before.full}, delta ${now.delta - before.delta}, repair ${now.repair - before.repair}, no-change ${now.noChange - before.noChange}; live replicas answered ${kinds.map((k, i) => `${k} ${served[i]}`).join(", ")}`;
-  }
-  /** The property: one full message per VM (its first model), none after, nothing refused. */
-  async function assertNoFullAfterFirst(): Promise<void> {
-    assert.equal(await feedStat("applied_full"), VMS, "full messages applied: one per VM, its first model");
-    assert.equal(await feedStat("refused"), 0, "no message refused by the filter");
-  }
+  const probe = new SidecarProbe(() => envoy);
+  const { mtlsTo11, plainTo11 } = probe;
+  const inARow = (decided: () => Promise<boolean>) => probe.inARow(decided);
+  const applied = () => probe.applied();
+  const report = (before: Awaited<ReturnType<typeof applied>>) => probe.report(before, [...set.replicas.values()]);
+  const assertNoFullAfterFirst = () => probe.assertNoFullAfterFirst();
 
   before(async () => {
     cluster = await startKubeCluster({ name: "feed-rep-envoy" });
@@ -110,7 +59,7 @@ describe("two feed replicas behind the real Envoy's mesh_feed cluster: a replica
     await Promise.all(replicas.map((r) => set.ready(r)));
     httpbin = await startTlsPod("httpbin-0", "127.0.0.11", 8443, CERT_DIR, "pod-a");
     plain11 = await startBackend("plain-11", "127.0.0.11", 8080);
-    envoy = await EnvoyProcess.start({ name: "feed-rep-envoy", adminPort: 15000, concurrency: WORKERS, config: sidecarConfig(replicas) });
+    envoy = await EnvoyProcess.start({ name: "feed-rep-envoy", adminPort: 15000, concurrency: WORKERS, config: sidecarConfig(replicas.map(channelPort)) });
     captureOutbound(15001);
   });
 
@@ -123,8 +72,8 @@ describe("two feed replicas behind the real Envoy's mesh_feed cluster: a replica
   });
 
   it(`every VM (${VMS}) loads a model from the replicas; a pod created: mTLS with its identity; polls moving between replicas bring no full message`, async (t) => {
-    await eventually("a full model in every VM", 20_000, async () => ((await feedStat("applied_full")) >= VMS ? true : undefined));
-    const start = { full: 0, delta: 0, repair: 0, noChange: 0, refused: 0 };
+    await eventually("a full model in every VM", 20_000, async () => ((await probe.feedStat("applied_full")) >= VMS ? true : undefined));
+    const start = { full: 0, delta: 0, repair: 0, noChange: 0, unavailable: 0, refused: 0 };
     await cluster.createPod({ namespace: "default", name: "httpbin-0", labels: SIDECAR_LABELS, serviceAccountName: "httpbin" });
     await cluster.setPodStatus("default", "httpbin-0", { podIP: "127.0.0.11" });
     // Each worker's VM takes the new pod on its own poll, a few ms apart: a run of connections,

@@ -14,10 +14,11 @@ import { Watch, type KubernetesObject } from "@kubernetes/client-node";
 import { parse, parseDocument, stringify } from "yaml";
 import { GuardedProcess } from "../kube/harness/process.js";
 import type { KubeCluster } from "../support/kube.js";
-import { feedChannelFiles, SIDECAR_PRINCIPAL } from "../support/feed_tls.js";
+import { channelGet, feedChannelFiles, SIDECAR_PRINCIPAL } from "../support/feed_tls.js";
 import { freePort } from "../support/ports.js";
 import { REPO_ROOT, scratchDir } from "../support/paths.js";
 import { writeDemoCerts } from "../../scripts/demo-certs.js";
+import { decodeMessage, formatOf } from "./delta_wire_decode.js";
 import { feedKubeconfig, sleep } from "./harness.js";
 
 /** Short timings so that a failover fits a test; the chart uses istiod's 30 s / 15 s / 7.5 s. */
@@ -307,6 +308,62 @@ export class WasmPluginWrites {
   }
 }
 
+/**
+ * Every change of the writers' Lease the API server took (holder, resourceVersion), from a
+ * watch started before the feed and resumed like WasmPluginWrites'. With the WasmPlugin's
+ * writes it shows one writer at a time: the API server's resourceVersions are etcd's revisions
+ * (one order for every object), so the holder at a write is the last Lease change before it.
+ */
+export class LeaseHistory {
+  readonly changes: Array<{ resourceVersion: number; holder: string }> = [];
+  readonly errors: string[] = [];
+  private request: { abort(): void } | undefined;
+  private stopped = false;
+  private cluster: KubeCluster | undefined;
+
+  async start(cluster: KubeCluster): Promise<void> {
+    this.cluster = cluster;
+    await this.open();
+  }
+
+  private async open(): Promise<void> {
+    if (this.stopped || !this.cluster) return;
+    const from = this.changes.at(-1)?.resourceVersion;
+    const resume = () => {
+      if (!this.stopped) setTimeout(() => void this.open().catch((e: Error) => this.errors.push(e.message)), 200);
+    };
+    try {
+      this.request = await new Watch(this.cluster.kubeConfig).watch(
+        `/apis/coordination.k8s.io/v1/namespaces/${LEASE.namespace}/leases`,
+        { fieldSelector: `metadata.name=${LEASE.name}`, ...(from && { resourceVersion: String(from) }), allowWatchBookmarks: false },
+        (type: string, object: KubernetesObject & { spec?: { holderIdentity?: string } }) => {
+          if (type !== "ADDED" && type !== "MODIFIED" && type !== "DELETED") return;
+          this.changes.push({ resourceVersion: Number(object.metadata?.resourceVersion), holder: object.spec?.holderIdentity ?? "" });
+        },
+        (error: unknown) => {
+          if (error) this.errors.push(String((error as Error).message ?? error));
+          resume();
+        },
+      );
+    } catch (error) {
+      this.errors.push((error as Error).message);
+      resume();
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.request?.abort();
+  }
+
+  /** Who held the Lease when the API server took the write at `resourceVersion` ("" : nobody). */
+  holderAt(resourceVersion: number): string {
+    let holder = "";
+    for (const c of this.changes) if (c.resourceVersion < resourceVersion) holder = c.holder;
+    return holder;
+  }
+}
+
 /** Every replacement of the shared ECDS file (the feed renames a staged file over it), with the configuration it held. */
 export class EcdsWrites {
   readonly digests: string[] = [];
@@ -327,4 +384,27 @@ export class EcdsWrites {
   repeated(): string[] {
     return this.digests.filter((d, i) => i > 0 && d === this.digests[i - 1]);
   }
+}
+
+/** What a replica's channel serves now: its full message's epoch, version and content digest (a sidecar's GET with nothing held). */
+export async function servedContent(r: Replica): Promise<{ status: number; epoch?: number; version?: number; digest?: string; text?: string }> {
+  const answer = await channelGet(`${r.channel}/delta/${TARGET}?epoch=0&version=0&format=3`);
+  if (answer.status !== 200) return { status: answer.status, text: answer.body.toString().trim() };
+  const m = decodeMessage(answer.body);
+  return { status: 200, epoch: m.epoch, version: m.version, digest: formatOf(answer.body).digest.toString(16) };
+}
+
+/**
+ * A sidecar's long poll held by the replica: current at its epoch and version, waiting up to
+ * `waitSeconds` for a change. Resolves once it is sent, with its answer to come (and when it came).
+ */
+export async function heldPoll(r: Replica, waitSeconds: number): Promise<{ answer: Promise<{ status: number; text: string; at: number }> }> {
+  const now = await servedContent(r);
+  if (now.status !== 200) throw new Error(`${r.identity} does not serve: ${now.status} ${now.text}`);
+  const answer = channelGet(`${r.channel}/delta/${TARGET}?epoch=${now.epoch}&version=${now.version}&wait=${waitSeconds}&format=3`).then((a) => ({
+    status: a.status,
+    text: a.body.toString().trim(),
+    at: Date.now(),
+  }));
+  return { answer };
 }
