@@ -189,7 +189,7 @@ export class DeltaChannel {
       for (const [h, m] of serviceMoves) if (m.before >= 0 && m.after >= 0) movedServices.add(h);
       if (movedServices.size > 0) {
         // Its members name it by id: their records change too (services move rarely: ids.ts).
-        for (const [uid, ms] of mesh.memberships) for (const h of ms.keys()) if (movedServices.has(h)) {
+        for (const uid of mesh.memberships.uids()) for (const [h] of mesh.memberships.of(uid)) if (movedServices.has(h)) {
           this.pendingWorkloads.add(uid);
           break;
         }
@@ -232,7 +232,7 @@ export class DeltaChannel {
           continue;
         }
         const memberships: WireMembership[] = [];
-        for (const [hostname, ports] of mesh.memberships.get(uid) ?? []) {
+        for (const [hostname, ports] of mesh.memberships.of(uid)) {
           const sid = this.serviceIds.get(hostname);
           if (sid === undefined) throw new Error(`workload ${uid}: member of ${hostname}, which has no id (bug)`);
           memberships.push(membershipOf(sid, { ports }));
