@@ -54,11 +54,33 @@ function pickKeys(from: Record<string, string> | undefined, keys: readonly strin
   return out;
 }
 
-/** A copy of a string map with its keys and values interned. */
+/**
+ * Label sets by content: the pods of one workload carry the same labels, so they share one
+ * read-only object (bounded like the texts; a set seen again after a clear is a new object).
+ */
+const LABEL_SETS_KEPT = 16_384;
+const labelSets = new Map<string, Record<string, string>>();
+
+/** A string map with its keys and values interned, shared with every object carrying the same map. */
 function internedMap(from: Record<string, string> | undefined): Record<string, string> | undefined {
   if (!from) return undefined;
+  const keys = Object.keys(from);
+  // Keys and values joined by a byte no label holds (NUL): equal texts iff equal maps, in order.
+  let id = "";
+  let shareable = true;
+  for (const k of keys) {
+    const v = from[k];
+    if (typeof v !== "string") shareable = false;
+    else id += `${k}\0${v}\0`;
+  }
+  const kept = shareable ? labelSets.get(id) : undefined;
+  if (kept) return kept;
   const out: Record<string, string> = {};
-  for (const k of Object.keys(from)) out[texts.of(k)] = texts.of(from[k]);
+  for (const k of keys) out[texts.of(k)] = texts.of(from[k]);
+  // (A map with a value that is not text, from a broken object, is never shared.)
+  if (!shareable) return out;
+  if (labelSets.size >= LABEL_SETS_KEPT) labelSets.clear();
+  labelSets.set(id, out);
   return out;
 }
 
@@ -125,9 +147,11 @@ function pod(o: Loose): Pod {
   const s = o.status as Loose | undefined;
   if (s && typeof s === "object") {
     const status: NonNullable<Pod["status"]> = copy(s, ["phase", "podIP"], ["phase"]) ?? {};
-    // The usual first entry repeats podIP: one string for both.
+    // The usual first entry repeats podIP: one string for both. A list of exactly podIP is
+    // dropped, since the rules read podIP when podIPs is absent (istio_rules.ts podIps).
     const podIPs = list(s.podIPs, (p) => (p.ip !== undefined && p.ip === status.podIP ? { ip: status.podIP } : (copy<{ ip?: string }>(p, ["ip"]) ?? {})));
-    if (podIPs) status.podIPs = podIPs;
+    const onlyPodIp = podIPs?.length === 1 && podIPs[0].ip === status.podIP && Object.keys(podIPs[0]).length === 1;
+    if (podIPs && !onlyPodIp) status.podIPs = podIPs;
     // Only the Ready condition is read (istio_rules.ts podHealthy).
     const conditions = (s.conditions as Loose[] | undefined)?.filter?.((c) => c?.type === "Ready").map((c) => copy<{ type?: string; status?: string }>(c, ["type", "status"], ["type", "status"]) ?? {});
     if (conditions) status.conditions = sharedReady(conditions);

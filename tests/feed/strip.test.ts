@@ -182,8 +182,18 @@ describe("feed: stripped objects give the model the full objects give", () => {
     assert.deepEqual(Object.keys(p).sort(), ["metadata", "spec", "status"]);
     assert.deepEqual(Object.keys(p.metadata).sort(), ["creationTimestamp", "labels", "name", "namespace", "resourceVersion"]);
     assert.deepEqual(Object.keys(p.spec).sort(), ["nodeName", "serviceAccountName"]);
-    assert.deepEqual(Object.keys(p.status).sort(), ["conditions", "phase", "podIP", "podIPs"]);
+    // podIPs of exactly podIP says nothing more (the rules read podIP without it); a dual-stack
+    // pod's list stays whole.
+    assert.deepEqual(Object.keys(p.status).sort(), ["conditions", "phase", "podIP"]);
     assert.deepEqual(p.status.conditions, [{ type: "Ready", status: "True" }]);
+    const dual = stripObject("pods", pod("default", "b", { ip: ["10.0.0.2", "fd00::2"] })) as Loose;
+    assert.deepEqual(dual.status.podIPs, [{ ip: "10.0.0.2" }, { ip: "fd00::2" }]);
+    // Pods with the same labels share one labels object; different labels never do.
+    const first = stripObject("pods", pod("default", "c", { ip: "10.0.0.3", labels: { app: "web", "security.istio.io/tlsMode": "istio" } })) as Loose;
+    const twin = stripObject("pods", pod("default", "e", { ip: "10.0.0.4", labels: { app: "web", "security.istio.io/tlsMode": "istio" } })) as Loose;
+    assert.equal(twin.metadata.labels, first.metadata.labels);
+    const other = stripObject("pods", pod("default", "d", { labels: { app: "x" } })) as Loose;
+    assert.deepEqual(other.metadata.labels, { app: "x" });
     const n = stripObject("nodes", noisy("nodes", node("n1", "r", "z"), r)) as Loose;
     assert.deepEqual(n, { metadata: { name: "n1", resourceVersion: n.metadata.resourceVersion, labels: { "topology.kubernetes.io/region": "r", "topology.kubernetes.io/zone": "z" } } });
     const s = stripObject("services", noisy("services", service("default", "a", [{ port: 80 }], { annotations: { "alpha.istio.io/kubernetes-serviceaccounts": "x" } }), r)) as Loose;
