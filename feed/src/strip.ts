@@ -57,22 +57,30 @@ function pickKeys(from: Record<string, string> | undefined, keys: readonly strin
 /**
  * Label sets by content: the pods of one workload carry the same labels, so they share one
  * read-only object (bounded like the texts; a set seen again after a clear is a new object).
+ * A set whose text passes LABEL_SET_MAX_CHARS is not shared (typical sets are a few hundred
+ * characters), so the table holds at most ~16k × 4k characters of keys.
  */
 const LABEL_SETS_KEPT = 16_384;
+const LABEL_SET_MAX_CHARS = 4096;
 const labelSets = new Map<string, Record<string, string>>();
 
 /** A string map with its keys and values interned, shared with every object carrying the same map. */
 function internedMap(from: Record<string, string> | undefined): Record<string, string> | undefined {
   if (!from) return undefined;
   const keys = Object.keys(from);
-  // Keys and values joined by a byte no label holds (NUL): equal texts iff equal maps, in order.
+  // Each key and value prefixed by its length: equal texts iff equal maps (in order), whatever
+  // characters they hold.
   let id = "";
   let shareable = true;
   for (const k of keys) {
     const v = from[k];
-    if (typeof v !== "string") shareable = false;
-    else id += `${k}\0${v}\0`;
+    if (typeof v !== "string" || id.length > LABEL_SET_MAX_CHARS) {
+      shareable = false;
+      break;
+    }
+    id += `${k.length}:${k}${v.length}:${v}`;
   }
+  if (id.length > LABEL_SET_MAX_CHARS) shareable = false;
   const kept = shareable ? labelSets.get(id) : undefined;
   if (kept) return kept;
   const out: Record<string, string> = {};
