@@ -6,14 +6,16 @@
 //                and settledRssMb / settledKbPerPod 20 s later; syncSeconds (start → ready);
 //                target: "delta" (the /delta channel only, how a large mesh is served) or
 //                "snapshot" (also a JSON snapshot rendered, checked in the compiled filter and
-//                written as an ECDS file on every change: the small-mesh path)
+//                written as an ECDS file on every change: the small-mesh path); runtime: "chart"
+//                (Node run with the chart's `node` settings, as the Deployment runs it) or
+//                "node-defaults" (plain `node`, for comparison)
 //   feed_populate  how long the API server took to receive the pods of that step
 // Runs inside the bench's network namespace:
-//   bash scripts/in-netns.sh node --import tsx bench/feed/memory.ts [--sizes 10000,100000] [--targets delta,snapshot]
+//   bash scripts/in-netns.sh node --import tsx bench/feed/memory.ts [--sizes 10000,100000] [--targets delta,snapshot] [--runtimes chart,node-defaults]
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { emit } from "../emit.js";
 import { rssMb } from "../envoy/proc.js";
 import { BulkWriter } from "./writer.js";
@@ -26,6 +28,16 @@ import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { sleep, waitReady } from "./ready.js";
 
 export type MemoryTarget = "delta" | "snapshot";
+export type MemoryRuntime = "chart" | "node-defaults";
+
+/**
+ * How the chart's Deployment runs Node (values.yaml `node`: NODE_OPTIONS and MALLOC_ARENA_MAX),
+ * read from the chart itself so the figure is the one the Deployment is sized by.
+ */
+export function chartRuntime(): { args: string[]; env: Record<string, string> } {
+  const values = parse(readFileSync(join(REPO_ROOT, "charts", "mesh-feed", "values.yaml"), "utf8")) as { node: { maxOldSpaceMb: number; maxSemiSpaceMb: number; mallocArenas: number } };
+  return { args: [`--max-old-space-size=${values.node.maxOldSpaceMb}`, `--max-semi-space-size=${values.node.maxSemiSpaceMb}`], env: { MALLOC_ARENA_MAX: String(values.node.mallocArenas) } };
+}
 
 const SETTLE_MS = 20_000;
 
@@ -44,7 +56,7 @@ export function bundleFeed(): void {
 }
 
 /** Starts the feed on `cluster` with one target of the given kind, measures it, stops it. */
-export async function feedMemory(cluster: KubeCluster, pods: number, target: MemoryTarget, dir: string): Promise<{ rssMb: number; settledRssMb: number }> {
+export async function feedMemory(cluster: KubeCluster, pods: number, target: MemoryTarget, dir: string, runtime: MemoryRuntime = "chart"): Promise<{ rssMb: number; settledRssMb: number }> {
   const operatorPort = 19095;
   const config = {
     wasmDir: join(REPO_ROOT, "build"),
@@ -57,7 +69,8 @@ export async function feedMemory(cluster: KubeCluster, pods: number, target: Mem
   const file = join(dir, `feed-${target}-${pods}.yaml`);
   writeFileSync(file, stringify(config));
   const started = performance.now();
-  const feed = spawn(process.execPath, [BUNDLE, "--config", file], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, FEED_LOG_LEVEL: "warn" } });
+  const node = runtime === "chart" ? chartRuntime() : { args: [], env: {} };
+  const feed = spawn(process.execPath, [...node.args, BUNDLE, "--config", file], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, FEED_LOG_LEVEL: "warn", ...node.env } });
   try {
     await waitReady(`http://127.0.0.1:${operatorPort}`, feed, 30 * 60_000);
     const syncSeconds = (performance.now() - started) / 1000;
@@ -65,7 +78,7 @@ export async function feedMemory(cluster: KubeCluster, pods: number, target: Mem
     await sleep(SETTLE_MS);
     const settled = rssMb(feed.pid!);
     const perPod = (mb: number) => +((mb * 1024) / pods).toFixed(2);
-    emit({ figure: "feed_memory", pods, target, syncSeconds: +syncSeconds.toFixed(1), rssMb: +atReady.toFixed(1), rssKbPerPod: perPod(atReady), settledRssMb: +settled.toFixed(1), settledKbPerPod: perPod(settled) });
+    emit({ figure: "feed_memory", pods, target, runtime, syncSeconds: +syncSeconds.toFixed(1), rssMb: +atReady.toFixed(1), rssKbPerPod: perPod(atReady), settledRssMb: +settled.toFixed(1), settledKbPerPod: perPod(settled) });
     return { rssMb: atReady, settledRssMb: settled };
   } finally {
     feed.kill("SIGTERM");
@@ -74,7 +87,7 @@ export async function feedMemory(cluster: KubeCluster, pods: number, target: Mem
 }
 
 /** One API server grown through `sizes` (ascending); the feed measured at each size for each target. */
-export async function feedMemoryBench(sizes: number[], targets: MemoryTarget[]): Promise<void> {
+export async function feedMemoryBench(sizes: number[], targets: MemoryTarget[], runtimes: MemoryRuntime[] = ["chart"]): Promise<void> {
   bundleFeed();
   await writeDemoCerts();
   mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
@@ -87,7 +100,7 @@ export async function feedMemoryBench(sizes: number[], targets: MemoryTarget[]):
       const seconds = await populate(cluster, writer, n, have);
       emit({ figure: "feed_populate", pods: n, from: have, seconds: +seconds.toFixed(1), podsPerSecond: Math.round((n - have) / seconds), inFlight: WRITERS });
       have = n;
-      for (const target of targets) await feedMemory(cluster, n, target, dir);
+      for (const target of targets) for (const runtime of runtimes) await feedMemory(cluster, n, target, dir, runtime);
     }
   } finally {
     writer.close();
@@ -97,5 +110,5 @@ export async function feedMemoryBench(sizes: number[], targets: MemoryTarget[]):
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const arg = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : fallback);
-  await feedMemoryBench(arg("--sizes", "10000,100000").split(",").map(Number), arg("--targets", "delta,snapshot").split(",") as MemoryTarget[]);
+  await feedMemoryBench(arg("--sizes", "10000,100000").split(",").map(Number), arg("--targets", "delta,snapshot").split(",") as MemoryTarget[], arg("--runtimes", "chart").split(",") as MemoryRuntime[]);
 }

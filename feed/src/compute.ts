@@ -27,10 +27,11 @@ import {
 import type { NetworkResolver } from "./mesh_networks.js";
 import { GAP, type CappedObject, type ComputedMesh, type GapReason, type MeshChanges, type WorkloadInfo } from "./mesh_model.js";
 import type { Service, Workload } from "./schema.js";
+import { MembershipIndex } from "./memberships.js";
 import { ClusterWaypoints, gatewayRef, networkGatewaysOf, type NetworkGateway } from "./waypoints.js";
 import { addSlice, finishService, newBuild, portSpecs, type ServiceBuild, type ServiceContext } from "./compute_service.js";
 import { DEFAULT_CAPS, serviceTextOver, workloadTextOver, type FeedCaps } from "./compute_caps.js";
-import { addTo, namespaceSignature, nodeSignature, removeFrom, sliceIndexOf, type ClusterState, type SliceIndex } from "./compute_index.js";
+import { addTo, membersOf, namespaceSignature, nodeSignature, removeFrom, sliceIndexOf, type ClusterState, type SliceIndex } from "./compute_index.js";
 
 export interface MeshOptions {
   trustDomain: string;
@@ -162,7 +163,7 @@ export class MeshComputer {
     for (const st of this.clusterStates) for (const key of st.c.services.keys()) serviceKeys.add(key);
     this.computeServices([...serviceKeys].sort((a, b) => this.hostnameOf(a).localeCompare(this.hostnameOf(b))), changes);
     for (const uid of this.mesh.workloads.keys()) changes.workloads.add(uid);
-    for (const uid of this.mesh.memberships.keys()) changes.workloads.add(uid);
+    for (const uid of this.mesh.memberships.uids()) changes.workloads.add(uid);
     for (const h of this.mesh.services.keys()) changes.services.add(h);
     this.capMemberships(changes.workloads);
     return changes;
@@ -246,7 +247,7 @@ export class MeshComputer {
         if (sig === (st.nodeSignatures.get(key) ?? "")) continue;
         if (sig) st.nodeSignatures.set(key, sig);
         else st.nodeSignatures.delete(key);
-        for (const p of st.nodePods.get(key) ?? []) pods.add(p);
+        for (const p of membersOf(st.nodePods, key)) pods.add(p);
       }
       for (const key of d.keys.get("endpointSlices") ?? []) {
         const { before, after } = this.reindexSlice(st, key);
@@ -259,11 +260,11 @@ export class MeshComputer {
       for (const key of d.keys.get("services") ?? []) {
         services.add(key);
         // Whether a slice's "not ready" counts depends on its service existing.
-        for (const slice of st.serviceSlices.get(key) ?? []) for (const p of st.slices.get(slice)?.pods ?? []) pods.add(p);
+        for (const slice of membersOf(st.serviceSlices, key)) for (const p of st.slices.get(slice)?.pods ?? []) pods.add(p);
       }
       for (const key of d.keys.get("pods") ?? []) {
         pods.add(key);
-        for (const slice of st.podSlices.get(key) ?? []) {
+        for (const slice of membersOf(st.podSlices, key)) {
           const s = st.slices.get(slice)?.service;
           if (s) services.add(s);
         }
@@ -315,7 +316,7 @@ export class MeshComputer {
 
   /** False when a slice of an existing (not ExternalName) service says the pod is not ready. */
   private readyInSlices(st: ClusterState, podKey: string): boolean {
-    for (const sliceKey of st.podSlices.get(podKey) ?? []) {
+    for (const sliceKey of membersOf(st.podSlices, podKey)) {
       const index = st.slices.get(sliceKey);
       if (!index?.service || !index.notReady?.has(podKey)) continue;
       const svc = st.c.services.get(index.service);
@@ -360,7 +361,7 @@ export class MeshComputer {
             const vip = { ...(st.network && { network: st.network }), address: canonicalIp(ip) };
             if (!b.vips.some((v) => v.address === vip.address && (v.network ?? "") === (vip.network ?? ""))) b.vips.push(vip);
           }
-          for (const sliceKey of st.serviceSlices.get(key) ?? []) {
+          for (const sliceKey of membersOf(st.serviceSlices, key)) {
             const slice = st.c.endpointSlices.get(sliceKey);
             if (slice) addSlice(ctx, st.c, slice, b, st.network, made);
           }
@@ -408,16 +409,12 @@ export class MeshComputer {
         newMembers.add(e.workload);
         const was = oldMembers.get(e.workload);
         if (was === (e.ports ? JSON.stringify(e.ports) : "")) continue;
-        let m = this.mesh.memberships.get(e.workload);
-        if (!m) this.mesh.memberships.set(e.workload, (m = new Map()));
-        m.set(hostname, e.ports);
+        this.mesh.memberships.set(e.workload, hostname, e.ports);
         changes.workloads.add(e.workload);
       }
       for (const uid of oldMembers.keys()) {
         if (newMembers.has(uid)) continue;
-        const m = this.mesh.memberships.get(uid);
-        m?.delete(hostname);
-        if (m?.size === 0) this.mesh.memberships.delete(uid);
+        this.mesh.memberships.delete(uid, hostname);
         changes.workloads.add(uid);
       }
       if (service) this.mesh.services.set(hostname, service);
@@ -445,7 +442,7 @@ export class MeshComputer {
   private capMemberships(uids: Iterable<string>): void {
     const max = this.caps.maxMembershipsPerWorkload;
     for (const uid of uids) {
-      const n = this.mesh.memberships.get(uid)?.size ?? 0;
+      const n = this.mesh.memberships.count(uid);
       const held = this.membershipHeld.get(uid);
       const info = this.mesh.workloads.get(uid) ?? held;
       if (!info || n <= max) {
@@ -517,7 +514,8 @@ export class MeshComputer {
     }
     const labels = labelsOf(pod);
     const namespace = pod.metadata?.namespace ?? "";
-    const addresses = [...new Set(raw.map(canonicalIp))];
+    // Sized exactly (a spread of a Set leaves spare capacity, once per pod).
+    const addresses = raw.length === 1 ? [canonicalIp(raw[0])] : Array.from(new Set(raw.map(canonicalIp)));
     const network = podNetwork(systemNetwork, registryNetwork, () => this.options.networks.cidrNetwork(addresses[0]));
     const labelled = labels[LABEL_NETWORK];
     if (labelled !== undefined && labelled !== network) this.gap(GAP.foreignNetworkLabel);
@@ -540,7 +538,7 @@ export class MeshComputer {
 }
 
 function emptyMesh(): ComputedMesh {
-  return { workloads: new Map(), services: new Map(), gateways: new Map(), gaps: new Map(), memberships: new Map(), capped: new Map() };
+  return { workloads: new Map(), services: new Map(), gateways: new Map(), gaps: new Map(), memberships: new MembershipIndex(), capped: new Map() };
 }
 
 export { gatewayRef };

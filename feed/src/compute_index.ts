@@ -30,25 +30,47 @@ export interface ClusterState {
   network: string;
   eastWest: Set<string>;
   slices: Map<string, SliceIndex>;
-  podSlices: Map<string, Set<string>>;
-  serviceSlices: Map<string, Set<string>>;
-  nodePods: Map<string, Set<string>>;
+  podSlices: SetIndex;
+  serviceSlices: SetIndex;
+  nodePods: SetIndex;
   podNode: Map<string, string>;
   nodeSignatures: Map<string, string>;
   namespaceSignatures: Map<string, string>;
 }
 
-export function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
-  let set = index.get(key);
-  if (!set) index.set(key, (set = new Set()));
-  set.add(value);
+/**
+ * A reverse index whose keys mostly have one member (a pod is in one slice, a service has one
+ * slice): the member itself until a second one comes, then a Set. At 100k pods a Set per pod
+ * is ~150 bytes each; a key with one member costs only its map entry.
+ */
+export type SetIndex = Map<string, string | Set<string>>;
+
+const NONE: readonly string[] = [];
+
+export function addTo(index: SetIndex, key: string, value: string): void {
+  const held = index.get(key);
+  if (held === undefined) index.set(key, value);
+  else if (typeof held === "string") {
+    if (held !== value) index.set(key, new Set([held, value]));
+  } else held.add(value);
 }
 
-export function removeFrom<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
-  const set = index.get(key);
-  if (!set) return;
-  set.delete(value);
-  if (set.size === 0) index.delete(key);
+export function removeFrom(index: SetIndex, key: string, value: string): void {
+  const held = index.get(key);
+  if (held === undefined) return;
+  if (typeof held === "string") {
+    if (held === value) index.delete(key);
+    return;
+  }
+  held.delete(value);
+  if (held.size === 1) index.set(key, held.values().next().value as string);
+  else if (held.size === 0) index.delete(key);
+}
+
+/** The members of `key` (none when absent). */
+export function membersOf(index: SetIndex, key: string): Iterable<string> {
+  const held = index.get(key);
+  return held === undefined ? NONE : typeof held === "string" ? [held] : held;
 }
 
 /**

@@ -17,8 +17,9 @@ export interface WorkloadInfo {
   reachableEverywhere: boolean;
 }
 
-/** A workload's entry in a service's endpoints: the per-port target overrides (or none). */
-export type Membership = Record<string, number> | undefined;
+import type { MembershipIndex } from "./memberships.js";
+
+export type { Membership } from "./memberships.js";
 
 export type CapKind = "workload" | "service" | "gateway";
 export type CapReason = "ports" | "memberships" | "text";
@@ -41,7 +42,7 @@ export interface ComputedMesh {
   /** What the model cannot say, by reason, with how many objects it touched (README). */
   gaps: Map<GapReason, number>;
   /** uid → hostname → its endpoint entry's port overrides: the services a workload is in. */
-  memberships: Map<string, Map<string, Membership>>;
+  memberships: MembershipIndex;
   /** Objects left out for passing a cap (compute_caps.ts), by workload uid, service hostname or gateway uid. */
   capped: Map<string, CappedObject>;
 }

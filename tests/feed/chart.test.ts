@@ -80,7 +80,13 @@ describe("the feed's Helm chart", { concurrency: false }, () => {
     assert.deepEqual(spread.labelSelector.matchLabels, deployment.spec.selector.matchLabels);
     assert.deepEqual(find(objects, "PodDisruptionBudget").spec, { minAvailable: 1, selector: { matchLabels: deployment.spec.selector.matchLabels } });
     // Each replica names itself in the Lease by its pod name; the Lease is the release's, in its namespace.
-    assert.deepEqual(deployment.spec.template.spec.containers[0].env, [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }]);
+    // Node runs with the heap cap, young generation and malloc arenas the memory figure was measured with (values `node`).
+    assert.deepEqual(deployment.spec.template.spec.containers[0].env, [
+      { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+      { name: "NODE_OPTIONS", value: "--max-old-space-size=768 --max-semi-space-size=2" },
+      { name: "MALLOC_ARENA_MAX", value: "2" },
+    ]);
+    assert.deepEqual(deployment.spec.template.spec.containers[0].resources, { requests: { cpu: "200m", memory: "512Mi" }, limits: { memory: "1280Mi" } });
     const le = feedConfigOf(objects).leaderElection;
     assert.deepEqual(
       { ...le, identity: undefined },

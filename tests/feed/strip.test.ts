@@ -182,8 +182,27 @@ describe("feed: stripped objects give the model the full objects give", () => {
     assert.deepEqual(Object.keys(p).sort(), ["metadata", "spec", "status"]);
     assert.deepEqual(Object.keys(p.metadata).sort(), ["creationTimestamp", "labels", "name", "namespace", "resourceVersion"]);
     assert.deepEqual(Object.keys(p.spec).sort(), ["nodeName", "serviceAccountName"]);
-    assert.deepEqual(Object.keys(p.status).sort(), ["conditions", "phase", "podIP", "podIPs"]);
+    // podIPs of exactly podIP says nothing more (the rules read podIP without it); a dual-stack
+    // pod's list stays whole.
+    assert.deepEqual(Object.keys(p.status).sort(), ["conditions", "phase", "podIP"]);
     assert.deepEqual(p.status.conditions, [{ type: "Ready", status: "True" }]);
+    const dual = stripObject("pods", pod("default", "b", { ip: ["10.0.0.2", "fd00::2"] })) as Loose;
+    assert.deepEqual(dual.status.podIPs, [{ ip: "10.0.0.2" }, { ip: "fd00::2" }]);
+    // Pods with the same labels share one labels object; different labels never do.
+    const first = stripObject("pods", pod("default", "c", { ip: "10.0.0.3", labels: { app: "web", "security.istio.io/tlsMode": "istio" } })) as Loose;
+    const twin = stripObject("pods", pod("default", "e", { ip: "10.0.0.4", labels: { app: "web", "security.istio.io/tlsMode": "istio" } })) as Loose;
+    assert.equal(twin.metadata.labels, first.metadata.labels);
+    const other = stripObject("pods", pod("default", "d", { labels: { app: "x" } })) as Loose;
+    assert.deepEqual(other.metadata.labels, { app: "x" });
+    // Maps whose texts only join the same way stay apart; an oversized set is kept, not shared.
+    const joinA = stripObject("pods", pod("default", "f", { labels: { "a\u0000b": "c" } })) as Loose;
+    const joinB = stripObject("pods", pod("default", "g", { labels: { a: "b\u0000c" } })) as Loose;
+    assert.deepEqual([joinA.metadata.labels, joinB.metadata.labels], [{ "a\u0000b": "c" }, { a: "b\u0000c" }]);
+    const big = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`key-${i}`, "v".repeat(60)]));
+    const big1 = stripObject("pods", pod("default", "h", { labels: big })) as Loose;
+    const big2 = stripObject("pods", pod("default", "i", { labels: big })) as Loose;
+    assert.deepEqual(big1.metadata.labels, big);
+    assert.notEqual(big1.metadata.labels, big2.metadata.labels);
     const n = stripObject("nodes", noisy("nodes", node("n1", "r", "z"), r)) as Loose;
     assert.deepEqual(n, { metadata: { name: "n1", resourceVersion: n.metadata.resourceVersion, labels: { "topology.kubernetes.io/region": "r", "topology.kubernetes.io/zone": "z" } } });
     const s = stripObject("services", noisy("services", service("default", "a", [{ port: 80 }], { annotations: { "alpha.istio.io/kubernetes-serviceaccounts": "x" } }), r)) as Loose;

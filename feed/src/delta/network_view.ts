@@ -13,16 +13,29 @@ import type { ComputedMesh, MeshChanges, WorkloadInfo } from "../mesh_model.js";
 import type { Service, Workload } from "../schema.js";
 import { better, type ViewStats } from "../view.js";
 import { gatewayRef } from "../waypoints.js";
+import { addTo, membersOf, removeFrom, type SetIndex } from "../compute_index.js";
+
+/** A uid's or hostname's claim keys: the key itself when it has one (most workloads have one address). */
+type Claims = string | string[];
+
+function claimList(claims: Claims | undefined): readonly string[] {
+  return claims === undefined ? [] : typeof claims === "string" ? [claims] : claims;
+}
 
 export class NetworkView {
   /** uid → the workload as this network sees it (only the ones in the view). */
   readonly workloads = new Map<string, Workload>();
   /** hostname → the service as this network sees it (its VIPs; endpoints are not kept here). */
   readonly services = new Map<string, Service>();
-  private readonly addressClaims = new Map<string, Set<string>>();
-  private readonly claimsOf = new Map<string, string[]>();
-  private readonly vipClaims = new Map<string, Set<string>>();
-  private readonly vipClaimsOf = new Map<string, string[]>();
+  /**
+   * "network|address" → the uids claiming it, and uid → the keys it claims (the same strings).
+   * One claimant and one key are kept as the string itself (compute_index.ts SetIndex): at 100k
+   * pods a Set and an array per address were ~200 bytes per pod.
+   */
+  private readonly addressClaims: SetIndex = new Map();
+  private readonly claimsOf = new Map<string, Claims>();
+  private readonly vipClaims: SetIndex = new Map();
+  private readonly vipClaimsOf = new Map<string, Claims>();
   private readonly remote = new Set<string>();
   private readonly dropped = new Set<string>();
   private addressConflicts = 0;
@@ -54,24 +67,20 @@ export class NetworkView {
     // Claims: drop the changed workloads' old claims and add their new ones; every claimant of
     // an address whose claim set moved is decided again.
     for (const uid of changes.workloads) {
-      for (const key of this.claimsOf.get(uid) ?? []) {
-        const set = this.addressClaims.get(key)!;
-        set.delete(uid);
-        if (set.size > 0) this.addressConflicts--;
-        else this.addressClaims.delete(key);
-        for (const other of set) touched.add(other);
+      for (const key of claimList(this.claimsOf.get(uid))) {
+        removeFrom(this.addressClaims, key, uid);
+        if (this.addressClaims.has(key)) this.addressConflicts--;
+        for (const other of membersOf(this.addressClaims, key)) touched.add(other);
       }
       this.claimsOf.delete(uid);
       const info = mesh.workloads.get(uid);
       if (!info || !this.local(info)) continue;
       const keys = info.workload.addresses.map((a) => `${info.workload.network ?? ""}|${a}`);
-      this.claimsOf.set(uid, keys);
+      this.claimsOf.set(uid, keys.length === 1 ? keys[0] : keys);
       for (const key of keys) {
-        let set = this.addressClaims.get(key);
-        if (!set) this.addressClaims.set(key, (set = new Set()));
-        else this.addressConflicts++;
-        set.add(uid);
-        for (const other of set) touched.add(other);
+        if (this.addressClaims.has(key)) this.addressConflicts++;
+        addTo(this.addressClaims, key, uid);
+        for (const other of membersOf(this.addressClaims, key)) touched.add(other);
       }
     }
     const changedWorkloads = new Set<string>(before?.workloads);
@@ -90,24 +99,20 @@ export class NetworkView {
     // VIPs, the same way.
     const touchedServices = new Set<string>([...changes.services, ...(before?.services ?? [])]);
     for (const hostname of changes.services) {
-      for (const key of this.vipClaimsOf.get(hostname) ?? []) {
-        const set = this.vipClaims.get(key)!;
-        set.delete(hostname);
-        if (set.size > 0) this.vipConflicts--;
-        else this.vipClaims.delete(key);
-        for (const other of set) touchedServices.add(other);
+      for (const key of claimList(this.vipClaimsOf.get(hostname))) {
+        removeFrom(this.vipClaims, key, hostname);
+        if (this.vipClaims.has(key)) this.vipConflicts--;
+        for (const other of membersOf(this.vipClaims, key)) touchedServices.add(other);
       }
       this.vipClaimsOf.delete(hostname);
       const s = mesh.services.get(hostname);
       if (!s?.vips) continue;
       const keys = s.vips.map((v) => `${v.network ?? ""}|${v.address}`);
-      this.vipClaimsOf.set(hostname, keys);
+      this.vipClaimsOf.set(hostname, keys.length === 1 ? keys[0] : keys);
       for (const key of keys) {
-        let set = this.vipClaims.get(key);
-        if (!set) this.vipClaims.set(key, (set = new Set()));
-        else this.vipConflicts++;
-        set.add(hostname);
-        for (const other of set) touchedServices.add(other);
+        if (this.vipClaims.has(key)) this.vipConflicts++;
+        addTo(this.vipClaims, key, hostname);
+        for (const other of membersOf(this.vipClaims, key)) touchedServices.add(other);
       }
     }
     for (const hostname of touchedServices) {
@@ -144,7 +149,7 @@ export class NetworkView {
 
   private addressOwner(mesh: ComputedMesh, key: string): string | undefined {
     let best: WorkloadInfo | undefined;
-    for (const uid of this.addressClaims.get(key) ?? []) {
+    for (const uid of membersOf(this.addressClaims, key)) {
       const info = mesh.workloads.get(uid);
       if (info && (!best || better(info, best))) best = info;
     }
@@ -153,7 +158,7 @@ export class NetworkView {
 
   private vipOwner(key: string): string | undefined {
     let first: string | undefined;
-    for (const h of this.vipClaims.get(key) ?? []) if (first === undefined || h < first) first = h;
+    for (const h of membersOf(this.vipClaims, key)) if (first === undefined || h < first) first = h;
     return first;
   }
 
