@@ -183,6 +183,7 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const writtenAt = new Float64Array(writes);
   const ackedAt = new Float64Array(writes);
   const before = await fleet.counters();
+  const feedBefore = await feedPath(feed);
   const feedCpu = cpuMicros(feed.pid);
   const pollerCpu = fleet.cpuMicros();
   const { epoch } = await feed.position();
@@ -214,6 +215,8 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const cpuSeconds = (cpuMicros(feed.pid) - feedCpu) / 1e6;
   const pollerCpuSeconds = (fleet.cpuMicros() - pollerCpu) / 1e6;
   const during = diff(before, await fleet.counters());
+  const feedAfter = await feedPath(feed);
+  const mean = (sum: number, count: number) => (count > 0 ? round((1000 * sum) / count) : null);
   // Each write's carrying version: its own, else its pod's next write's (superseded).
   const carried: Array<{ version: number; at: number } | undefined> = new Array(writes).fill(undefined);
   let superseded = 0;
@@ -278,9 +281,30 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     bytesPerSecond: Math.round(during.bytes / wall),
     fullMessages: during.full,
     failures: during.unavailable + during.refused,
+    feedRenders: feedAfter.renders - feedBefore.renders,
+    feedRenderMeanMs: mean(feedAfter.renderSeconds - feedBefore.renderSeconds, feedAfter.renders - feedBefore.renders),
+    feedCheckMeanMs: mean(feedAfter.checkSeconds - feedBefore.checkSeconds, feedAfter.checks - feedBefore.checks),
+    feedSeenToPublishMeanMs: mean(feedAfter.seenToPublishSeconds - feedBefore.seenToPublishSeconds, feedAfter.published - feedBefore.published),
     target: `p99 < ${TARGETS.propagationP99Ms} ms: ${met(every.length > 0 && notCarried + notEveryPoller === 0 && p99 < TARGETS.propagationP99Ms)}`,
     load1: load(),
   });
+}
+
+/**
+ * The feed's own account of its delta path (its histograms' sums and counts): renders, the
+ * filters' check of each version, and watch event seen → version published.
+ */
+async function feedPath(feed: FeedProcess): Promise<{ renders: number; renderSeconds: number; checks: number; checkSeconds: number; published: number; seenToPublishSeconds: number }> {
+  const delta = { path: "delta" };
+  const published = { target: TARGET, path: "delta" };
+  return {
+    renders: await feed.metric("feed_delta_render_seconds_count", {}),
+    renderSeconds: await feed.metric("feed_delta_render_seconds_sum", {}),
+    checks: await feed.metric("feed_check_seconds_count", delta),
+    checkSeconds: await feed.metric("feed_check_seconds_sum", delta),
+    published: await feed.metric("feed_propagation_seconds_count", published),
+    seenToPublishSeconds: await feed.metric("feed_propagation_seconds_sum", published),
+  };
 }
 
 /** The feed stopped and started again; → every poller holding the restarted feed's version. */

@@ -260,7 +260,16 @@ export class FeedController implements SnapshotSource {
     this.pushes.gate(() => lease.leading());
   }
 
+  /** Set by stop(): the channel answers every poll at once, marked stopping (http.ts). */
+  private stoppingNow = false;
+
+  /** Whether the feed is stopping: its answers tell the filters to reconnect soon (http.ts). */
+  stopping(): boolean {
+    return this.stoppingNow;
+  }
+
   stop(): void {
+    this.stoppingNow = true;
     this.pushes.stop();
     this.debouncer.stop();
     this.deltaDebouncer.stop();
