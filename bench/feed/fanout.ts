@@ -87,10 +87,15 @@ function diff(a: PollerCounters, b: PollerCounters): PollerCounters {
 async function converged(fleet: PollerFleet, feed: FeedProcess, pollers: number, after: number, timeoutMs: number): Promise<{ at: number; holding: number }> {
   const started = performance.now();
   let said = started;
+  // The position read after one loop's check is the next loop's before (one /metrics read per
+  // loop: each costs the feed CPU, fanout_feed.ts): nothing was published between that read and
+  // the read after this loop's check when the two agree, so the check was against the current one.
+  let before = await feed.position();
   for (;;) {
-    const { epoch, version } = await feed.position();
+    const { epoch, version } = before;
     const h = epoch === 0 ? { holding: 0, latest: 0 } : await fleet.holding(epoch, version, after);
     const still = await feed.position();
+    before = still;
     if (h.holding === pollers && epoch === still.epoch && version === still.version) return { at: h.latest, holding: h.holding };
     if (performance.now() - started > timeoutMs) return { at: NaN, holding: h.holding };
     if (performance.now() - said > 15_000) {
