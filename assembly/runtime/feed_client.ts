@@ -12,7 +12,8 @@
 //             (not reached, reset, timeout, 5xx) 500 ms doubling to 5 s, full jitter (uniform in
 //             [0, backoff], Envoy's rule); refused (a bad message, a 4xx) 1 s doubling to 30 s,
 //             equal jitter (uniform in [backoff/2, backoff]); an answer marked stopping
-//             (x-feed-stopping) uniform in [0, 1 s], on a new connection. Jittered (jitter.ts) so
+//             (x-feed-stopping) uniform in [0, 1 s], on a new connection (doubling to 5 s for
+//             marked answers in a row). Jittered (jitter.ts) so
 //             that VMs that failed together do not retry together; ticks come every 100 ms in
 //             the last second before a retry is due, so the wait is kept to 100 ms.
 // A response: 200 + application/x-mesh-delta + a valid header, then
@@ -133,6 +134,8 @@ export class FeedClient {
   retryDelayMs: u32 = 0;
   /** The last answer was marked stopping (x-feed-stopping): the wait is the stopping spread. */
   stoppingSeen: bool = false;
+  /** The spread after marked answers in a row: 1 s, doubling to 5 s (0 after any other answer). */
+  stoppingSpreadMs: u32 = 0;
   /** The tick period this client last asked for. */
   private tickMs: u32 = 0;
   private sentAt: u64 = 0;
@@ -218,6 +221,7 @@ export class FeedClient {
     const now = nowMilliseconds();
     if (headers == 0) {
       this.fail(Condition.Unavailable, "the request was reset (" + lastCallStatus().message + ")", now);
+      this.retune(now, false);
       return true;
     }
     const status = httpCallResponseStatus();
@@ -230,11 +234,13 @@ export class FeedClient {
     const type = httpCallResponseHeader("content-type");
     if (type === null || !isMessageContentType(type)) {
       this.fail(Condition.Refused, "content-type " + (type === null ? "missing" : "\"" + type + "\"") + ", expected " + CONTENT_TYPE, now);
+      this.retune(now, false);
       return true;
     }
     const body = httpCallResponseBody(bodySize);
     if (body === null) {
       this.fail(Condition.Unavailable, "the response body could not be read", now);
+      this.retune(now, false);
       return true;
     }
     const error = this.take(body);
@@ -248,8 +254,10 @@ export class FeedClient {
     // istiod's GOAWAY does: poll again soon, spread, on a new connection (the answer closed it).
     const stopping = httpCallResponseHeader(Retry.STOPPING_HEADER);
     this.stoppingSeen = stopping !== null;
+    if (stopping === null) this.stoppingSpreadMs = 0;
+    else this.stoppingSpreadMs = this.stoppingSpreadMs == 0 ? <u32>Retry.STOPPING_SPREAD_MS : min(this.stoppingSpreadMs * 2, <u32>Retry.UNAVAILABLE_MAX_MS);
     if (stopping !== null) {
-      this.retryDelayMs = this.jitter.full(<u32>Retry.STOPPING_SPREAD_MS);
+      this.retryDelayMs = this.jitter.full(this.stoppingSpreadMs);
       this.retryAt = now + <u64>this.retryDelayMs;
       this.state = FeedState.Waiting;
       if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": the feed is stopping, polling again in " + this.retryDelayMs.toString() + " ms");

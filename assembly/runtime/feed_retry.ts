@@ -18,6 +18,9 @@
 // A feed that is stopping marks its last answers (STOPPING_HEADER, with `connection: close`):
 // the client polls again within STOPPING_SPREAD_MS (uniform), on a new connection (another
 // replica, or the restarted process), with the unavailable backoff starting from its first step.
+// Marked answers in a row (the same process still stopping: a single replica whose stop takes a
+// while) double that spread up to UNAVAILABLE_MAX_MS, so a feed slow to stop is not polled ever
+// faster by every VM.
 
 /** The root's tick while nothing is due (model-age gauge, watchdog). */
 export const TICK_MS = 1000;
@@ -29,7 +32,7 @@ export const UNAVAILABLE_MAX_MS = 5000;
 /** Refused: the first backoff, doubled up to the cap; the wait is uniform in [backoff / 2, backoff] (equal jitter). */
 export const REFUSED_FIRST_MS = 1000;
 export const REFUSED_MAX_MS = 30000;
-/** After an answer marked stopping: the next poll within [0, STOPPING_SPREAD_MS] (uniform). */
+/** After an answer marked stopping: the next poll within [0, STOPPING_SPREAD_MS] (uniform); doubled per marked answer in a row, up to UNAVAILABLE_MAX_MS. */
 export const STOPPING_SPREAD_MS = 1000;
 /** The response header a stopping feed sets on its answers (value "1"). */
 export const STOPPING_HEADER = "x-feed-stopping";

@@ -17,6 +17,11 @@ import { BucketTable, CONTENT_TYPE, FORMAT, HEADER_BYTES, holds, MAX_TRAILER_BYT
 
 const { TICK_MS, RETRY_TICK_MS, CALL_MARGIN_MS, MIN_HOLD_MS } = Retry;
 
+/** The spread after one more answer marked stopping in a row (0: none before). */
+export function nextStoppingSpread(spreadMs: number): number {
+  return spreadMs === 0 ? Retry.STOPPING_SPREAD_MS : Math.min(spreadMs * 2, Retry.UNAVAILABLE_MAX_MS);
+}
+
 /**
  * The client's wait after a failure (feed_client.ts `fail`): the next nominal backoff after
  * `backoffMs` (0: none yet) and the wait drawn under it with `random` in [0, 1).
@@ -84,6 +89,7 @@ export class Poller {
   private sentBuckets = false;
   private readonly buckets = new BucketTable();
   private backoffMs = 0;
+  private stoppingSpreadMs = 0;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly agent: Agent;
@@ -216,7 +222,7 @@ export class Poller {
           if (this.at.epoch !== 0 && this.buckets.known && !this.sentBuckets) this.sendBuckets = true;
           else this.askFull = true;
           this.answered();
-          return this.poll();
+          return this.next(res.headers[Retry.STOPPING_HEADER] !== undefined, now());
         }
         const next = take(this.at, header, this.sentBuckets);
         if (typeof next === "string") return fail(true);
@@ -247,14 +253,24 @@ export class Poller {
         this.answered();
         const t = now();
         this.record(t);
-        // A stopping feed (x-feed-stopping, its connection closing): again within a second, spread.
-        if (res.headers[Retry.STOPPING_HEADER] !== undefined) this.later(t + Math.random() * Retry.STOPPING_SPREAD_MS);
-        // A no-change that was not held: the next poll waits for a tick (no busy loop).
-        else if (header.kind === "no-change" && t < sentAt + MIN_HOLD_MS) this.later(t + TICK_MS);
-        else this.poll();
+        // A stopping feed (x-feed-stopping, its connection closing): again within a second, spread
+        // (doubling to 5 s for marked answers in a row).
+        this.next(res.headers[Retry.STOPPING_HEADER] !== undefined, t, header.kind === "no-change" && t < sentAt + MIN_HOLD_MS);
       });
     });
     req.end(posted);
+  }
+
+  /**
+   * The next poll after an answer taken at `t`: within the stopping spread when the feed marked
+   * it stopping (doubling for marks in a row), a tick later after a no-change that was not held
+   * (no busy loop), else at once.
+   */
+  private next(stopping: boolean, t: number, notHeld = false): void {
+    this.stoppingSpreadMs = stopping ? nextStoppingSpread(this.stoppingSpreadMs) : 0;
+    if (stopping) this.later(t + Math.random() * this.stoppingSpreadMs);
+    else if (notHeld) this.later(t + TICK_MS);
+    else this.poll();
   }
 
   /** An answer taken: the feed is healthy again. */

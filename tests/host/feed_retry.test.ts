@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as Retry from "../../assembly/runtime/feed_retry.js";
-import { nextRetry } from "../../bench/feed/fanout_poller.js";
+import { nextRetry, nextStoppingSpread } from "../../bench/feed/fanout_poller.js";
 import { STOPPING_HEADER } from "../../feed/src/http.js";
 import { ProxyWasmHost } from "../../host/index.js";
 import { FakeFeed } from "../support/fake_feed.js";
@@ -41,6 +41,11 @@ describe("feed client retry rules: one table for the filter and the bench's poll
     assert.deepEqual(UNAVAILABLE, [500, 1000, 2000, 4000, 5000, 5000, 5000]);
     assert.deepEqual(REFUSED, [1000, 2000, 4000, 8000, 16000, 30000, 30000]);
     assert.equal(STOPPING_HEADER, Retry.STOPPING_HEADER, "the feed marks what the client reads");
+    // Marked answers in a row: the spread doubles from 1 s to the unavailable cap.
+    const spreads = [nextStoppingSpread(0)];
+    while (spreads.length < 5) spreads.push(nextStoppingSpread(spreads[spreads.length - 1]));
+    assert.deepEqual(spreads, [1000, 2000, 4000, 5000, 5000]);
+    assert.deepEqual(spreads, steps(Retry.STOPPING_SPREAD_MS, Retry.UNAVAILABLE_MAX_MS, 5));
     for (const [refused, expected] of [[false, UNAVAILABLE], [true, REFUSED]] as const) {
       let low = 0;
       let high = 0;
@@ -114,11 +119,11 @@ describe("feed client retry rules: one table for the filter and the bench's poll
       assert.match(warnings[0], /unavailable: HTTP 403 \(refused \(not_reader\): not yours\).*retrying with backoff up to 30 s$/);
     });
 
-    it("an answer marked stopping: taken, no failure, the next poll within a second on the retry tick, then the short backoff from its first step", async () => {
+    it("an answer marked stopping: taken, no failure, the next poll within a second on the retry tick (two seconds after a second mark), then the short backoff from its first step", async () => {
       feed.publish("c");
       await start();
       const polls = feed.requests.length;
-      feed.inject.push("stopping");
+      feed.inject.push("stopping", "stopping");
       feed.publish("d"); // answers the held poll; the poll after it gets the stopping no-change
       await until("the stopping answer", () => feed.requests.length === polls + 1 && metric("no_change") === 1);
       await sleep(50);
@@ -126,10 +131,15 @@ describe("feed client retry rules: one table for the filter and the bench's poll
       assert.equal(host.tickPeriodMs, Retry.RETRY_TICK_MS, "the retry is due within a second: fast ticks");
       assert.equal(metric("unavailable") + metric("refused"), 0);
       assert.deepEqual(host.logLines("warn"), []);
-      // The feed is gone (a restart): the poll within the spread fails, and the next wait is the
-      // unavailable backoff's first step.
-      await feed.kill();
+      // Within the spread: the next poll, marked again (the same process, still stopping).
       tickAfter(Retry.STOPPING_SPREAD_MS + 60);
+      await until("the second stopping answer", () => feed.requests.length === polls + 2 && metric("no_change") === 2);
+      await sleep(50);
+      assert.equal(feed.requests.length, polls + 2, "not polled again at once");
+      // The feed is gone (a restart): the poll within the doubled spread fails, and the next
+      // wait is the unavailable backoff's first step.
+      await feed.kill();
+      tickAfter(2 * Retry.STOPPING_SPREAD_MS + 60);
       await until("the poll after the stop to fail", () => metric("unavailable") === 1);
       const before = calls();
       tickAfter(UNAVAILABLE[0] + 60);
