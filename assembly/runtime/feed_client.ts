@@ -7,9 +7,15 @@
 //             is thrown away, and at Envoy start-up the cluster may not exist yet.
 //   Polling   a GET /delta/<target>?epoch=E&version=V&wait=W&format=3[&digest=D] is in flight
 //             (timeout W + 5 s); D: the content digest of the model, once a format-3 message set it.
-//   Waiting   the last attempt failed: the next one is sent by a tick after the backoff
-//             (1 s, doubling to 30 s), with equal jitter: a retry waits between half and all
-//             of it (jitter.ts), so VMs that failed together do not retry together.
+//   Waiting   the last attempt failed, or the feed said it is stopping: the next one is sent by
+//             a tick after the wait (feed_retry.ts, the one source of these numbers): unavailable
+//             (not reached, reset, timeout, 5xx) 500 ms doubling to 5 s, full jitter (uniform in
+//             [0, backoff], Envoy's rule); refused (a bad message, a 4xx) 1 s doubling to 30 s,
+//             equal jitter (uniform in [backoff/2, backoff]); an answer marked stopping
+//             (x-feed-stopping) uniform in [0, 1 s], on a new connection (doubling to 5 s for
+//             marked answers in a row). Jittered (jitter.ts) so
+//             that VMs that failed together do not retry together; ticks come every 100 ms in
+//             the last second before a retry is due, so the wait is kept to 100 ms.
 // A response: 200 + application/x-mesh-delta + a valid header, then
 //   full      → the sink applies it (the model becomes exactly that), epoch/version adopted;
 //   delta     → only when its epoch and base version are this VM's; the sink applies it;
@@ -42,6 +48,7 @@ import {
 } from "./http_call";
 import { logDebug, logEnabled, logInfo, logWarn } from "./log";
 import { Jitter } from "./jitter";
+import * as Retry from "./feed_retry";
 import { nowMilliseconds, setTickPeriod } from "./timer";
 import { LogLevel, WasmResult } from "./types";
 
@@ -57,14 +64,13 @@ export class MeshSink {
 }
 
 export const START_TICK_MS: u32 = 20;
-export const TICK_MS: u32 = 1000;
-export const FIRST_BACKOFF_MS: u32 = 1000;
-export const MAX_BACKOFF_MS: u32 = 30000;
+export const TICK_MS: u32 = <u32>Retry.TICK_MS;
+const RETRY_TICK_MS: u32 = <u32>Retry.RETRY_TICK_MS;
 /** On top of the call's own timeout (wait + 5 s): Envoy always calls back, this only guards a lost call. */
 const WATCHDOG_MS: u64 = 10000;
-const CALL_MARGIN_MS: u32 = 5000;
+const CALL_MARGIN_MS: u32 = <u32>Retry.CALL_MARGIN_MS;
 /** A no-change answer sooner than this after the request was not held (see onResponse). */
-const MIN_HOLD_MS: u64 = 500;
+const MIN_HOLD_MS: u64 = <u64>Retry.MIN_HOLD_MS;
 /** The part of an error body a log line quotes. */
 const QUOTED_BODY: u32 = 120;
 
@@ -122,10 +128,16 @@ export class FeedClient {
   token: u32 = 0;
   /** Failed attempts since the feed last answered well. */
   failures: u32 = 0;
-  /** The nominal backoff (1 s doubling to 30 s); the wait itself is jittered below it. */
+  /** The nominal backoff (feed_retry.ts); the wait itself is jittered below it. */
   backoffMs: u32 = 0;
-  /** The wait before the next attempt: in [backoffMs / 2, backoffMs]. */
+  /** The wait before the next attempt: in [0, backoffMs] (unavailable) or [backoffMs / 2, backoffMs] (refused). */
   retryDelayMs: u32 = 0;
+  /** The last answer was marked stopping (x-feed-stopping): the wait is the stopping spread. */
+  stoppingSeen: bool = false;
+  /** The spread after marked answers in a row: 1 s, doubling to 5 s (0 after any other answer). */
+  stoppingSpreadMs: u32 = 0;
+  /** The tick period this client last asked for. */
+  private tickMs: u32 = 0;
   private sentAt: u64 = 0;
   private retryAt: u64 = 0;
   /** When the model in force last changed or was confirmed by the feed (configuration: start). */
@@ -160,6 +172,7 @@ export class FeedClient {
     this.state = FeedState.Starting;
     this.confirmedAt = nowMilliseconds();
     this.counters.modelAge.set(0);
+    this.tickMs = START_TICK_MS;
     setTickPeriod(START_TICK_MS);
   }
 
@@ -173,7 +186,6 @@ export class FeedClient {
     const now = nowMilliseconds();
     this.counters.modelAge.set(this.modelAgeSeconds(now));
     if (this.state == FeedState.Starting) {
-      setTickPeriod(TICK_MS);
       this.poll(now);
     } else if (this.state == FeedState.Waiting) {
       if (now >= this.retryAt) this.poll(now);
@@ -182,6 +194,21 @@ export class FeedClient {
       this.token = 0;
       this.fail(Condition.Unavailable, "no answer " + (now - this.sentAt).toString() + " ms after the request", now);
     }
+    // From a tick the period may also lengthen again (the mesh root re-asserts its own fast
+    // ticks after this, while connections wait for a first model: mesh_root.ts).
+    this.retune(now, true);
+  }
+
+  /**
+   * Ticks every RETRY_TICK_MS within the last TICK_MS before a retry is due, else every TICK_MS:
+   * a retry goes out within 100 ms of its time without a fast tick the rest of the time. Outside
+   * a tick only shortened (never slowing a period the mesh root set).
+   */
+  private retune(now: u64, lengthen: bool): void {
+    const want = this.state == FeedState.Waiting && this.retryAt <= now + <u64>TICK_MS ? RETRY_TICK_MS : TICK_MS;
+    if (want == this.tickMs || (want > this.tickMs && !lengthen)) return;
+    this.tickMs = want;
+    setTickPeriod(want);
   }
 
   /**
@@ -194,38 +221,55 @@ export class FeedClient {
     const now = nowMilliseconds();
     if (headers == 0) {
       this.fail(Condition.Unavailable, "the request was reset (" + lastCallStatus().message + ")", now);
+      this.retune(now, false);
       return true;
     }
     const status = httpCallResponseStatus();
     if (status != 200) {
       this.feedRefusedRequest = status >= 400 && status < 500;
       this.fail(Condition.Unavailable, this.describeStatus(status, bodySize), now);
+      this.retune(now, false);
       return true;
     }
     const type = httpCallResponseHeader("content-type");
     if (type === null || !isMessageContentType(type)) {
       this.fail(Condition.Refused, "content-type " + (type === null ? "missing" : "\"" + type + "\"") + ", expected " + CONTENT_TYPE, now);
+      this.retune(now, false);
       return true;
     }
     const body = httpCallResponseBody(bodySize);
     if (body === null) {
       this.fail(Condition.Unavailable, "the response body could not be read", now);
+      this.retune(now, false);
       return true;
     }
     const error = this.take(body);
     if (error.length > 0) {
       this.fail(Condition.Refused, error, now);
+      this.retune(now, false);
       return true;
     }
     this.recovered();
-    if (this.header.kind == KIND_NO_CHANGE && now < this.sentAt + MIN_HOLD_MS) {
+    // A feed that is stopping (a restart, a replica leaving) answered this poll and says so, as
+    // istiod's GOAWAY does: poll again soon, spread, on a new connection (the answer closed it).
+    const stopping = httpCallResponseHeader(Retry.STOPPING_HEADER);
+    this.stoppingSeen = stopping !== null;
+    if (stopping === null) this.stoppingSpreadMs = 0;
+    else this.stoppingSpreadMs = this.stoppingSpreadMs == 0 ? <u32>Retry.STOPPING_SPREAD_MS : min(this.stoppingSpreadMs * 2, <u32>Retry.UNAVAILABLE_MAX_MS);
+    if (stopping !== null) {
+      this.retryDelayMs = this.jitter.full(this.stoppingSpreadMs);
+      this.retryAt = now + <u64>this.retryDelayMs;
+      this.state = FeedState.Waiting;
+      if (logEnabled(LogLevel.Debug)) logDebug("mesh feed " + this.config.target + ": the feed is stopping, polling again in " + this.retryDelayMs.toString() + " ms");
+    } else if (this.header.kind == KIND_NO_CHANGE && now < this.sentAt + MIN_HOLD_MS) {
       // A feed that answers "no change" without holding the request would make this a busy
-      // loop: the next poll waits for a tick instead (not a failure: no count, no backoff).
+      // loop: the next poll waits a tick instead (not a failure: no count, no backoff).
       this.retryAt = now + <u64>TICK_MS;
       this.state = FeedState.Waiting;
-      return true;
+    } else {
+      this.poll(now);
     }
-    this.poll(now);
+    this.retune(now, false);
     return true;
   }
 
@@ -332,6 +376,7 @@ export class FeedClient {
     if (status != WasmResult.Ok) {
       const why = status == WasmResult.BadArgument ? " (no such cluster in Envoy?)" : "";
       this.fail(Condition.Unavailable, "Envoy refused the call to cluster " + this.config.cluster + ": status " + status.toString() + why, now);
+      this.retune(now, false);
       return;
     }
     this.token = lastHttpCallToken();
@@ -352,17 +397,23 @@ export class FeedClient {
       // the digests alone. A 4xx (a body the feed refused) starts over with a GET.
       if (this.sentBuckets && !this.feedRefusedRequest) this.sendBuckets = true;
     }
+    // Reached and refused (a bad message, a 4xx): each retry may cost a full model, so the long
+    // backoff; not reached (or 5xx): the short one (feed_retry.ts).
+    const refused = condition == Condition.Refused || this.feedRefusedRequest;
     this.feedRefusedRequest = false;
+    this.stoppingSeen = false;
     this.failures++;
-    this.backoffMs = this.backoffMs == 0 ? FIRST_BACKOFF_MS : min(this.backoffMs * 2, MAX_BACKOFF_MS);
-    this.retryDelayMs = this.jitter.equal(this.backoffMs);
+    const first = <u32>(refused ? Retry.REFUSED_FIRST_MS : Retry.UNAVAILABLE_FIRST_MS);
+    const cap = <u32>(refused ? Retry.REFUSED_MAX_MS : Retry.UNAVAILABLE_MAX_MS);
+    this.backoffMs = this.backoffMs == 0 ? first : min(max(this.backoffMs * 2, first), cap);
+    this.retryDelayMs = refused ? this.jitter.equal(this.backoffMs) : this.jitter.full(this.backoffMs);
     this.retryAt = now + <u64>this.retryDelayMs;
     this.state = FeedState.Waiting;
     if (condition != this.condition) {
       const what = condition == Condition.Refused ? "refused a message" : "unavailable";
       logWarn(
         "mesh feed " + this.config.target + " " + what + ": " + reason + "; keeping the model in force (" +
-        (this.epoch == 0 ? "the configuration's snapshot" : this.position()) + "), retrying with backoff up to 30 s",
+        (this.epoch == 0 ? "the configuration's snapshot" : this.position()) + "), retrying with backoff up to " + (cap / 1000).toString() + " s",
       );
       this.condition = condition;
     }

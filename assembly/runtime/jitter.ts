@@ -43,4 +43,13 @@ export class Jitter {
     const span = <u64>(ms - half) + 1;
     return half + <u32>(this.next() % span);
   }
+
+  /**
+   * "Full jitter": uniform in [0, ms], Envoy's own retry back-off (its xDS client's too): the
+   * widest spread, so a herd that failed together reaches a feed that comes back at half the
+   * rate equal jitter would. For "unavailable", where a retry costs the feed nothing.
+   */
+  full(ms: u32): u32 {
+    return <u32>(this.next() % (<u64>ms + 1));
+  }
 }

@@ -87,10 +87,15 @@ function diff(a: PollerCounters, b: PollerCounters): PollerCounters {
 async function converged(fleet: PollerFleet, feed: FeedProcess, pollers: number, after: number, timeoutMs: number): Promise<{ at: number; holding: number }> {
   const started = performance.now();
   let said = started;
+  // The position read after one loop's check is the next loop's before (one /metrics read per
+  // loop: each costs the feed CPU, fanout_feed.ts): nothing was published between that read and
+  // the read after this loop's check when the two agree, so the check was against the current one.
+  let before = await feed.position();
   for (;;) {
-    const { epoch, version } = await feed.position();
+    const { epoch, version } = before;
     const h = epoch === 0 ? { holding: 0, latest: 0 } : await fleet.holding(epoch, version, after);
     const still = await feed.position();
+    before = still;
     if (h.holding === pollers && epoch === still.epoch && version === still.version) return { at: h.latest, holding: h.holding };
     if (performance.now() - started > timeoutMs) return { at: NaN, holding: h.holding };
     if (performance.now() - said > 15_000) {
@@ -183,6 +188,7 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const writtenAt = new Float64Array(writes);
   const ackedAt = new Float64Array(writes);
   const before = await fleet.counters();
+  const feedBefore = await feedPath(feed);
   const feedCpu = cpuMicros(feed.pid);
   const pollerCpu = fleet.cpuMicros();
   const { epoch } = await feed.position();
@@ -214,6 +220,8 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const cpuSeconds = (cpuMicros(feed.pid) - feedCpu) / 1e6;
   const pollerCpuSeconds = (fleet.cpuMicros() - pollerCpu) / 1e6;
   const during = diff(before, await fleet.counters());
+  const feedAfter = await feedPath(feed);
+  const mean = (sum: number, count: number) => (count > 0 ? round((1000 * sum) / count) : null);
   // Each write's carrying version: its own, else its pod's next write's (superseded).
   const carried: Array<{ version: number; at: number } | undefined> = new Array(writes).fill(undefined);
   let superseded = 0;
@@ -278,9 +286,30 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     bytesPerSecond: Math.round(during.bytes / wall),
     fullMessages: during.full,
     failures: during.unavailable + during.refused,
+    feedRenders: feedAfter.renders - feedBefore.renders,
+    feedRenderMeanMs: mean(feedAfter.renderSeconds - feedBefore.renderSeconds, feedAfter.renders - feedBefore.renders),
+    feedCheckMeanMs: mean(feedAfter.checkSeconds - feedBefore.checkSeconds, feedAfter.checks - feedBefore.checks),
+    feedSeenToPublishMeanMs: mean(feedAfter.seenToPublishSeconds - feedBefore.seenToPublishSeconds, feedAfter.published - feedBefore.published),
     target: `p99 < ${TARGETS.propagationP99Ms} ms: ${met(every.length > 0 && notCarried + notEveryPoller === 0 && p99 < TARGETS.propagationP99Ms)}`,
     load1: load(),
   });
+}
+
+/**
+ * The feed's own account of its delta path (its histograms' sums and counts): renders, the
+ * filters' check of each version, and watch event seen → version published.
+ */
+async function feedPath(feed: FeedProcess): Promise<{ renders: number; renderSeconds: number; checks: number; checkSeconds: number; published: number; seenToPublishSeconds: number }> {
+  const delta = { path: "delta" };
+  const published = { target: TARGET, path: "delta" };
+  return {
+    renders: await feed.metric("feed_delta_render_seconds_count", {}),
+    renderSeconds: await feed.metric("feed_delta_render_seconds_sum", {}),
+    checks: await feed.metric("feed_check_seconds_count", delta),
+    checkSeconds: await feed.metric("feed_check_seconds_sum", delta),
+    published: await feed.metric("feed_propagation_seconds_count", published),
+    seenToPublishSeconds: await feed.metric("feed_propagation_seconds_sum", published),
+  };
 }
 
 /** The feed stopped and started again; → every poller holding the restarted feed's version. */

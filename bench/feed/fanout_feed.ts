@@ -48,7 +48,10 @@ export class FeedProcess {
   /** Spawns the feed and resolves once /readyz answers 200 (its stderr goes to `log`). */
   static async start(configPath: string, log: string, timeoutMs: number): Promise<FeedProcess> {
     const spawnedAt = performance.now();
-    const child = spawn(process.execPath, ["--import", "tsx", "feed/src/main.ts", "--config", configPath], {
+    // FANOUT_FEED_PROFILE=<dir>: each feed process writes a V8 CPU profile there when it exits
+    // (where the feed's time goes under the fan-out; NODE_OPTIONS does not take --cpu-prof).
+    const profile = process.env.FANOUT_FEED_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.FANOUT_FEED_PROFILE}`] : [];
+    const child = spawn(process.execPath, [...profile, "--import", "tsx", "feed/src/main.ts", "--config", configPath], {
       cwd: REPO_ROOT,
       env: { ...process.env, FEED_LOG_LEVEL: "warn" },
       stdio: ["ignore", "ignore", openSync(log, "a")],
@@ -75,18 +78,22 @@ export class FeedProcess {
    * unset counter is).
    */
   async metric(name: string, labels: Record<string, string>): Promise<number> {
-    const text = await (await fetch(`http://127.0.0.1:${OPERATOR_PORT}/metrics`)).text();
-    const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(",");
-    for (const line of text.split("\n")) {
-      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-      if (m && m[1] === name && (m[2] ?? "").split(",").filter(Boolean).sort().join(",") === want) return Number(m[3]);
-    }
-    return 0;
+    return seriesValue(await this.metricsText(), name, labels);
   }
 
-  /** The feed's current epoch and version of the target (0/0 before its first version). */
+  /**
+   * The feed's /metrics text. Each read costs the feed a render of every series and of
+   * prom-client's process metrics (which list the process's open descriptors: 2,000+ sockets
+   * here), so the bench reads it as rarely as it can (position: one read; converged: one per loop).
+   */
+  async metricsText(): Promise<string> {
+    return (await fetch(`http://127.0.0.1:${OPERATOR_PORT}/metrics`)).text();
+  }
+
+  /** The feed's current epoch and version of the target (0/0 before its first version), from one read. */
   async position(): Promise<{ epoch: number; version: number }> {
-    return { epoch: await this.metric("feed_delta_epoch", {}), version: await this.metric("feed_delta_version", { target: TARGET }) };
+    const text = await this.metricsText();
+    return { epoch: seriesValue(text, "feed_delta_epoch", {}), version: seriesValue(text, "feed_delta_version", { target: TARGET }) };
   }
 
   async stop(): Promise<void> {
@@ -97,4 +104,14 @@ export class FeedProcess {
     await gone;
     clearTimeout(kill);
   }
+}
+
+/** One series of a /metrics text, by name and labels in any order (0 when absent, as an unset counter is). */
+function seriesValue(text: string, name: string, labels: Record<string, string>): number {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(",");
+  for (const line of text.split("\n")) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (m && m[1] === name && (m[2] ?? "").split(",").filter(Boolean).sort().join(",") === want) return Number(m[3]);
+  }
+  return 0;
 }

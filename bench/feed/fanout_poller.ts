@@ -1,8 +1,10 @@
 // One fan-out poller: a filter VM's feed client without the filter. It polls the feed's channel
 // as assembly/runtime/feed_client.ts does (one call in flight on its own kept-alive mutual-TLS
-// connection, the next poll at once after an answer, a failure retried on a 1 s tick after a
-// backoff of 1 s doubling to 30 s with equal jitter, a no-change answered sooner than 500 ms
-// waited out for a tick, a refused answer followed by a full resync), speaks wire format 3
+// connection, the next poll at once after an answer, a failure retried after the client's
+// backoff (assembly/runtime/feed_retry.ts, the one source of its numbers: unavailable 500 ms
+// doubling to 5 s with full jitter, refused 1 s doubling to 30 s with equal jitter, an answer
+// marked stopping followed by a poll within 1 s on a new connection), a no-change answered
+// sooner than 500 ms waited out for a tick, a refused answer followed by a full resync), speaks wire format 3
 // (its content digest in every poll, a rebased no-change adopted, an ask-buckets answered with a
 // POST of its bucket digests), reads only the header and the bucket trailer of each answer
 // (fanout_protocol.ts) and counts the rest. Every answer taken is kept as
@@ -10,14 +12,27 @@
 // given version.
 import { Agent, request } from "node:https";
 import type { SecureContext } from "node:tls";
+import * as Retry from "../../assembly/runtime/feed_retry.js";
 import { BucketTable, CONTENT_TYPE, FORMAT, HEADER_BYTES, holds, MAX_TRAILER_BYTES, NOTHING, pollPath, readHeader, rebases, take, type Position } from "./fanout_protocol.js";
 
-// The filters' feed client's timing (feed_client.ts).
-const TICK_MS = 1000;
-const FIRST_BACKOFF_MS = 1000;
-const MAX_BACKOFF_MS = 30_000;
-const CALL_MARGIN_MS = 5000;
-const MIN_HOLD_MS = 500;
+const { TICK_MS, RETRY_TICK_MS, CALL_MARGIN_MS, MIN_HOLD_MS } = Retry;
+
+/** The spread after one more answer marked stopping in a row (0: none before). */
+export function nextStoppingSpread(spreadMs: number): number {
+  return spreadMs === 0 ? Retry.STOPPING_SPREAD_MS : Math.min(spreadMs * 2, Retry.UNAVAILABLE_MAX_MS);
+}
+
+/**
+ * The client's wait after a failure (feed_client.ts `fail`): the next nominal backoff after
+ * `backoffMs` (0: none yet) and the wait drawn under it with `random` in [0, 1).
+ */
+export function nextRetry(backoffMs: number, refused: boolean, random: number): { backoffMs: number; waitMs: number } {
+  const first = refused ? Retry.REFUSED_FIRST_MS : Retry.UNAVAILABLE_FIRST_MS;
+  const cap = refused ? Retry.REFUSED_MAX_MS : Retry.UNAVAILABLE_MAX_MS;
+  const b = backoffMs === 0 ? first : Math.min(Math.max(backoffMs * 2, first), cap);
+  // Refused: equal jitter (half fixed); unavailable: full jitter (jitter.ts).
+  return { backoffMs: b, waitMs: refused ? b / 2 + random * (b / 2) : random * b };
+}
 
 /** Wall-clock milliseconds comparable between processes (the driver's writes, the workers' answers). */
 export function now(): number {
@@ -74,11 +89,12 @@ export class Poller {
   private sentBuckets = false;
   private readonly buckets = new BucketTable();
   private backoffMs = 0;
+  private stoppingSpreadMs = 0;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly agent: Agent;
-  /** Each VM ticks on its own phase. */
-  private readonly tickPhase = Math.random() * TICK_MS;
+  /** Each VM's retry ticks on their own phase. */
+  private readonly tickPhase = Math.random() * RETRY_TICK_MS;
 
   constructor(
     private readonly url: URL,
@@ -157,10 +173,10 @@ export class Poller {
     if (posted) headers["content-type"] = "application/octet-stream";
     const req = request({ host: this.url.hostname, port: this.url.port, path, method: posted ? "POST" : "GET", agent: this.agent, headers });
     let settled = false;
-    const fail = (refused: boolean) => {
+    const fail = (refused: boolean, longBackoff = refused) => {
       if (settled) return;
       settled = true;
-      this.failed(refused);
+      this.failed(refused, longBackoff);
     };
     req.setTimeout(this.waitSeconds * 1000 + CALL_MARGIN_MS, () => req.destroy(new Error("timeout")));
     req.on("error", () => fail(false));
@@ -191,7 +207,11 @@ export class Poller {
       res.on("close", () => (res.complete ? undefined : fail(false)));
       res.on("end", () => {
         if (settled) return;
-        if (!ok) return fail(res.statusCode === 200);
+        if (!ok) {
+          // A 200 of another type is a bad message (a resync); a 4xx, a request the feed refused.
+          const status = res.statusCode ?? 0;
+          return fail(status === 200, status === 200 || (status >= 400 && status < 500));
+        }
         const header = readHeader(head, length);
         if (typeof header === "string") return fail(true);
         if (header.kind === "ask-buckets") {
@@ -202,7 +222,7 @@ export class Poller {
           if (this.at.epoch !== 0 && this.buckets.known && !this.sentBuckets) this.sendBuckets = true;
           else this.askFull = true;
           this.answered();
-          return this.poll();
+          return this.next(res.headers[Retry.STOPPING_HEADER] !== undefined, now());
         }
         const next = take(this.at, header, this.sentBuckets);
         if (typeof next === "string") return fail(true);
@@ -233,12 +253,24 @@ export class Poller {
         this.answered();
         const t = now();
         this.record(t);
-        // A no-change that was not held: the next poll waits for a tick (no busy loop).
-        if (header.kind === "no-change" && t < sentAt + MIN_HOLD_MS) this.later(t + TICK_MS);
-        else this.poll();
+        // A stopping feed (x-feed-stopping, its connection closing): again within a second, spread
+        // (doubling to 5 s for marked answers in a row).
+        this.next(res.headers[Retry.STOPPING_HEADER] !== undefined, t, header.kind === "no-change" && t < sentAt + MIN_HOLD_MS);
       });
     });
     req.end(posted);
+  }
+
+  /**
+   * The next poll after an answer taken at `t`: within the stopping spread when the feed marked
+   * it stopping (doubling for marks in a row), a tick later after a no-change that was not held
+   * (no busy loop), else at once.
+   */
+  private next(stopping: boolean, t: number, notHeld = false): void {
+    this.stoppingSpreadMs = stopping ? nextStoppingSpread(this.stoppingSpreadMs) : 0;
+    if (stopping) this.later(t + Math.random() * this.stoppingSpreadMs);
+    else if (notHeld) this.later(t + TICK_MS);
+    else this.poll();
   }
 
   /** An answer taken: the feed is healthy again. */
@@ -247,22 +279,22 @@ export class Poller {
     this.backoffMs = 0;
   }
 
-  private failed(refused: boolean): void {
+  /** `refused`: a bad message (counted refused, a full resync next); `longBackoff`: refused or a 4xx. */
+  private failed(refused: boolean, longBackoff = refused): void {
     if (refused) {
       this.counters.refused++;
       this.resync = true;
       this.buckets.forget();
     } else this.counters.unavailable++;
-    this.backoffMs = this.backoffMs === 0 ? FIRST_BACKOFF_MS : Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
-    // Equal jitter (assembly/runtime/jitter.ts): half fixed, half uniform.
-    const half = this.backoffMs / 2;
-    this.later(now() + half + Math.random() * half);
+    const next = nextRetry(this.backoffMs, longBackoff, Math.random());
+    this.backoffMs = next.backoffMs;
+    this.later(now() + next.waitMs);
   }
 
-  /** The next poll on the first tick at or after `at`. */
+  /** The next poll on the first retry tick at or after `at` (the client ticks every 100 ms before a retry). */
   private later(at: number): void {
     if (this.stopped) return;
-    const tick = Math.ceil((at - this.tickPhase) / TICK_MS) * TICK_MS + this.tickPhase;
+    const tick = Math.ceil((at - this.tickPhase) / RETRY_TICK_MS) * RETRY_TICK_MS + this.tickPhase;
     this.timer = setTimeout(() => this.poll(), Math.max(0, tick - now()));
   }
 }

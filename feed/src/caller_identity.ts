@@ -27,14 +27,38 @@ const SPIFFE_ID = /^spiffe:\/\/[a-z0-9._-]+(\/[A-Za-z0-9._-]+)+$/;
 /** One answer per connection: the certificate does not change within it. */
 const known = new WeakMap<object, CallerIdentity>();
 
+/**
+ * The URI SANs of DER certificates already parsed, by the whole DER (base64): the same bytes are
+ * the same certificate, so no hash has to be trusted. Parsing one costs ~3 ms of CPU (measured
+ * in the fan-out bench's profile: 9% of the feed's CPU with 2,000 pollers reconnecting), and
+ * every VM of a sidecar (and every reconnection after a feed restart) presents the same
+ * certificate. Bounded: past CERTS_CACHED the oldest entry goes (a mesh rotates certificates
+ * daily; a cache miss only costs the parse). Whether the certificate chains to the root is
+ * checked per connection by TLS (socket.authorized), never cached.
+ */
+const sansByDer = new Map<string, string[]>();
+const CERTS_CACHED = 4096;
+
 /** The URI SANs of a DER certificate ([] when it has none or cannot be read). */
 function uriSans(der: Buffer): string[] {
+  const key = der.toString("base64");
+  const cached = sansByDer.get(key);
+  if (cached) return cached;
+  let uris: string[];
   try {
     const san = new X509Certificate(new Uint8Array(der)).getExtension(SubjectAlternativeNameExtension);
-    return san ? san.names.items.filter((n) => n.type === "url").map((n) => n.value) : [];
+    uris = san ? san.names.items.filter((n) => n.type === "url").map((n) => n.value) : [];
   } catch {
-    return [];
+    uris = [];
   }
+  if (sansByDer.size >= CERTS_CACHED) sansByDer.delete(sansByDer.keys().next().value as string);
+  sansByDer.set(key, uris);
+  return uris;
+}
+
+/** For tests: how many certificates' SANs are cached. */
+export function cachedCertificates(): number {
+  return sansByDer.size;
 }
 
 function fromSocket(socket: TLSSocket): CallerIdentity {

@@ -277,7 +277,16 @@ export class FeedController implements SnapshotSource {
     return this.gate?.refusal(answered);
   }
 
+  /** Set by stop(): the channel answers every poll at once, marked stopping (http.ts). */
+  private stoppingNow = false;
+
+  /** Whether the feed is stopping: its answers tell the filters to reconnect soon (http.ts). */
+  stopping(): boolean {
+    return this.stoppingNow;
+  }
+
   stop(): void {
+    this.stoppingNow = true;
     void this.validator.stop();
     this.gate?.stop();
     this.pushes.stop();

@@ -48,6 +48,8 @@ export interface DeltaSource {
   waitForDelta(target: string, ms: number): { done: Promise<void>; cancel: () => void };
   deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined;
   heldChanged(delta: number): void;
+  /** The feed is stopping (SIGTERM): every poll is answered at once and marked (STOPPING_HEADER). */
+  stopping?(): boolean;
   /** Why the feed does not serve the channel now (a replica cut off from its API server); counted when `answered`. */
   notServing?(answered?: boolean): string | undefined;
 }
@@ -60,6 +62,14 @@ export interface DeltaSource {
 export function answerNotServing(res: ServerResponse, why: string): void {
   res.writeHead(503, { "content-type": "text/plain", "retry-after": "1", connection: "close" }).end(`not serving: ${why}\n`);
 }
+
+/**
+ * On the answers of a feed that is stopping, with `connection: close`: the filters poll again
+ * within a second, on a new connection (another replica, or this one restarted), instead of
+ * climbing their backoff (assembly/runtime/feed_retry.ts holds the same name for the client;
+ * tests/host/feed_retry.test.ts checks they agree). What istiod's GOAWAY does for xDS.
+ */
+export const STOPPING_HEADER = "x-feed-stopping";
 
 export const DELTA_CONTENT_TYPE = "application/x-mesh-delta";
 
@@ -151,18 +161,24 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, url: 
     }
     // A client that cannot take more is dropped instead (server_guard.ts).
     if (req.method !== "HEAD" && !admitBody(res, a.body)) return;
-    res.writeHead(200, {
+    const headers: Record<string, string> = {
       "content-type": DELTA_CONTENT_TYPE,
       "content-length": String(a.body.length),
       "cache-control": "no-store",
       "x-feed-kind": a.rebased ? "rebased" : (KIND_NAMES[a.kind] ?? "?"),
       "x-feed-version": String(a.version),
-    });
+    };
+    if (source.stopping?.() === true) {
+      headers[STOPPING_HEADER] = "1";
+      headers.connection = "close";
+    }
+    res.writeHead(200, headers);
     if (req.method === "HEAD") res.end();
     else writeBody(res, a.body);
   };
   const waitMs = Math.min(params.wait, maxWaitSeconds) * 1000;
-  if (waitMs === 0 || buckets || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, params.epoch, params.version)) {
+  // A stopping feed holds nothing: the poll is answered now, marked (send).
+  if (waitMs === 0 || buckets || source.stopping?.() === true || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, params.epoch, params.version)) {
     send();
     return;
   }

@@ -40,7 +40,7 @@ status: { phase: Running, podIP: 127.0.0.11, conditions: [{ type: Ready, status:
 const WORKERS = 1;
 /** The plugin runs in each worker and in the main thread: each VM polls on its own. */
 const VMS = WORKERS + 1;
-/** Each impostor phase waits for every VM's next attempt: the filters' backoff doubles (1 s to 30 s). */
+/** Each impostor phase waits for every VM's next attempt: the filters' backoff doubles (unavailable: 500 ms to 5 s; refused: 1 s to 30 s). */
 const PHASE_MS = 45_000;
 
 /** A full model with no workloads and no services, as an impostor would send it. */

@@ -23,7 +23,7 @@ const SIDECAR = `URI:${DEMO_IDENTITIES.sidecar}`;
 const SIDECAR_LABELS = { app: "demo", "security.istio.io/tlsMode": "istio" };
 /** Delta debounce + the held poll's answer on a loaded 2-core machine, with a wide margin. */
 const BOUND_MS = 7000;
-/** After a feed restart the VMs come back on their backoff (1 s doubling, capped at 30 s). */
+/** After a feed restart the VMs come back on their backoff (unavailable: 500 ms doubling, capped at 5 s; assembly/runtime/feed_retry.ts). */
 const RESYNC_MS = 35_000;
 const WORKERS = 2;
 /** Envoy runs the plugin in each worker and in the main thread: each VM polls on its own. */

@@ -246,6 +246,30 @@ describe("feed deltas against a real API server (GET /delta long poll)", () => {
     assert.ok(client.version > before);
   });
 
+  it("a stopping feed answers its held polls at once and holds no new one, each answer marked x-feed-stopping with connection: close", async () => {
+    const client = new DecodedModel();
+    await follow(run, "mesh", client);
+    const current = `/delta/mesh?epoch=${client.epoch}&version=${client.version}&wait=30`;
+    const held = run.get(current);
+    await eventually("the poll held", 10_000, async () => ((await metric(run.base, "feed_delta_held")) === 1 ? true : undefined));
+    const stopped = Date.now();
+    // The controller's stop is where a SIGTERM starts (main.ts); the channel still listens here.
+    run.feed.controller.stop();
+    const woken = await held;
+    assert.ok(Date.now() - stopped < 10_000, "answered on the stop, not at the end of the wait");
+    assert.equal(woken.headers["x-feed-kind"], "no-change");
+    assert.equal(woken.headers["x-feed-stopping"], "1");
+    assert.equal(woken.headers.connection, "close");
+    const raw = await run.get(current);
+    // A poll arriving while the feed stops: answered at once (not held), marked the same.
+    assert.equal(raw.status, 200);
+    assert.equal(raw.headers["x-feed-stopping"], "1");
+    assert.equal(raw.headers.connection, "close");
+    assert.equal(decodeMessage(raw.body).version, client.version);
+    assert.ok(Date.now() - stopped < 10_000, "not held");
+    assert.equal(await metric(run.base, "feed_delta_held"), 0, "nothing held while stopping");
+  });
+
   it("a feed restart is a new epoch: a client of the old one gets a full message", async () => {
     const client = new DecodedModel();
     await follow(run, "mesh", client);

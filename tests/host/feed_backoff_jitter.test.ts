@@ -1,4 +1,5 @@
-// The feed client's retry backoff is jittered (assembly/runtime/jitter.ts): VMs that lose the feed
+// The feed client's retry backoff when the feed is unavailable is fully jittered
+// (assembly/runtime/jitter.ts, the numbers from feed_retry.ts): VMs that lose the feed
 // at the same moment must not retry at the same moments. Each VM here is its own compiled
 // feed_probe instance whose calls Envoy refuses at once (an unknown cluster), all failing at the
 // same wall-clock millisecond; the clock has nanosecond resolution, as Envoy's
@@ -9,11 +10,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ProxyWasmHost } from "../../host/index.js";
 import { ensureBuilt } from "./helpers.js";
+import { UNAVAILABLE_FIRST_MS, UNAVAILABLE_MAX_MS } from "../../assembly/runtime/feed_retry.js";
 
 const VMS = 16;
 const STEP_MS = 50;
-/** The nominal backoffs: 1 s doubling to the 30 s cap. */
-const BACKOFFS = [1000, 2000, 4000, 8000, 16000, 30000, 30000];
+/** The nominal backoffs: 500 ms doubling to the 5 s cap (written out: the doubling is what is checked). */
+const BACKOFFS = [500, 1000, 2000, 4000, 5000, 5000];
 
 interface Vm {
   host: ProxyWasmHost;
@@ -48,8 +50,9 @@ function waitForRetry(vm: Vm, limitMs: number): number {
   return waited;
 }
 
-describe("feed client backoff: equal jitter", () => {
-  it("spreads the retries of VMs that failed together over [backoff/2, backoff] at every step", async () => {
+describe("feed client backoff when unavailable: full jitter", () => {
+  it("spreads the retries of VMs that failed together over [0, backoff] at every step", async () => {
+    assert.deepEqual([BACKOFFS[0], BACKOFFS.at(-1)], [UNAVAILABLE_FIRST_MS, UNAVAILABLE_MAX_MS]);
     const vms: Vm[] = [];
     for (let i = 0; i < VMS; i++) vms.push(await startVm());
     try {
@@ -62,17 +65,18 @@ describe("feed client backoff: equal jitter", () => {
         const delays = vms.map((vm) => waitForRetry(vm, backoff + STEP_MS));
         for (const delay of delays) {
           // Measured in STEP_MS steps (and wall time adds a few ms): within one step of the range.
-          assert.ok(delay >= backoff / 2 && delay <= backoff + STEP_MS, `backoff ${backoff}: a retry after ${delay} ms`);
+          assert.ok(delay >= STEP_MS && delay <= backoff + STEP_MS, `backoff ${backoff}: a retry after ${delay} ms`);
         }
         const distinct = new Set(delays).size;
         const range = Math.max(...delays) - Math.min(...delays);
         const mean = delays.reduce((a, b) => a + b, 0) / delays.length;
-        if (backoff >= 4000) {
-          // 16 draws uniform over backoff/2 (≥ 40 steps of 50 ms): all within a sixth of that
-          // range has a probability below 1e-9; the mean stays within 4 standard deviations of 3/4.
+        if (backoff >= 2000) {
+          // 16 draws uniform over the backoff (≥ 40 steps of 50 ms): all within a sixth of it has
+          // a probability below 1e-10; the mean (plus half a step for the rounding up to a step)
+          // stays within 4 standard deviations (0.072 × backoff) of 1/2.
           assert.ok(distinct >= VMS / 2, `backoff ${backoff}: only ${distinct} distinct retry times of ${VMS}: ${delays}`);
-          assert.ok(range >= backoff / 12, `backoff ${backoff}: retries within ${range} ms of each other: ${delays}`);
-          assert.ok(mean >= 0.6 * backoff && mean <= 0.9 * backoff, `backoff ${backoff}: mean retry ${mean} ms: ${delays}`);
+          assert.ok(range >= backoff / 6, `backoff ${backoff}: retries within ${range} ms of each other: ${delays}`);
+          assert.ok(mean >= 0.21 * backoff && mean <= 0.79 * backoff + STEP_MS, `backoff ${backoff}: mean retry ${mean} ms: ${delays}`);
         } else {
           assert.ok(distinct >= 2, `backoff ${backoff}: every VM retried at the same moment: ${delays}`);
         }

@@ -128,14 +128,14 @@ describe(`mesh feed: ${VMS} VMs of one Envoy (--concurrency ${WORKERS}) poll, co
     await until("one warning per VM", () => linesByThread(envoy.log(), /unavailable:/).size === VMS);
     // Connections do not wait for the feed: they flow, decided by the last good model.
     for (let i = 0; i < 5; i++) assert.ok(await connectionFlows(`feed down ${i}`), "a connection while the feed is down");
-    // Retries with backoff (1 s, then 2 s): more attempts counted, no more lines.
+    // Retries with backoff (500 ms doubling to 5 s, feed_retry.ts): more attempts counted, no more lines.
     const counted = await unavailable();
     await until("the retries", async () => (await unavailable()) >= counted + VMS, 10_000);
     const warnings = linesByThread(envoy.log(), /unavailable:/);
     assert.equal(warnings.size, VMS);
     for (const [thread, lines] of warnings) {
       assert.equal(lines.length, 1, `thread ${thread}: one line per transition, none per retry`);
-      assert.match(lines[0], /^mesh feed sidecar-a unavailable: .*; keeping the model in force \(epoch 1000 version 4\), retrying with backoff up to 30 s$/);
+      assert.match(lines[0], /^mesh feed sidecar-a unavailable: .*; keeping the model in force \(epoch 1000 version 4\), retrying with backoff up to 5 s$/);
     }
     assert.ok(await allAt("epoch=1000 version=4 model=a+b+c+d")(), "no VM lost its model");
   });

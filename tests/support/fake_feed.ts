@@ -55,7 +55,7 @@ export class FakeFeed {
   /** Texts by version: texts[v - 1] was published as version v. */
   readonly texts: string[] = [];
   readonly requests: FeedRequest[] = [];
-  /** The next answers to give instead of the protocol's: "bad-delta", "bad-wire-delta:<why>", "bad-header", "html", "500", "reset", "no-change-now". */
+  /** The next answers to give instead of the protocol's: "bad-delta", "bad-wire-delta:<why>", "bad-header", "html", "500", "403", "reset", "no-change-now", "stopping" (a no-change marked x-feed-stopping, connection: close, as a stopping feed answers). */
   readonly inject: string[] = [];
   /** What "bad-wire-delta:..." sends: real records, the model must refuse them whole. */
   invalidDelta: WireRecord[] = [];
@@ -238,6 +238,11 @@ export class FakeFeed {
       res.writeHead(200, { "content-type": "text/html" }).end("<html>");
     } else if (what === "500") {
       res.writeHead(500, { "content-type": "text/plain" }).end("feed broken");
+    } else if (what === "403") {
+      res.writeHead(403, { "content-type": "text/plain" }).end("refused (not_reader): not yours");
+    } else if (what === "stopping") {
+      const message = feedMessage(KIND_NO_CHANGE, this.epoch, 0n, this.version);
+      res.writeHead(200, { "content-type": "application/x-mesh-delta", "content-length": String(message.length), "x-feed-stopping": "1", connection: "close" }).end(message);
     } else if (what === "reset") {
       res.writeHead(200, { "content-type": "application/x-mesh-delta" });
       res.write("MSH1");
