@@ -1,5 +1,5 @@
-// The feed's /metrics as an operator scrapes it. First, the documented list (feed/README.md,
-// "Health and metrics") is the list a feed with every server declares, both ways, and every
+// The feed's /metrics as an operator scrapes it. First, the documented list
+// (feed/docs/metrics.md) is the list a feed with every server declares, both ways, and every
 // family it serves is documented. Then a real feed process (feed/src/main.ts) reading a real
 // kube-apiserver (through a TCP relay the test can cut) and a file source: its histograms,
 // feed_build_info, process metrics and per-cluster sync state carry real values; a cluster cut
@@ -21,9 +21,9 @@ import { REPO_ROOT } from "../support/paths.js";
 import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { eventually, feedKubeconfig, runFeed, type FeedRun } from "./harness.js";
 
-const README = readFileSync(join(REPO_ROOT, "feed/README.md"), "utf8");
+const README = readFileSync(join(REPO_ROOT, "feed/docs/metrics.md"), "utf8");
 
-/** The rows of the README's metric tables: name → type. */
+/** The rows of feed/docs/metrics.md's tables: name → type. */
 function documented(prefix: RegExp): Map<string, string> {
   const rows = [...README.matchAll(/^\| `([a-z0-9_]+)` \| (gauge|counter|histogram) \|/gm)];
   return new Map(rows.filter((m) => prefix.test(m[1]!)).map((m) => [m[1]!, m[2]!]));
@@ -85,7 +85,7 @@ describe("feed metrics: the documented list is the declared one", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("every feed_ metric the feed declares is in feed/README.md with its type, and nothing else is", async () => {
+  it("every feed_ metric the feed declares is in feed/docs/metrics.md with its type, and nothing else is", async () => {
     const docs = documented(/^feed_/);
     // What a configuration may add declares its metrics when built: the writers' Lease and the
     // remote secrets' watch, built here on the same registry and never started.
@@ -104,10 +104,10 @@ describe("feed metrics: the documented list is the declared one", () => {
 
   it("every metric the operator docs name is in the table (a histogram's series by its name)", () => {
     const known = documented(/^(feed|process|nodejs)_/);
-    for (const file of ["feed/README.md", "feed/docs/channel.md", "feed/docs/high-availability.md", "feed/docs/clusters.md", "docs/metrics.md", "docs/runbook.md", "feed/docs/server-limits.md", "monitoring/README.md"]) {
+    for (const file of ["feed/README.md", "feed/docs/metrics.md", "feed/docs/channel.md", "feed/docs/high-availability.md", "feed/docs/clusters.md", "docs/metrics.md", "docs/runbook.md", "feed/docs/server-limits.md", "monitoring/README.md"]) {
       for (const m of readFileSync(join(REPO_ROOT, file), "utf8").matchAll(/`((?:feed|process|nodejs)_[a-z0-9_]+)/g)) {
         const name = m[1]!.replace(/_(bucket|sum|count)$/, "");
-        assert.ok(known.has(m[1]!) || known.get(name) === "histogram", `${file} names ${m[1]}, which feed/README.md does not list`);
+        assert.ok(known.has(m[1]!) || known.get(name) === "histogram", `${file} names ${m[1]}, which feed/docs/metrics.md does not list`);
       }
     }
   });

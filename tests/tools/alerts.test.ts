@@ -3,7 +3,7 @@
 // for and not on the ones it is not), with promtool from Debian's pinned prometheus package
 // (scripts/promtool-setup.sh). And every metric the rules and the Grafana dashboard name exists:
 // a filter metric in docs/metrics.md (itself checked against the real Envoy), a feed metric
-// named in feed/src or in feed/README.md's tables (with a histogram's series), or Prometheus'
+// named in feed/src or in feed/docs/metrics.md's tables (with a histogram's series), or Prometheus'
 // own `up`; a `__name__` regex must match at least one.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -29,9 +29,9 @@ function knownMetrics(): Set<string> {
     // Every feed metric is a "feed_..." literal, declared in place or through a named constant.
     for (const m of readFileSync(join(REPO_ROOT, "feed/src", file), "utf8").matchAll(/"(feed_[a-z_]+)"/g)) known.add(m[1]!);
   }
-  // The feed's table (feed/README.md, checked against the running feed by metrics_feed.test.ts),
+  // The feed's table (feed/docs/metrics.md, checked against the running feed by metrics_feed.test.ts),
   // with its process metrics; a histogram is read as its _bucket, _sum and _count series.
-  for (const m of readFileSync(join(REPO_ROOT, "feed/README.md"), "utf8").matchAll(/^\| `([a-z0-9_]+)` \| (gauge|counter|histogram) \|/gm)) {
+  for (const m of readFileSync(join(REPO_ROOT, "feed/docs/metrics.md"), "utf8").matchAll(/^\| `([a-z0-9_]+)` \| (gauge|counter|histogram) \|/gm)) {
     known.add(m[1]!);
     if (m[2] === "histogram") for (const suffix of ["_bucket", "_sum", "_count"]) known.add(m[1]! + suffix);
   }
