@@ -102,6 +102,8 @@ export class DeltaChannel {
   private readonly pendingWorkloads = new Set<string>();
   private readonly pendingServices = new Set<string>();
   private fullCache: { version: number; body: Buffer; previous?: Buffer } | undefined;
+  /** The last full message built, kept past its version for servedFull (rate of full builds). */
+  private lastFull: { version: number; body: Buffer; previous?: Buffer; builtAt: number } | undefined;
   private builds = 0;
   /** The last full message's size over its records' v1 bytes (the tables compact them). */
   private fullRatio = 1;
@@ -336,12 +338,30 @@ export class DeltaChannel {
         if (d !== 0n) buckets.set(b, d);
       });
       this.fullCache = { version: this.current, body: withBuckets(built, buckets) };
+      this.lastFull = { ...this.fullCache, builtAt: Date.now() };
       this.fullRatio = this.fullCache.body.length / (HEADER_BYTES + this.recordBytes);
     }
     const cache = this.fullCache;
     if (format === FORMAT_VERSION) return cache.body;
     cache.previous ??= asPreviousFormat(cache.body);
     return cache.previous;
+  }
+
+  /**
+   * The full message a client is answered with: the last one built while it is younger than
+   * `delta.minFullIntervalMs` and the journal still holds every version after it (the client's
+   * next poll gets the delta from there at once), else the current version's. So a flood of
+   * `epoch=0` polls while versions move costs at most one full build per interval, and every
+   * caller of that interval shares (and a slow reader pins) one body.
+   */
+  private servedFull(format: WireFormat, reason: FullReason): DeltaAnswer {
+    const last = this.lastFull;
+    const records = this.serviceRecords.size + this.workloadRecords.size;
+    if (last && last.version !== this.current && last.version > 0 && Date.now() - last.builtAt < this.config.minFullIntervalMs && this.journal.covers(last.version)) {
+      const body = format === FORMAT_VERSION ? last.body : (last.previous ??= asPreviousFormat(last.body));
+      return { kind: KIND_FULL, body, version: last.version, reason, records };
+    }
+    return { kind: KIND_FULL, body: this.full(format), version: this.current, reason, records };
   }
 
   /**
@@ -369,7 +389,7 @@ export class DeltaChannel {
    */
   answer(epoch: number, version: number, client: ClientState = PREVIOUS_CLIENT): DeltaAnswer {
     const format = client.format;
-    const full = (reason: FullReason): DeltaAnswer => ({ kind: KIND_FULL, body: this.full(format), version: this.current, reason, records: this.serviceRecords.size + this.workloadRecords.size });
+    const full = (reason: FullReason): DeltaAnswer => this.servedFull(format, reason);
     if (epoch === this.epoch && version === this.current) return { kind: KIND_NO_CHANGE, body: this.noChange(format), version, records: 0 };
     const newest = format >= FORMAT_VERSION && epoch !== 0 && client.digest !== undefined;
     if (newest && client.digest === this.digest.total) {
@@ -437,7 +457,7 @@ export class DeltaChannel {
 
   private deltaFrom(version: number, format: WireFormat, canRepair: boolean): DeltaAnswer {
     const full = (reason: FullReason): DeltaAnswer =>
-      canRepair ? this.askBuckets() : { kind: KIND_FULL, body: this.full(format), version: this.current, reason, records: this.serviceRecords.size + this.workloadRecords.size };
+      canRepair ? this.askBuckets() : this.servedFull(format, reason);
     const range = this.journal.range(version);
     if (!range) return full("behind");
     let bytes = HEADER_BYTES;
