@@ -168,8 +168,9 @@ export interface DeltaConfig {
   /** Id limits a version may not pass (the filters' MAX_WORKLOADS / MAX_SERVICES, assembly/mesh/parse.ts). */
   maxWorkloads: number;
   maxServices: number;
-  /** A full message is built at most once per this many ms; callers in between get the last one (delta/channel.ts servedFull). */
+  /** Full builds for callers: a bucket of fullBuildBurst, one more per minFullIntervalMs; without one, the last built (delta/channel.ts servedFull). */
   minFullIntervalMs: number;
+  fullBuildBurst: number;
 }
 
 /**
@@ -186,6 +187,7 @@ export const DEFAULT_DELTA: DeltaConfig = {
   maxWorkloads: 2_000_000,
   maxServices: 2_000_000,
   minFullIntervalMs: 1000,
+  fullBuildBurst: 4,
 };
 
 /**
@@ -275,7 +277,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   const debounce = { quietMs: int(r, d, "quietMs", "debounce.", 0, 60_000, DEFAULT_DEBOUNCE.quietMs), maxMs: int(r, d, "maxMs", "debounce.", 0, 600_000, DEFAULT_DEBOUNCE.maxMs) };
   if (debounce.maxMs < debounce.quietMs) r.fail("debounce.maxMs", "must be at least quietMs");
   const dl = root.delta === undefined ? {} : obj(r, root.delta, "delta");
-  known(r, dl, "delta.", ["quietMs", "maxMs", "maxWaitSeconds", "journal", "maxWorkloads", "maxServices", "minFullIntervalMs"]);
+  known(r, dl, "delta.", ["quietMs", "maxMs", "maxWaitSeconds", "journal", "maxWorkloads", "maxServices", "minFullIntervalMs", "fullBuildBurst"]);
   const jl = dl.journal === undefined ? {} : obj(r, dl.journal, "delta.journal");
   known(r, jl, "delta.journal.", ["maxRecords", "maxBytes", "minBytes", "maxVersions"]);
   const dj = DEFAULT_DELTA.journal;
@@ -292,6 +294,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     maxWorkloads: int(r, dl, "maxWorkloads", "delta.", 0, 2 ** 32 - 1, DEFAULT_DELTA.maxWorkloads),
     maxServices: int(r, dl, "maxServices", "delta.", 0, 2 ** 32 - 1, DEFAULT_DELTA.maxServices),
     minFullIntervalMs: int(r, dl, "minFullIntervalMs", "delta.", 0, 600_000, DEFAULT_DELTA.minFullIntervalMs),
+    fullBuildBurst: int(r, dl, "fullBuildBurst", "delta.", 1, 1000, DEFAULT_DELTA.fullBuildBurst),
   };
   if (delta.maxMs < delta.quietMs) r.fail("delta.maxMs", "must be at least quietMs");
   const cp = root.caps === undefined ? {} : obj(r, root.caps, "caps");

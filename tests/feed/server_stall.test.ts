@@ -3,9 +3,9 @@
 //     `stallTimeoutMs`, counted `stalled`, and the old version's body it held is released
 //     (feed_buffered_bytes back to 0 after a newer version); a client that reads slowly but
 //     steadily takes the whole body, though it takes longer than that timeout;
-//   - full messages are built at most once per `delta.minFullIntervalMs`: an `epoch=0` poll
-//     after a change within the interval gets the last built full message (its own version),
-//     and the delta from there at once.
+//   - full messages for callers are built from a bucket (`delta.fullBuildBurst`, 1 here) that
+//     gains one per `delta.minFullIntervalMs`: an `epoch=0` poll after a change with the bucket
+//     empty gets the last built full message (its own version), and the delta from there at once.
 // The first part runs the real feed as its own process with a 20,000-pod mesh (a ~5 MB full
 // message: more than the kernel's socket buffers take for a client that does not read); the
 // second runs it in this process with a three-pod mesh. Run in the test netns.
@@ -116,7 +116,7 @@ describe("a client that stops reading is dropped for lack of progress; a slow on
   });
 });
 
-describe("full messages are built at most once per delta.minFullIntervalMs", () => {
+describe("full messages for callers are built from a bucket of delta.fullBuildBurst, one more per delta.minFullIntervalMs", () => {
   let run: FeedRun;
   let dir: string;
   const POD = (i: number) => `apiVersion: v1
@@ -133,7 +133,7 @@ status: { phase: Running, podIP: 10.1.0.${i}, conditions: [{ type: Ready, status
     dir = mkdtempSync(join(REPO_ROOT, ".tmp", "full-rate-"));
     mkdirSync(join(dir, "mesh"));
     writeFileSync(join(dir, "mesh", "pods.yaml"), [1, 2, 3].map(POD).join("---\n"));
-    run = await runFeed([{ id: "cluster1", files: join(dir, "mesh") }], [{ name: "mesh", filter: "passthrough_mtls" }], { delta: { minFullIntervalMs: 600_000 } });
+    run = await runFeed([{ id: "cluster1", files: join(dir, "mesh") }], [{ name: "mesh", filter: "passthrough_mtls" }], { delta: { minFullIntervalMs: 600_000, fullBuildBurst: 1 } });
     await eventually("the first version", 20_000, async () => ((await run.get("/delta/mesh?epoch=0")).status === 200 ? true : undefined), 100);
   });
 
@@ -142,26 +142,32 @@ status: { phase: Running, podIP: 10.1.0.${i}, conditions: [{ type: Ready, status
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("an epoch=0 poll after a change gets the last full message (its version), the next poll the delta; no second build", async () => {
+  it("the bucket's build is fresh; with the bucket empty an epoch=0 poll after a change gets the last full message (its version), the next poll the delta; no more builds", async () => {
     const first = await run.get("/delta/mesh?epoch=0");
     assert.equal(first.headers["x-feed-kind"], "full");
     const v1 = Number(first.headers["x-feed-version"]);
     const epoch = Number(first.body.readBigUInt64LE(8));
+    const change = async (name: string, i: number, after: number) => {
+      writeFileSync(join(dir, "mesh", `${name}.yaml`), POD(i));
+      await eventually("a new version", 20_000, async () => ((await version()) > after ? true : undefined), 50);
+      return version();
+    };
+    // The bucket's one token: a build for the new version.
+    const v2 = await change("more", 4, v1);
+    const fresh = await run.get("/delta/mesh?epoch=0");
+    assert.equal(Number(fresh.headers["x-feed-version"]), v2, "the bucket's build is of the current version");
     const built = await builds();
-    assert.equal(built, 1);
-    writeFileSync(join(dir, "mesh", "more.yaml"), POD(4));
-    await eventually("a new version", 20_000, async () => ((await version()) > v1 ? true : undefined), 50);
-    const v2 = await version();
+    // The bucket is empty (one token per 600 s): a flood after the next change shares v2's.
+    const v3 = await change("again", 5, v2);
     const flood = await Promise.all(Array.from({ length: 10 }, () => run.get("/delta/mesh?epoch=0")));
     for (const a of flood) {
       assert.equal(a.headers["x-feed-kind"], "full");
-      assert.equal(Number(a.headers["x-feed-version"]), v1, "the last built full message, with its own version");
-      assert.equal(Buffer.compare(a.body, first.body), 0);
+      assert.equal(Number(a.headers["x-feed-version"]), v2, "the last built full message, with its own version");
+      assert.equal(Buffer.compare(a.body, fresh.body), 0);
     }
     assert.equal(await builds(), built, "no full message built for the new version");
-    const next = await run.get(`/delta/mesh?epoch=${epoch}&version=${v1}`);
+    const next = await run.get(`/delta/mesh?epoch=${epoch}&version=${v2}`);
     assert.equal(next.headers["x-feed-kind"], "delta");
-    assert.equal(Number(next.headers["x-feed-version"]), v2);
-    await sleep(0);
+    assert.equal(Number(next.headers["x-feed-version"]), v3);
   });
 });

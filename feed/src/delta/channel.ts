@@ -103,7 +103,10 @@ export class DeltaChannel {
   private readonly pendingServices = new Set<string>();
   private fullCache: { version: number; body: Buffer; previous?: Buffer } | undefined;
   /** The last full message built, kept past its version for servedFull (rate of full builds). */
-  private lastFull: { version: number; body: Buffer; previous?: Buffer; builtAt: number } | undefined;
+  private lastFull: { version: number; body: Buffer; previous?: Buffer } | undefined;
+  /** Full builds servedFull may still start now (a bucket of delta.fullBuildBurst, one more per minFullIntervalMs). */
+  private buildTokens: number;
+  private tokensAt = Date.now();
   private builds = 0;
   /** The last full message's size over its records' v1 bytes (the tables compact them). */
   private fullRatio = 1;
@@ -129,6 +132,7 @@ export class DeltaChannel {
     private readonly filters: readonly MessageCheck[],
   ) {
     this.journal = new Journal(0, config.journal);
+    this.buildTokens = config.fullBuildBurst;
   }
 
   /** Full messages built: one per version at most, whoever asks and however often. */
@@ -338,7 +342,7 @@ export class DeltaChannel {
         if (d !== 0n) buckets.set(b, d);
       });
       this.fullCache = { version: this.current, body: withBuckets(built, buckets) };
-      this.lastFull = { ...this.fullCache, builtAt: Date.now() };
+      this.lastFull = this.fullCache;
       this.fullRatio = this.fullCache.body.length / (HEADER_BYTES + this.recordBytes);
     }
     const cache = this.fullCache;
@@ -348,18 +352,26 @@ export class DeltaChannel {
   }
 
   /**
-   * The full message a client is answered with: the last one built while it is younger than
-   * `delta.minFullIntervalMs` and the journal still holds every version after it (the client's
-   * next poll gets the delta from there at once), else the current version's. So a flood of
-   * `epoch=0` polls while versions move costs at most one full build per interval, and every
-   * caller of that interval shares (and a slow reader pins) one body.
+   * The full message a client is answered with. A build for the current version takes a token
+   * from a bucket of `delta.fullBuildBurst` that gains one per `delta.minFullIntervalMs`: a few
+   * builds in a row stay fresh, a flood of `epoch=0` polls while versions move runs the bucket
+   * dry and then costs one build per interval. Without a token the caller gets the last one
+   * built, with its own version, while the journal still holds every version after it (its
+   * next poll gets the delta from there at once); every caller of that interval shares (and a
+   * slow reader pins) that one body.
    */
   private servedFull(format: WireFormat, reason: FullReason): DeltaAnswer {
-    const last = this.lastFull;
     const records = this.serviceRecords.size + this.workloadRecords.size;
-    if (last && last.version !== this.current && last.version > 0 && Date.now() - last.builtAt < this.config.minFullIntervalMs && this.journal.covers(last.version)) {
-      const body = format === FORMAT_VERSION ? last.body : (last.previous ??= asPreviousFormat(last.body));
-      return { kind: KIND_FULL, body, version: last.version, reason, records };
+    const last = this.lastFull;
+    if (last && last.version !== this.current && last.version > 0 && this.config.minFullIntervalMs > 0) {
+      const now = Date.now();
+      this.buildTokens = Math.min(this.config.fullBuildBurst, this.buildTokens + (now - this.tokensAt) / this.config.minFullIntervalMs);
+      this.tokensAt = now;
+      if (this.buildTokens >= 1) this.buildTokens -= 1;
+      else if (this.journal.covers(last.version)) {
+        const body = format === FORMAT_VERSION ? last.body : (last.previous ??= asPreviousFormat(last.body));
+        return { kind: KIND_FULL, body, version: last.version, reason, records };
+      }
     }
     return { kind: KIND_FULL, body: this.full(format), version: this.current, reason, records };
   }
