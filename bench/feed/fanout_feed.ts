@@ -27,7 +27,7 @@ export function writeFeedConfig(dir: string, clusters: FeedCluster[]): string {
     wasmDir: join(REPO_ROOT, "build"),
     operator: { address: "127.0.0.1", port: OPERATOR_PORT },
     health: { address: "127.0.0.1", port: HEALTH_PORT },
-    channel: { address: "127.0.0.1", port: CHANNEL_PORT, ...feedChannelFiles(), limits: { maxConnections: MAX_CONNECTIONS, maxConnectionsPerCaller: MAX_CONNECTIONS } },
+    channel: { address: "127.0.0.1", port: CHANNEL_PORT, ...feedChannelFiles(), limits: { maxConnections: MAX_CONNECTIONS, maxConnectionsPerCaller: MAX_CONNECTIONS, maxConnectionsPerPeer: MAX_CONNECTIONS } },
     clusters,
     targets: [{ name: TARGET, filter: "passthrough_mtls", readers: [SIDECAR_PRINCIPAL] }],
   };

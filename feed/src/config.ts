@@ -99,21 +99,25 @@ export interface HealthConfig {
 /**
  * The channel's defaults. Every sidecar of one service account shares a SPIFFE id, and each of
  * its Envoy workers polls on its own connection: the cap per caller is a share of the total,
- * not a handful. 15 s to take one response is far more than a full message needs on a cluster
+ * not a handful; one sidecar (that id from one address) polls on at most its worker count of
+ * connections, so 32 per peer. A reading client takes a slice within milliseconds: 5 s without
+ * one is a client that stopped reading. 15 s to take one response is far more than a full message needs on a cluster
  * network; idle sockets go after 2 minutes (above the longest long poll, delta.maxWaitSeconds).
  */
 export const DEFAULT_CHANNEL_LIMITS: ServerLimits = {
   maxConnections: 10_000,
   maxConnectionsPerCaller: 2_000,
+  maxConnectionsPerPeer: 32,
   idleTimeoutMs: 120_000,
   headersTimeoutMs: 10_000,
   writeTimeoutMs: 15_000,
+  stallTimeoutMs: 5_000,
   maxUnsentBytes: 1 << 20,
   maxBufferedBytes: 32 << 20,
 };
 
 /** The operator port: a few scrapers and operators, never thousands. */
-export const DEFAULT_OPERATOR_LIMITS: ServerLimits = { ...DEFAULT_CHANNEL_LIMITS, maxConnections: 64, maxConnectionsPerCaller: 0, idleTimeoutMs: 60_000, writeTimeoutMs: 60_000 };
+export const DEFAULT_OPERATOR_LIMITS: ServerLimits = { ...DEFAULT_CHANNEL_LIMITS, maxConnections: 64, maxConnectionsPerCaller: 0, maxConnectionsPerPeer: 0, idleTimeoutMs: 60_000, writeTimeoutMs: 60_000, stallTimeoutMs: 10_000 };
 
 export const DEFAULT_HEALTH: HealthConfig = { address: "127.0.0.1", port: 9091, staleAfterMs: 30_000 };
 
@@ -164,6 +168,9 @@ export interface DeltaConfig {
   /** Id limits a version may not pass (the filters' MAX_WORKLOADS / MAX_SERVICES, assembly/mesh/parse.ts). */
   maxWorkloads: number;
   maxServices: number;
+  /** Full builds for callers: a bucket of fullBuildBurst, one more per minFullIntervalMs; without one, the last built (delta/channel.ts servedFull). */
+  minFullIntervalMs: number;
+  fullBuildBurst: number;
 }
 
 /**
@@ -179,6 +186,8 @@ export const DEFAULT_DELTA: DeltaConfig = {
   journal: { maxRecords: 1_000_000, maxBytes: 64 << 20, minBytes: 1 << 20, maxVersions: 100_000 },
   maxWorkloads: 2_000_000,
   maxServices: 2_000_000,
+  minFullIntervalMs: 1000,
+  fullBuildBurst: 4,
 };
 
 /**
@@ -226,18 +235,23 @@ function known(r: Reader, o: Record<string, unknown>, at: string, fields: string
 function limitsOf(r: Reader, v: unknown, at: string, defaults: ServerLimits, perCaller: boolean): ServerLimits {
   if (v === undefined) return defaults;
   const o = obj(r, v, at.slice(0, -1));
-  const fields = ["maxConnections", "idleTimeoutMs", "headersTimeoutMs", "writeTimeoutMs", "maxUnsentBytes", "maxBufferedBytes"];
-  known(r, o, at, perCaller ? [...fields, "maxConnectionsPerCaller"] : fields);
+  const fields = ["maxConnections", "idleTimeoutMs", "headersTimeoutMs", "writeTimeoutMs", "stallTimeoutMs", "maxUnsentBytes", "maxBufferedBytes"];
+  known(r, o, at, perCaller ? [...fields, "maxConnectionsPerCaller", "maxConnectionsPerPeer"] : fields);
   const l: ServerLimits = {
     maxConnections: int(r, o, "maxConnections", at, 1, 1_000_000, defaults.maxConnections),
     maxConnectionsPerCaller: perCaller ? int(r, o, "maxConnectionsPerCaller", at, 1, 1_000_000, defaults.maxConnectionsPerCaller) : 0,
+    // Unset: the default, or the caller's cap when that is lower (a peer is one of the caller's).
+    maxConnectionsPerPeer: perCaller ? int(r, o, "maxConnectionsPerPeer", at, 1, 1_000_000, Math.min(defaults.maxConnectionsPerPeer, int(r, o, "maxConnectionsPerCaller", at, 1, 1_000_000, defaults.maxConnectionsPerCaller))) : 0,
     idleTimeoutMs: int(r, o, "idleTimeoutMs", at, 1000, 3_600_000, defaults.idleTimeoutMs),
     headersTimeoutMs: int(r, o, "headersTimeoutMs", at, 100, 600_000, defaults.headersTimeoutMs),
     writeTimeoutMs: int(r, o, "writeTimeoutMs", at, 100, 3_600_000, defaults.writeTimeoutMs),
+    stallTimeoutMs: int(r, o, "stallTimeoutMs", at, 100, 3_600_000, defaults.stallTimeoutMs),
     maxUnsentBytes: int(r, o, "maxUnsentBytes", at, 0, 2 ** 32, defaults.maxUnsentBytes),
     maxBufferedBytes: int(r, o, "maxBufferedBytes", at, 0, 2 ** 40, defaults.maxBufferedBytes),
   };
   if (perCaller && l.maxConnectionsPerCaller > l.maxConnections) r.fail(`${at}maxConnectionsPerCaller`, "must be at most maxConnections");
+  // A cap per peer above the caller's would never bite: it says the configuration is not what was meant.
+  if (perCaller && l.maxConnectionsPerPeer > l.maxConnectionsPerCaller) r.fail(`${at}maxConnectionsPerPeer`, "must be at most maxConnectionsPerCaller");
   return l;
 }
 
@@ -263,7 +277,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
   const debounce = { quietMs: int(r, d, "quietMs", "debounce.", 0, 60_000, DEFAULT_DEBOUNCE.quietMs), maxMs: int(r, d, "maxMs", "debounce.", 0, 600_000, DEFAULT_DEBOUNCE.maxMs) };
   if (debounce.maxMs < debounce.quietMs) r.fail("debounce.maxMs", "must be at least quietMs");
   const dl = root.delta === undefined ? {} : obj(r, root.delta, "delta");
-  known(r, dl, "delta.", ["quietMs", "maxMs", "maxWaitSeconds", "journal", "maxWorkloads", "maxServices"]);
+  known(r, dl, "delta.", ["quietMs", "maxMs", "maxWaitSeconds", "journal", "maxWorkloads", "maxServices", "minFullIntervalMs", "fullBuildBurst"]);
   const jl = dl.journal === undefined ? {} : obj(r, dl.journal, "delta.journal");
   known(r, jl, "delta.journal.", ["maxRecords", "maxBytes", "minBytes", "maxVersions"]);
   const dj = DEFAULT_DELTA.journal;
@@ -279,6 +293,8 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     },
     maxWorkloads: int(r, dl, "maxWorkloads", "delta.", 0, 2 ** 32 - 1, DEFAULT_DELTA.maxWorkloads),
     maxServices: int(r, dl, "maxServices", "delta.", 0, 2 ** 32 - 1, DEFAULT_DELTA.maxServices),
+    minFullIntervalMs: int(r, dl, "minFullIntervalMs", "delta.", 0, 600_000, DEFAULT_DELTA.minFullIntervalMs),
+    fullBuildBurst: int(r, dl, "fullBuildBurst", "delta.", 1, 1000, DEFAULT_DELTA.fullBuildBurst),
   };
   if (delta.maxMs < delta.quietMs) r.fail("delta.maxMs", "must be at least quietMs");
   const cp = root.caps === undefined ? {} : obj(r, root.caps, "caps");
@@ -340,7 +356,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
       keyFile: file("keyFile"),
       caFile: file("caFile"),
       reloadMs: sidecar ? 0 : int(r, c, "reloadMs", "channel.", 50, 3_600_000, 1000),
-      limits: limitsOf(r, c.limits, "channel.limits.", sidecar ? { ...DEFAULT_CHANNEL_LIMITS, maxConnectionsPerCaller: 0 } : DEFAULT_CHANNEL_LIMITS, !sidecar),
+      limits: limitsOf(r, c.limits, "channel.limits.", sidecar ? { ...DEFAULT_CHANNEL_LIMITS, maxConnectionsPerCaller: 0, maxConnectionsPerPeer: 0 } : DEFAULT_CHANNEL_LIMITS, !sidecar),
     };
     // A held long poll sends nothing until it is answered: it must not count as idle.
     if (channel.limits.idleTimeoutMs <= delta.maxWaitSeconds * 1000) r.fail("channel.limits.idleTimeoutMs", `must be above delta.maxWaitSeconds (${delta.maxWaitSeconds} s): a held long poll is not idle`);

@@ -19,7 +19,7 @@ import type { AddressInfo } from "node:net";
 import { PREVIOUS_CLIENT, type ClientState, type DeltaAnswer } from "./delta/channel.js";
 import { BUCKET_COUNT, parseDigest } from "./delta/digest.js";
 import { FORMAT_VERSION, PREVIOUS_FORMAT } from "./delta/wire.js";
-import { admitBody, ServerGuard, type ServerLimits } from "./server_guard.js";
+import { admitBody, bodyProgress, ServerGuard, type ServerLimits } from "./server_guard.js";
 import { Metrics } from "./metrics.js";
 import { DEFAULT_OPERATOR_LIMITS } from "./config.js";
 
@@ -221,11 +221,13 @@ const CHUNK = 16 << 10;
  * and report it written: a client that never reads then held a private copy of every full
  * message it asked for (measured: 300 such clients of a 1.8 MB message, +640 MB; in slices +110 MB). In slices,
  * what waits for a slow client is the kernel's socket buffer and the shared Buffer, which the
- * guard's write timeout and budgets bound.
+ * guard's write timeout and budgets bound. Each slice taken is progress: a client that takes
+ * none for the guard's stall timeout is dropped.
  */
 function writeBody(res: ServerResponse, body: Buffer): void {
   let at = 0;
   const more = (): void => {
+    bodyProgress(res);
     while (body.length - at > CHUNK) {
       const taken = res.write(body.subarray(at, at + CHUNK));
       at += CHUNK;

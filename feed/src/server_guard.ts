@@ -2,10 +2,15 @@
 // as Envoy bounds its own listeners (feed/docs/server-limits.md):
 //   - connections: a total cap (refused at accept by the kernel-facing server: `maxConnections`)
 //     and, on the channel, a cap per caller identity (the TLS peer's SPIFFE id; every caller
-//     without one shares one bucket): the connection past it gets a one-line 503 and is closed;
+//     without one shares one bucket) and a smaller one per peer (that identity from one source
+//     address: one sidecar, whose Envoy workers poll on a connection each): the connection past
+//     either gets a one-line 503 and is closed;
 //   - time: the TLS handshake and the request headers within `headersTimeoutMs` (else 408), a socket idle
 //     for `idleTimeoutMs` is closed (a held long poll is no idleness: the config keeps
-//     `idleTimeoutMs` above the longest wait), each response body taken within `writeTimeoutMs`;
+//     `idleTimeoutMs` above the longest wait), each response body taken within `writeTimeoutMs`,
+//     and no body left without progress (no slice taken) for `stallTimeoutMs`: a client that
+//     stops reading is dropped once the kernel's buffers are full and that long has passed,
+//     whatever the body's size (a stalled TLS write holds ~65 KB of the feed's memory);
 //   - memory: a response body is the feed's shared Buffer of that version (delta/channel.ts), so
 //     a client that does not read pins it. A client whose bytes not yet taken from earlier
 //     responses pass `maxUnsentBytes` (pipelined requests) is dropped, and when the distinct
@@ -21,9 +26,12 @@ export interface ServerLimits {
   maxConnections: number;
   /** 0: no cap per caller (the operator port, which knows no identities). */
   maxConnectionsPerCaller: number;
+  /** Per caller and source address (one sidecar); 0 where callers have no identities. */
+  maxConnectionsPerPeer: number;
   idleTimeoutMs: number;
   headersTimeoutMs: number;
   writeTimeoutMs: number;
+  stallTimeoutMs: number;
   maxUnsentBytes: number;
   maxBufferedBytes: number;
 }
@@ -46,6 +54,8 @@ interface SocketState {
 
 /** The guard of each response (http.ts asks it before writing a body). */
 const guards = new WeakMap<ServerResponse, ServerGuard>();
+/** The stall timer of each response whose body is being written (refreshed on each slice taken). */
+const stallTimers = new WeakMap<ServerResponse, NodeJS.Timeout>();
 
 /**
  * Called by the handlers (http.ts) with the body they are about to write. Returns false when
@@ -57,12 +67,18 @@ export function admitBody(res: ServerResponse, body: Buffer): boolean {
   return g ? g.admit(res, body) : true;
 }
 
+/** http.ts: the socket took another slice of `res`'s body (the client is reading). */
+export function bodyProgress(res: ServerResponse): void {
+  stallTimers.get(res)?.refresh();
+}
+
 export class ServerGuard {
   private readonly sockets = new WeakMap<Socket, SocketState>();
   /** Bodies being written, oldest first, with the responses writing each. */
   private readonly bodies = new Map<Buffer, Set<InFlight>>();
   private bufferedBytes = 0;
   private readonly perCaller = new Map<string, number>();
+  private readonly perPeer = new Map<string, number>();
   private open = 0;
 
   constructor(
@@ -70,8 +86,8 @@ export class ServerGuard {
     private readonly limits: ServerLimits,
     private readonly metrics: Metrics,
   ) {
-    metrics.declare(CONNECTIONS_REFUSED, "counter", "connections refused, by server and reason (total: past maxConnections, per_caller: past maxConnectionsPerCaller)");
-    metrics.declare(CLIENTS_DROPPED, "counter", "clients dropped, by server and reason (idle, header_timeout, bad_request, write_timeout, unsent_bytes, buffer_budget)");
+    metrics.declare(CONNECTIONS_REFUSED, "counter", "connections refused, by server and reason (total: past maxConnections, per_caller: past maxConnectionsPerCaller, per_peer: past maxConnectionsPerPeer)");
+    metrics.declare(CLIENTS_DROPPED, "counter", "clients dropped, by server and reason (idle, header_timeout, bad_request, write_timeout, stalled, unsent_bytes, buffer_budget)");
     metrics.declare("feed_connections", "gauge", "open connections, by server");
     metrics.declare("feed_buffered_bytes", "gauge", "distinct response bodies being written (pinned by clients still reading them), by server");
     metrics.set("feed_connections", { server: name }, 0);
@@ -117,27 +133,27 @@ export class ServerGuard {
   }
 
   /**
-   * A channel connection whose caller is now known (after the handshake): past the caller's cap
-   * it gets a one-line 503 and is closed. `caller` is the SPIFFE id, or "" without one.
+   * A channel connection whose caller is now known (after the handshake): past the caller's cap,
+   * or the peer's (that caller from this source address), it gets a one-line 503 and is closed.
+   * `caller` is the SPIFFE id, or "" without one.
    */
   callerConnected(socket: Socket, caller: string): boolean {
-    const cap = this.limits.maxConnectionsPerCaller;
-    if (cap === 0) return true;
-    const n = (this.perCaller.get(caller) ?? 0) + 1;
-    if (n > cap) {
-      this.metrics.add(CONNECTIONS_REFUSED, { server: this.name, reason: "per_caller" });
-      const line = `too many connections for ${caller || "callers without a mesh identity"} (at most ${cap})\n`;
-      socket.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(line)}\r\nconnection: close\r\n\r\n${line}`);
-      setTimeout(() => socket.destroy(), 1000).unref();
-      return false;
-    }
-    this.perCaller.set(caller, n);
-    socket.once("close", () => {
-      const left = (this.perCaller.get(caller) ?? 1) - 1;
-      if (left <= 0) this.perCaller.delete(caller);
-      else this.perCaller.set(caller, left);
-    });
+    const who = caller || "callers without a mesh identity";
+    const peer = `${caller} ${socket.remoteAddress ?? "?"}`;
+    const { maxConnectionsPerCaller: callerCap, maxConnectionsPerPeer: peerCap } = this.limits;
+    if (callerCap > 0 && (this.perCaller.get(caller) ?? 0) >= callerCap) return this.refuseCaller(socket, "per_caller", `too many connections for ${who} (at most ${callerCap})`);
+    if (peerCap > 0 && (this.perPeer.get(peer) ?? 0) >= peerCap) return this.refuseCaller(socket, "per_peer", `too many connections for ${who} from ${socket.remoteAddress ?? "?"} (at most ${peerCap})`);
+    if (callerCap > 0) count(this.perCaller, caller, socket);
+    if (peerCap > 0) count(this.perPeer, peer, socket);
     return true;
+  }
+
+  private refuseCaller(socket: Socket, reason: "per_caller" | "per_peer", text: string): false {
+    this.metrics.add(CONNECTIONS_REFUSED, { server: this.name, reason });
+    const line = `${text}\n`;
+    socket.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(line)}\r\nconnection: close\r\n\r\n${line}`);
+    setTimeout(() => socket.destroy(), 1000).unref();
+    return false;
   }
 
   /** Wraps a request handler so that its responses are guarded. */
@@ -174,11 +190,17 @@ export class ServerGuard {
     holders.add(entry);
     const timer = setTimeout(() => this.drop(socket, "write_timeout"), this.limits.writeTimeoutMs);
     timer.unref();
+    // Refreshed by bodyProgress each time the socket takes a slice (http.ts writeBody).
+    const stall = setTimeout(() => this.drop(socket, "stalled"), this.limits.stallTimeoutMs);
+    stall.unref();
+    stallTimers.set(res, stall);
     let done = false;
     const finished = () => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      clearTimeout(stall);
+      stallTimers.delete(res);
       s.unsent -= entry.bytes;
       const set = this.bodies.get(body);
       if (set) {
@@ -210,9 +232,19 @@ export class ServerGuard {
     }
   }
 
-  private drop(socket: Socket, reason: "idle" | "write_timeout" | "unsent_bytes" | "buffer_budget"): void {
+  private drop(socket: Socket, reason: "idle" | "write_timeout" | "stalled" | "unsent_bytes" | "buffer_budget"): void {
     if (socket.destroyed) return;
     this.metrics.add(CLIENTS_DROPPED, { server: this.name, reason });
     socket.destroy();
   }
+}
+
+/** Counts a connection under `key` until it closes. */
+function count(counts: Map<string, number>, key: string, socket: Socket): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+  socket.once("close", () => {
+    const left = (counts.get(key) ?? 1) - 1;
+    if (left <= 0) counts.delete(key);
+    else counts.set(key, left);
+  });
 }

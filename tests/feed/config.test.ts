@@ -72,6 +72,12 @@ describe("feed: configuration", () => {
     assert.deepEqual(c.channel?.limits, { ...DEFAULT_CHANNEL_LIMITS, maxConnectionsPerCaller: 50, writeTimeoutMs: 2000 });
     assert.deepEqual(c.operator?.limits, { ...DEFAULT_OPERATOR_LIMITS, maxConnections: 8 });
     assert.equal(c.operator?.limits.maxConnectionsPerCaller, 0);
+    assert.equal(c.operator?.limits.maxConnectionsPerPeer, 0);
+    // A caller's cap below the default per peer lowers the peer's (a peer is one of the caller's).
+    const small = parse({ ...base, channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { maxConnectionsPerCaller: 8, stallTimeoutMs: 1000 } } });
+    assert.deepEqual(small.channel?.limits, { ...DEFAULT_CHANNEL_LIMITS, maxConnectionsPerCaller: 8, maxConnectionsPerPeer: 8, stallTimeoutMs: 1000 });
+    assert.equal(parse({ ...base, delta: { minFullIntervalMs: 0 } }).delta.minFullIntervalMs, 0);
+    assert.equal(parse({ ...base, delta: { fullBuildBurst: 1 } }).delta.fullBuildBurst, 1);
     assert.deepEqual(c.health, { address: "127.0.0.1", port: 9091, staleAfterMs: 30_000 });
   });
 
@@ -95,6 +101,11 @@ describe("feed: configuration", () => {
     ["the channel on the operator's port", { operator: { port: 9443 }, channel: { address: "127.0.0.1", certFile: "c", keyFile: "k", caFile: "a" } }, /channel\.port: is the operator port's/],
     ["a channel idle timeout a long poll outlives", { channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { idleTimeoutMs: 60_000 } } }, /channel\.limits\.idleTimeoutMs: must be above delta\.maxWaitSeconds \(60 s\)/],
     ["a per-caller cap above the total", { channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { maxConnections: 10, maxConnectionsPerCaller: 11 } } }, /channel\.limits\.maxConnectionsPerCaller: must be at most maxConnections/],
+    ["a per-peer cap above the per-caller cap", { channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { maxConnectionsPerCaller: 8, maxConnectionsPerPeer: 9 } } }, /channel\.limits\.maxConnectionsPerPeer: must be at most maxConnectionsPerCaller/],
+    ["a per-peer cap on the operator port (no identities there)", { operator: { limits: { maxConnectionsPerPeer: 5 } } }, /operator\.limits\.maxConnectionsPerPeer: unknown field/],
+    ["a stall timeout below 100 ms", { channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { stallTimeoutMs: 50 } } }, /channel\.limits\.stallTimeoutMs: expected an integer in \[100, 3600000\]/],
+    ["an empty full-build bucket", { delta: { fullBuildBurst: 0 } }, /delta\.fullBuildBurst: expected an integer in \[1, 1000\]/],
+    ["a full-build interval given as text", { delta: { minFullIntervalMs: "1s" } }, /delta\.minFullIntervalMs: expected an integer in \[0, 600000\]/],
     ["a per-caller cap on the operator port (no identities there)", { operator: { limits: { maxConnectionsPerCaller: 5 } } }, /operator\.limits\.maxConnectionsPerCaller: unknown field/],
     ["no connection at all allowed", { operator: { limits: { maxConnections: 0 } } }, /operator\.limits\.maxConnections: expected an integer in \[1, 1000000\]/],
     ["a write timeout given as text", { operator: { limits: { writeTimeoutMs: "15s" } } }, /operator\.limits\.writeTimeoutMs: expected an integer/],

@@ -1,6 +1,7 @@
 // Each limit of the feed's servers alone (feed/docs/server-limits.md), against the real feed in
-// this process with small limits: the total cap (operator port) and the cap per caller identity
-// (channel) refuse and count; pipelined requests a client does not read, a request that never
+// this process with small limits: the total cap (operator port), the cap per caller identity
+// and the cap per peer (that identity from one source address) on the channel refuse and count,
+// while another identity, or the same one from another address, still gets in; pipelined requests a client does not read, a request that never
 // finishes its headers and an idle connection are dropped and counted; full messages are built
 // once per version, whoever asks; the health worker answers while the main thread is blocked
 // and fails liveness once it stays blocked past staleAfterMs. The whole
@@ -11,7 +12,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { join } from "node:path";
 import { connect, type TLSSocket } from "node:tls";
 import { after, before, describe, it } from "node:test";
-import { FEED_IDENTITY, meshCert, MESH_CA_FILE } from "../support/feed_tls.js";
+import { FEED_IDENTITY, meshCert, MESH_CA_FILE, SIDECAR_PRINCIPAL } from "../support/feed_tls.js";
+import { DEMO_IDENTITIES } from "../../scripts/demo-certs.js";
 import { HealthServer } from "../../feed/src/health.js";
 import { metricValue } from "../support/feed_abuse.js";
 import { REPO_ROOT } from "../support/paths.js";
@@ -24,15 +26,22 @@ spec: { serviceAccountName: sa-${i} }
 status: { phase: Running, podIP: 10.1.0.${i}, conditions: [{ type: Ready, status: "True" }] }
 `;
 
-/** A TLS connection to the channel as the demo sidecar; resolves once the handshake is done. */
-function tlsTo(channel: string): Promise<TLSSocket> {
+/** Another reader of the target: a second mesh identity. */
+const OTHER = "pod-a";
+
+/**
+ * A TLS connection to the channel as a demo identity (the sidecar unless told), from
+ * `localAddress` (any of 127/8 in the test's netns); resolves once the handshake is done.
+ */
+function tlsTo(channel: string, name = "sidecar", localAddress = "127.0.0.1"): Promise<TLSSocket> {
   const url = new URL(channel);
-  const id = meshCert("sidecar");
+  const id = meshCert(name);
   return new Promise((done, fail) => {
     const s = connect(
       {
         host: url.hostname,
         port: Number(url.port),
+        localAddress,
         ca: readFileSync(MESH_CA_FILE),
         cert: id.cert,
         key: id.key,
@@ -71,7 +80,7 @@ describe("the feed's server limits, one at a time", () => {
     run = await runFeed([{ id: "cluster1", files: join(dir, "mesh") }], [{ name: "mesh", filter: "passthrough_mtls" }], {
       delta: { maxWaitSeconds: 1 },
       operator: { address: "127.0.0.1", port: 0, limits: { maxConnections: 4 } },
-      channel: { limits: { maxConnections: 50, maxConnectionsPerCaller: 3, idleTimeoutMs: 1500, headersTimeoutMs: 400, maxUnsentBytes: 0 } },
+      channel: { limits: { maxConnections: 50, maxConnectionsPerCaller: 50, idleTimeoutMs: 1500, headersTimeoutMs: 400, maxUnsentBytes: 0 } },
     });
     await eventually("the first version", 20_000, async () => ((await run.get("/delta/mesh?epoch=0")).status === 200 ? true : undefined), 100);
   });
@@ -79,22 +88,6 @@ describe("the feed's server limits, one at a time", () => {
   after(async () => {
     await run?.feed.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
-  });
-
-  it("past its cap per caller, a mesh identity's connection gets a one-line 503 and is closed; counted per_caller; its other connections still work", async () => {
-    const held = [await tlsTo(run.channel), await tlsTo(run.channel), await tlsTo(run.channel)];
-    const before = metricValue(await metrics(), 'feed_connections_refused_total{reason="per_caller",server="channel"}');
-    const fourth = await tlsTo(run.channel);
-    const answer = await readUntilClosed(fourth, 5000);
-    assert.ok(answer.closed, "the feed closes the connection past the cap");
-    assert.match(answer.text, /^HTTP\/1\.1 503 Service Unavailable\r\n/);
-    assert.match(answer.text, /\r\n\r\ntoo many connections for spiffe:\/\/cluster\.local\/ns\/[^ ]+ \(at most 3\)\n$/);
-    assert.equal(metricValue(await metrics(), 'feed_connections_refused_total{reason="per_caller",server="channel"}'), before + 1);
-    // A held connection is still served.
-    held[0].write("GET /delta/mesh?epoch=0 HTTP/1.1\r\nhost: feed\r\nconnection: close\r\n\r\n");
-    const ok = await readUntilClosed(held[0], 5000);
-    assert.match(ok.text, /^HTTP\/1\.1 200 OK\r\n/);
-    for (const s of held) s.destroy();
   });
 
   it("past the operator port's total cap, a connection is refused at accept and counted total", async () => {
@@ -155,6 +148,65 @@ describe("the feed's server limits, one at a time", () => {
     assert.ok(builds >= 1 && builds <= metricValue(m, 'feed_delta_version{target="mesh"}'), `${builds} builds for version ${metricValue(m, 'feed_delta_version{target="mesh"}')}`);
     await sleep(0);
   });
+});
+
+describe("the channel's caps per caller and per peer", () => {
+  let run: FeedRun;
+  let dir: string;
+  const metrics = async () => (await fetch(`${run.base}/metrics`)).text();
+
+  before(async () => {
+    mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
+    dir = mkdtempSync(join(REPO_ROOT, ".tmp", "server-caps-"));
+    mkdirSync(join(dir, "mesh"));
+    writeFileSync(join(dir, "mesh", "pods.yaml"), [1, 2, 3].map(POD).join("---\n"));
+    // Timeouts far above the test's steps: every held connection stays counted until the end.
+    run = await runFeed([{ id: "cluster1", files: join(dir, "mesh") }], [{ name: "mesh", filter: "passthrough_mtls", readers: [SIDECAR_PRINCIPAL, DEMO_IDENTITIES[OTHER].replace("spiffe://", "")] }], {
+      channel: { limits: { maxConnections: 50, maxConnectionsPerCaller: 3, maxConnectionsPerPeer: 2, headersTimeoutMs: 60_000 } },
+    });
+    await eventually("the first version", 20_000, async () => ((await run.get("/delta/mesh?epoch=0")).status === 200 ? true : undefined), 100);
+  });
+
+  after(async () => {
+    await run?.feed.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("past its cap per peer, then per caller, a mesh identity's connection gets a one-line 503 and is closed, counted per_peer / per_caller; another identity, and its own held connections, still get in", async () => {
+    const refused = async (reason: string) => metricValue(await metrics(), `feed_connections_refused_total{reason="${reason}",server="channel"}`);
+    const before = { peer: await refused("per_peer"), caller: await refused("per_caller") };
+    const asked = async (s: TLSSocket) => {
+      s.write("GET /delta/mesh?epoch=0 HTTP/1.1\r\nhost: feed\r\n\r\n");
+      return s;
+    };
+    // Two from 127.0.0.1 fill the sidecar's cap per peer (2); a third from there is refused.
+    const held = [await asked(await tlsTo(run.channel)), await asked(await tlsTo(run.channel))];
+    const thirdHere = await readUntilClosed(await tlsTo(run.channel), 5000);
+    assert.ok(thirdHere.closed, "the feed closes the connection past the cap per peer");
+    assert.match(thirdHere.text, /^HTTP\/1\.1 503 Service Unavailable\r\n/);
+    assert.match(thirdHere.text, /\r\n\r\ntoo many connections for spiffe:\/\/cluster\.local\/ns\/default\/sa\/sleep from 127\.0\.0\.1 \(at most 2\)\n$/);
+    assert.equal(await refused("per_peer"), before.peer + 1);
+    // The same identity from another address (another of its pods) is a new peer: its third
+    // connection gets in, its fourth (another address again) passes the cap per caller (3).
+    held.push(await asked(await tlsTo(run.channel, "sidecar", "127.0.0.2")));
+    const fourth = await readUntilClosed(await tlsTo(run.channel, "sidecar", "127.0.0.3"), 5000);
+    assert.ok(fourth.closed, "the feed closes the connection past the cap per caller");
+    assert.match(fourth.text, /\r\n\r\ntoo many connections for spiffe:\/\/cluster\.local\/ns\/default\/sa\/sleep \(at most 3\)\n$/);
+    assert.equal(await refused("per_caller"), before.caller + 1);
+    // Another mesh identity, from the full peer's address, is served.
+    const other = await tlsTo(run.channel, OTHER);
+    other.write("GET /delta/mesh?epoch=0 HTTP/1.1\r\nhost: feed\r\nconnection: close\r\n\r\n");
+    const answer = await readUntilClosed(other, 5000);
+    assert.match(answer.text, /^HTTP\/1\.1 200 OK\r\n/);
+    // The held connections were answered and stay open.
+    for (const s of held) {
+      const got = await readUntilClosed(s, 300);
+      assert.match(got.text, /^HTTP\/1\.1 200 OK\r\n/);
+      assert.equal(got.closed, false, "a held connection stays open");
+    }
+    for (const s of held) s.destroy();
+  });
+
 });
 
 describe("health from a worker thread (health.ts)", () => {

@@ -114,6 +114,12 @@ export async function startFeedProcess(dir: string, meshDir: string, ports: { ch
   throw new Error("the feed was not ready within 120 s");
 }
 
+/** The i-th of `peers` source addresses (127.0.1.1 ...): never-readers spread over pods. */
+export function peerAddress(i: number, peers: number): string {
+  const p = i % peers;
+  return `127.0.${1 + Math.floor(p / 250)}.${1 + (p % 250)}`;
+}
+
 /** The feed's resident memory (bytes), from /proc. */
 export function rssOf(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -136,11 +142,15 @@ const TLS = () => {
   };
 };
 
-/** A client that asks for a full message on its own connection and never reads; `closed` once the feed drops it. */
-export function neverReader(channel: string): Promise<{ socket: TLSSocket; closed: Promise<void> }> {
+/**
+ * A client that asks for a full message on its own connection and never reads; `closed` once
+ * the feed drops it. `localAddress` (any of 127/8 in the netns) makes it another peer: the feed
+ * caps connections per caller identity and source address (one sidecar).
+ */
+export function neverReader(channel: string, localAddress = "127.0.0.1"): Promise<{ socket: TLSSocket; closed: Promise<void> }> {
   const url = new URL(channel);
   return new Promise((done, fail) => {
-    const socket = connect({ host: url.hostname, port: Number(url.port), ...TLS() }, () => {
+    const socket = connect({ host: url.hostname, port: Number(url.port), localAddress, ...TLS() }, () => {
       socket.write(`GET /delta/mesh?epoch=0&version=0 HTTP/1.1\r\nhost: feed\r\n\r\n`);
       // Stop reading: what the feed sends piles up in the kernel's buffers, then in the feed's.
       socket.pause();

@@ -103,6 +103,11 @@ export class DeltaChannel {
   private readonly pendingWorkloads = new Set<string>();
   private readonly pendingServices = new Set<string>();
   private fullCache: { version: number; body: Buffer; previous?: Buffer } | undefined;
+  /** The last full message built, kept past its version for servedFull (rate of full builds). */
+  private lastFull: { version: number; body: Buffer; previous?: Buffer } | undefined;
+  /** Full builds servedFull may still start now (a bucket of delta.fullBuildBurst, one more per minFullIntervalMs). */
+  private buildTokens: number;
+  private tokensAt = Date.now();
   private builds = 0;
   /** The last full message's size over its records' v1 bytes (the tables compact them). */
   private fullRatio = 1;
@@ -128,6 +133,7 @@ export class DeltaChannel {
     private readonly filters: readonly MessageCheck[],
   ) {
     this.journal = new Journal(0, config.journal);
+    this.buildTokens = config.fullBuildBurst;
   }
 
   /** Full messages built: one per version at most, whoever asks and however often. */
@@ -337,12 +343,38 @@ export class DeltaChannel {
         if (d !== 0n) buckets.set(b, d);
       });
       this.fullCache = { version: this.current, body: withBuckets(built, buckets) };
+      this.lastFull = this.fullCache;
       this.fullRatio = this.fullCache.body.length / (HEADER_BYTES + this.recordBytes);
     }
     const cache = this.fullCache;
     if (format === FORMAT_VERSION) return cache.body;
     cache.previous ??= asPreviousFormat(cache.body);
     return cache.previous;
+  }
+
+  /**
+   * The full message a client is answered with. A build for the current version takes a token
+   * from a bucket of `delta.fullBuildBurst` that gains one per `delta.minFullIntervalMs`: a few
+   * builds in a row stay fresh, a flood of `epoch=0` polls while versions move runs the bucket
+   * dry and then costs one build per interval. Without a token the caller gets the last one
+   * built, with its own version, while the journal still holds every version after it (its
+   * next poll gets the delta from there at once); every caller of that interval shares (and a
+   * slow reader pins) that one body.
+   */
+  private servedFull(format: WireFormat, reason: FullReason): DeltaAnswer {
+    const records = this.serviceRecords.size + this.workloadRecords.size;
+    const last = this.lastFull;
+    if (last && last.version !== this.current && last.version > 0 && this.config.minFullIntervalMs > 0) {
+      const now = Date.now();
+      this.buildTokens = Math.min(this.config.fullBuildBurst, this.buildTokens + (now - this.tokensAt) / this.config.minFullIntervalMs);
+      this.tokensAt = now;
+      if (this.buildTokens >= 1) this.buildTokens -= 1;
+      else if (this.journal.covers(last.version)) {
+        const body = format === FORMAT_VERSION ? last.body : (last.previous ??= asPreviousFormat(last.body));
+        return { kind: KIND_FULL, body, version: last.version, reason, records };
+      }
+    }
+    return { kind: KIND_FULL, body: this.full(format), version: this.current, reason, records };
   }
 
   /**
@@ -370,7 +402,7 @@ export class DeltaChannel {
    */
   answer(epoch: number, version: number, client: ClientState = PREVIOUS_CLIENT): DeltaAnswer {
     const format = client.format;
-    const full = (reason: FullReason): DeltaAnswer => ({ kind: KIND_FULL, body: this.full(format), version: this.current, reason, records: this.serviceRecords.size + this.workloadRecords.size });
+    const full = (reason: FullReason): DeltaAnswer => this.servedFull(format, reason);
     if (epoch === this.epoch && version === this.current) return { kind: KIND_NO_CHANGE, body: this.noChange(format), version, records: 0 };
     const newest = format >= FORMAT_VERSION && epoch !== 0 && client.digest !== undefined;
     if (newest && client.digest === this.digest.total) {
@@ -438,7 +470,7 @@ export class DeltaChannel {
 
   private deltaFrom(version: number, format: WireFormat, canRepair: boolean): DeltaAnswer {
     const full = (reason: FullReason): DeltaAnswer =>
-      canRepair ? this.askBuckets() : { kind: KIND_FULL, body: this.full(format), version: this.current, reason, records: this.serviceRecords.size + this.workloadRecords.size };
+      canRepair ? this.askBuckets() : this.servedFull(format, reason);
     const range = this.journal.range(version);
     if (!range) return full("behind");
     let bytes = HEADER_BYTES;
