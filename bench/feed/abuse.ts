@@ -19,14 +19,19 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { emit } from "../emit.js";
+import { chartRuntime } from "./memory.js";
 import { metricValue, neverReader, peerAddress, percentile, rssOf, startAbuseLoad, startFeedProcess, writeMesh } from "../../tests/support/feed_abuse.js";
 import { REPO_ROOT } from "../../tests/support/paths.js";
 
-const { values } = parseArgs({ options: { pods: { type: "string" }, clients: { type: "string" }, peers: { type: "string" }, seconds: { type: "string" } } });
+const { values } = parseArgs({ options: { pods: { type: "string" }, clients: { type: "string" }, peers: { type: "string" }, seconds: { type: "string" }, runtime: { type: "string" } } });
 const PODS = Number(values.pods ?? 20_000);
 const CLIENTS = Number(values.clients ?? 1000);
 const PEERS = Number(values.peers ?? 40);
 const SECONDS = Number(values.seconds ?? 30);
+// `chart` (default): Node's heap flags and MALLOC_ARENA_MAX as the chart's Deployment sets them
+// (values.yaml `node`, memory.ts); `node-defaults`: plain node, for comparison.
+const RUNTIME = values.runtime ?? "chart";
+if (RUNTIME !== "chart" && RUNTIME !== "node-defaults") throw new Error(`--runtime: expected chart or node-defaults, got ${RUNTIME}`);
 const say = (line: string) => console.error(`${new Date().toISOString()} abuse: ${line}`);
 
 export async function abuseBench(): Promise<void> {
@@ -35,7 +40,7 @@ export async function abuseBench(): Promise<void> {
   try {
     writeMesh(join(dir, "mesh"), PODS);
     say(`${PODS} pods written; starting the feed`);
-    const feed = await startFeedProcess(dir, join(dir, "mesh"), { channel: 19443, operator: 19090, health: 19091 });
+    const feed = await startFeedProcess(dir, join(dir, "mesh"), { channel: 19443, operator: 19090, health: 19091 }, RUNTIME === "chart" ? { runtime: chartRuntime() } : {});
     try {
       const pid = feed.child.pid ?? 0;
       const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
@@ -97,6 +102,7 @@ export async function abuseBench(): Promise<void> {
         neverReaders: CLIENTS,
         peers: PEERS,
         seconds: SECONDS,
+        runtime: RUNTIME,
         connectSeconds: ms(connectSeconds),
         rssRestMb: ms(rest / 1e6),
         rssPeakMb: ms(peak / 1e6),

@@ -68,7 +68,7 @@ export interface FeedProcess {
 }
 
 /** Starts the feed as its own process on fixed ports (run inside the test netns); resolves once /readyz says ready. */
-export async function startFeedProcess(dir: string, meshDir: string, ports: { channel: number; operator: number; health: number }, extra: { channelLimits?: object; delta?: object } = {}): Promise<FeedProcess> {
+export async function startFeedProcess(dir: string, meshDir: string, ports: { channel: number; operator: number; health: number }, extra: { channelLimits?: object; delta?: object; runtime?: { args: string[]; env: Record<string, string> } } = {}): Promise<FeedProcess> {
   const config = {
     trustDomain: "cluster.local",
     wasmDir: join(REPO_ROOT, "build"),
@@ -81,9 +81,10 @@ export async function startFeedProcess(dir: string, meshDir: string, ports: { ch
   };
   const path = join(dir, "feed.yaml");
   writeFileSync(path, stringify(config));
-  const child = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "feed/src/main.ts"), "--config", path], {
+  // `runtime`: Node's flags and environment as a deployment runs the feed (the chart's `node` values).
+  const child = spawn(process.execPath, [...(extra.runtime?.args ?? []), "--import", "tsx", join(REPO_ROOT, "feed/src/main.ts"), "--config", path], {
     cwd: REPO_ROOT,
-    env: { ...process.env, FEED_LOG_LEVEL: "warn" },
+    env: { ...process.env, FEED_LOG_LEVEL: "warn", ...extra.runtime?.env },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const p: FeedProcess = {
