@@ -212,7 +212,7 @@ export function setService(m: Mesh, s: i32, flags: u8, waypoint: i32, lbPrefs: u
 export function setHostname(m: Mesh, s: i32, hostname: string): void {
   if (s < 0 || s >= m.sHostname.length) return;
   unchecked((m.sHostname[s] = hostname));
-  m.hostnames.set(hostname, s);
+  m.hostnames.add(hostname, s);
 }
 
 /**
@@ -343,25 +343,26 @@ function clearSans(m: Mesh, s: i32): void {
  */
 export function clearServiceContent(m: Mesh, s: i32): void {
   if (s < 0 || s >= m.sFlags.length) return;
-  const hostname = s < m.sHostname.length ? unchecked(m.sHostname[s]) : "";
-  // One lookup: a live service's hostname is indexed to it (setHostname refuses another
-  // owner), so the entry is s's own.
-  if (hostname.length > 0) m.hostnames.delete(hostname);
+  // By id: the index keeps each id's hash, so no text is hashed or compared.
+  m.hostnames.remove(s);
   if (s < m.sHostname.length) unchecked((m.sHostname[s] = ""));
   clearPorts(m, s);
   clearVips(m, s);
   clearSans(m, s);
 }
 
-/** Removes service s: its content and every membership in it; the id becomes free. */
-export function removeService(m: Mesh, s: i32): void {
+/**
+ * Removes service s: its content and every membership in it; the id becomes free.
+ * `membersDropped`: dropMembersOfServices has already dropped them (a delta's removes).
+ */
+export function removeService(m: Mesh, s: i32, membersDropped: bool = false): void {
   if (!m.serviceLive(s)) {
     // Members may have joined a not-yet-live id earlier in the same message: drop them too.
-    if (s >= 0 && s < m.sFlags.length) dropServiceMembers(m, s);
+    if (s >= 0 && s < m.sFlags.length && !membersDropped) dropServiceMembers(m, s);
     return;
   }
   clearServiceContent(m, s);
-  dropServiceMembers(m, s);
+  if (!membersDropped) dropServiceMembers(m, s);
   unchecked((m.sFlags[s] = 0));
   unchecked((m.sWaypoint[s] = 0));
   unchecked((m.sLbPrefs[s] = 0));
