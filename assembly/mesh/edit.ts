@@ -253,7 +253,8 @@ function clearPorts(m: Mesh, s: i32): void {
     const slot = <i32>pool.word(at + i);
     if (slot < 0 || slot >= m.slotTotal) continue;
     if (indexed) m.portIndex.remove(portKey(s, <i32>unchecked(m.slotPort[slot])));
-    if (slot < m.slotCluster.length) unchecked((m.slotCluster[slot] = DEFAULT_CLUSTER));
+    // Most slots never built a name: no store (and no write barrier) for them.
+    if (slot < m.slotCluster.length && unchecked(m.slotCluster[slot]) !== DEFAULT_CLUSTER) unchecked((m.slotCluster[slot] = DEFAULT_CLUSTER));
     m.slotFree.push(slot);
   }
   pool.freeAt(s, at);
@@ -343,9 +344,12 @@ function clearSans(m: Mesh, s: i32): void {
  */
 export function clearServiceContent(m: Mesh, s: i32): void {
   if (s < 0 || s >= m.sFlags.length) return;
-  // By id: the index keeps each id's hash, so no text is hashed or compared.
-  m.hostnames.remove(s);
-  if (s < m.sHostname.length) unchecked((m.sHostname[s] = ""));
+  // The text goes now, which ends every lookup of it; the index entry is reclaimed by a later
+  // message (HostnameIndex.retire), or dropped when s is given a hostname again.
+  if (s < m.sHostname.length && unchecked(m.sHostname[s]).length > 0) {
+    unchecked((m.sHostname[s] = ""));
+    m.hostnames.retire(s);
+  }
   clearPorts(m, s);
   clearVips(m, s);
   clearSans(m, s);

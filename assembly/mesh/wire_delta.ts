@@ -81,6 +81,9 @@ function reserveRecords(n: i32): void {
   recs = new StaticArray<u32>(max(n, recs.length / REC_WORDS * 2) * REC_WORDS);
 }
 
+/** Retired hostname entries any delta may reclaim, beside its per-record share. */
+const RECLAIM_BASE = 64;
+
 /** Whether the message has service records at all (else no membership needs the index). */
 let lastHasServices = false;
 /** The service ids whose memberships the apply drops (a remove anywhere in the message). */
@@ -176,7 +179,10 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   lastHasServices = serviceRecords > 0;
   if (!checkFinalState(m, r, h)) return false;
 
-  // Apply. 1: clear every id the message names.
+  // Apply. First, index entries of services removed by earlier messages, at most about one per
+  // two records of this one (HostnameIndex: each is a cache miss, about a record's cost), so
+  // no message pays for more than its own size; then 1: clear every id the message names.
+  m.hostnames.reclaim(RECLAIM_BASE + (n >> 1), m.sHostname);
   ensureWorkloads(m, workloadIds);
   ensureServices(m, serviceIds);
   m.changedServices.length = 0;
