@@ -185,7 +185,12 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   m.hostnames.reclaim(RECLAIM_BASE + (n >> 1), m.sHostname);
   ensureWorkloads(m, workloadIds);
   ensureServices(m, serviceIds);
-  m.changedServices.length = 0;
+  // Every service id whose last record is here, in record order: sized once, then stored.
+  const changed = m.changedServices;
+  let changedCount = 0;
+  for (let i = 0; i < n; i++) if (recLast(i) && recType(i) >= REC_SERVICE_UPSERT) changedCount++;
+  changed.length = changedCount;
+  changedCount = 0;
   // The removed services' memberships first, all together (one walk per affected pod).
   // At most one entry per remove record: a remove last, or an upsert last after a remove.
   if (removes > removedIds.length) removedIds = new StaticArray<i32>(max(removes, removedIds.length * 2));
@@ -203,7 +208,7 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
     const id = recId(i);
     const service = type >= REC_SERVICE_UPSERT;
     if (!recLast(i)) continue;
-    if (service) m.changedServices.push(id);
+    if (service && changedCount < changed.length) unchecked((changed[changedCount++] = id));
     if (!service) removeWorkload(m, id);
     // Its members went above, with the others'.
     else if (removedServices.get(<u32>id) >= 0) removeService(m, id, true);
