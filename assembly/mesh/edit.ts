@@ -346,8 +346,9 @@ export function clearServiceContent(m: Mesh, s: i32): void {
   if (s < 0 || s >= m.sFlags.length) return;
   // The text goes now, which ends every lookup of it; the index entry is reclaimed by a later
   // message (HostnameIndex.retire), or dropped when s is given a hostname again.
-  if (s < m.sHostname.length && unchecked(m.sHostname[s]).length > 0) {
-    unchecked((m.sHostname[s] = ""));
+  const names = m.sHostname;
+  if (s < names.length && unchecked(names[s]).length > 0) {
+    unchecked((names[s] = ""));
     m.hostnames.retire(s);
   }
   clearPorts(m, s);

@@ -35,7 +35,7 @@ export function addMembership(m: Mesh, w: i32, s: i32, overrides: Array<u32> | n
   // Append g to s's member list: [count, membership ids...], doubling the chunk when full.
   const pool = m.sMembers;
   let at = pool.offset(s);
-  let cap = pool.capacityOf(s);
+  let cap = pool.capacityAt(at);
   let count = at < 0 ? 0 : <i32>pool.word(at);
   if (count + 1 >= cap) {
     at = pool.resize(s, max(4, cap * 2), m.sFlags.length);

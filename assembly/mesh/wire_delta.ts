@@ -44,6 +44,8 @@ import { trailing } from "./wire_full";
 // a fifth of its time when it was five growing arrays.
 const REC_WORDS = 4;
 const REC_LAST: u32 = 0x100;
+/** On a service's last record: the id is removed somewhere in the message (its members go). */
+const REC_REMOVED: u32 = 0x200;
 let recs = new StaticArray<u32>(0);
 
 // @ts-ignore: decorator
@@ -160,23 +162,43 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   lastWorkload.begin();
   lastService.begin();
   removedServices.begin();
-  for (let i = 0; i < n; i++) {
-    const type = recType(i);
-    const id = <u32>recId(i);
-    if (type >= REC_SERVICE_UPSERT) lastService.set(id, i);
-    else lastWorkload.set(id, i);
-    if (type == REC_SERVICE_REMOVE) removedServices.set(id, i);
-  }
-  // Whether each record is its id's last, looked up once (every loop below asks).
   let serviceRecords = 0;
   let removes = 0;
   for (let i = 0; i < n; i++) {
     const type = recType(i);
-    if (type >= REC_SERVICE_UPSERT) serviceRecords++;
-    if (type == REC_SERVICE_REMOVE) removes++;
-    if (lastOf(type >= REC_SERVICE_UPSERT, recId(i)) == i) setRecWord(i, 0, <u32>type | REC_LAST);
+    const id = <u32>recId(i);
+    if (type >= REC_SERVICE_UPSERT) {
+      lastService.set(id, i);
+      serviceRecords++;
+    } else lastWorkload.set(id, i);
+    if (type == REC_SERVICE_REMOVE) {
+      removedServices.set(id, i);
+      removes++;
+    }
   }
   lastHasServices = serviceRecords > 0;
+  // Whether each record is its id's last, looked up once (every loop below asks); the service
+  // ids whose last record is here (Mesh.changedServices, sized after); and the removed ones,
+  // whose memberships the apply drops: at most one per remove record (a remove last, or an
+  // upsert last after a remove, which loses its members too). Scratch only: nothing in m.
+  if (removes > removedIds.length) removedIds = new StaticArray<i32>(max(removes, removedIds.length * 2));
+  let removed = 0;
+  let changedCount = 0;
+  for (let i = 0; i < n; i++) {
+    const type = recType(i);
+    const id = recId(i);
+    const service = type >= REC_SERVICE_UPSERT;
+    if (lastOf(service, id) != i) continue;
+    let word = <u32>type | REC_LAST;
+    if (service) {
+      changedCount++;
+      if (type == REC_SERVICE_REMOVE || removedServices.get(<u32>id) >= 0) {
+        word |= REC_REMOVED;
+        if (removed < removedIds.length) unchecked((removedIds[removed++] = id));
+      }
+    }
+    setRecWord(i, 0, word);
+  }
   if (!checkFinalState(m, r, h)) return false;
 
   // Apply. First, index entries of services removed by earlier messages, at most about one per
@@ -187,21 +209,9 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   ensureServices(m, serviceIds);
   // Every service id whose last record is here, in record order: sized once, then stored.
   const changed = m.changedServices;
-  let changedCount = 0;
-  for (let i = 0; i < n; i++) if (recLast(i) && recType(i) >= REC_SERVICE_UPSERT) changedCount++;
   changed.length = changedCount;
   changedCount = 0;
   // The removed services' memberships first, all together (one walk per affected pod).
-  // At most one entry per remove record: a remove last, or an upsert last after a remove.
-  if (removes > removedIds.length) removedIds = new StaticArray<i32>(max(removes, removedIds.length * 2));
-  let removed = 0;
-  for (let i = 0; i < n; i++) {
-    const type = recType(i);
-    if (!recLast(i) || type < REC_SERVICE_UPSERT || removed >= removedIds.length) continue;
-    const id = recId(i);
-    // A service upserted last but removed earlier in the message loses its members too.
-    if (type == REC_SERVICE_REMOVE || removedServices.get(<u32>id) >= 0) unchecked((removedIds[removed++] = id));
-  }
   if (removed > 0) dropMembersOfServices(m, removedIds, removed);
   for (let i = 0; i < n; i++) {
     const type = recType(i);
@@ -211,7 +221,7 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
     if (service && changedCount < changed.length) unchecked((changed[changedCount++] = id));
     if (!service) removeWorkload(m, id);
     // Its members went above, with the others'.
-    else if (removedServices.get(<u32>id) >= 0) removeService(m, id, true);
+    else if ((recWord(i, 0) & REC_REMOVED) != 0) removeService(m, id, true);
     else clearServiceContent(m, id);
   }
   // 2: the services' last upserts; 3: the workloads'.
