@@ -567,8 +567,9 @@ class LegacyMeshParser {
     if (r.failed()) return;
     const hostPath = r.childPath(p, "hostname");
     if (!isHostname(hostname)) return r.fail(hostPath, "not a hostname: " + legacyQ(hostname));
-    if (m.hostnames.has(hostname)) {
-      const first = r.indexPath(listPath, m.hostnames.get(hostname));
+    const holder = m.serviceByHostname(hostname);
+    if (holder >= 0) {
+      const first = r.indexPath(listPath, holder);
       return r.fail(hostPath, "duplicate hostname " + legacyQ(hostname) + " (first at " + first + ")");
     }
     setHostname(m, i, hostname);

@@ -212,7 +212,7 @@ export function setService(m: Mesh, s: i32, flags: u8, waypoint: i32, lbPrefs: u
 export function setHostname(m: Mesh, s: i32, hostname: string): void {
   if (s < 0 || s >= m.sHostname.length) return;
   unchecked((m.sHostname[s] = hostname));
-  m.hostnames.set(hostname, s);
+  m.hostnames.add(hostname, s);
 }
 
 /**
@@ -253,7 +253,8 @@ function clearPorts(m: Mesh, s: i32): void {
     const slot = <i32>pool.word(at + i);
     if (slot < 0 || slot >= m.slotTotal) continue;
     if (indexed) m.portIndex.remove(portKey(s, <i32>unchecked(m.slotPort[slot])));
-    if (slot < m.slotCluster.length) unchecked((m.slotCluster[slot] = DEFAULT_CLUSTER));
+    // Most slots never built a name: no store (and no write barrier) for them.
+    if (slot < m.slotCluster.length && unchecked(m.slotCluster[slot]) !== DEFAULT_CLUSTER) unchecked((m.slotCluster[slot] = DEFAULT_CLUSTER));
     m.slotFree.push(slot);
   }
   pool.freeAt(s, at);
@@ -343,25 +344,30 @@ function clearSans(m: Mesh, s: i32): void {
  */
 export function clearServiceContent(m: Mesh, s: i32): void {
   if (s < 0 || s >= m.sFlags.length) return;
-  const hostname = s < m.sHostname.length ? unchecked(m.sHostname[s]) : "";
-  // One lookup: a live service's hostname is indexed to it (setHostname refuses another
-  // owner), so the entry is s's own.
-  if (hostname.length > 0) m.hostnames.delete(hostname);
-  if (s < m.sHostname.length) unchecked((m.sHostname[s] = ""));
+  // The text goes now, which ends every lookup of it; the index entry is reclaimed by a later
+  // message (HostnameIndex.retire), or dropped when s is given a hostname again.
+  const names = m.sHostname;
+  if (s < names.length && unchecked(names[s]).length > 0) {
+    unchecked((names[s] = ""));
+    m.hostnames.retire(s);
+  }
   clearPorts(m, s);
   clearVips(m, s);
   clearSans(m, s);
 }
 
-/** Removes service s: its content and every membership in it; the id becomes free. */
-export function removeService(m: Mesh, s: i32): void {
+/**
+ * Removes service s: its content and every membership in it; the id becomes free.
+ * `membersDropped`: dropMembersOfServices has already dropped them (a delta's removes).
+ */
+export function removeService(m: Mesh, s: i32, membersDropped: bool = false): void {
   if (!m.serviceLive(s)) {
     // Members may have joined a not-yet-live id earlier in the same message: drop them too.
-    if (s >= 0 && s < m.sFlags.length) dropServiceMembers(m, s);
+    if (s >= 0 && s < m.sFlags.length && !membersDropped) dropServiceMembers(m, s);
     return;
   }
   clearServiceContent(m, s);
-  dropServiceMembers(m, s);
+  if (!membersDropped) dropServiceMembers(m, s);
   unchecked((m.sFlags[s] = 0));
   unchecked((m.sWaypoint[s] = 0));
   unchecked((m.sLbPrefs[s] = 0));

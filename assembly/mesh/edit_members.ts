@@ -35,7 +35,7 @@ export function addMembership(m: Mesh, w: i32, s: i32, overrides: Array<u32> | n
   // Append g to s's member list: [count, membership ids...], doubling the chunk when full.
   const pool = m.sMembers;
   let at = pool.offset(s);
-  let cap = pool.capacityOf(s);
+  let cap = pool.capacityAt(at);
   let count = at < 0 ? 0 : <i32>pool.word(at);
   if (count + 1 >= cap) {
     at = pool.resize(s, max(4, cap * 2), m.sFlags.length);
@@ -69,6 +69,20 @@ export function reserveMembers(m: Mesh, s: i32, count: i32): void {
   m.sMembers.setWord(at, 0);
 }
 
+/**
+ * Returns membership g's id to the free list (already unlinked from its workload's chain, and
+ * out of its service's member list or the list is going whole).
+ */
+// @ts-ignore: decorator
+@inline function releaseMembership(m: Mesh, g: i32): void {
+  if ((m.mem3(g, MEM_POS) & M_OVERRIDES) != 0) m.memOverrides.free(g);
+  m.setMem(g, MEM_SERVICE, 0);
+  m.setMem(g, MEM_POS, 0);
+  m.setMem(g, MEM_NEXT, <u32>m.memFree);
+  m.memFree = g + 1;
+  m.memLive--;
+}
+
 /** Frees membership g (already unlinked from its workload's chain): swap-remove from s. */
 function freeMembership(m: Mesh, g: i32): void {
   const s = <i32>m.mem3(g, MEM_SERVICE) - 1;
@@ -86,12 +100,7 @@ function freeMembership(m: Mesh, g: i32): void {
     }
     if (count > 0) pool.setWord(at, <u32>last);
   }
-  if ((m.mem3(g, MEM_POS) & M_OVERRIDES) != 0) m.memOverrides.free(g);
-  m.setMem(g, MEM_SERVICE, 0);
-  m.setMem(g, MEM_POS, 0);
-  m.setMem(g, MEM_NEXT, <u32>m.memFree);
-  m.memFree = g + 1;
-  m.memLive--;
+  releaseMembership(m, g);
 }
 
 /** Sets w's bit in wHeadless (model_columns.ts): w may be an endpoint of a headless service. */
@@ -159,51 +168,55 @@ const touchedWorkloads = new IdMarks();
 const touched = new Array<i32>();
 
 /**
- * Drops every membership of the services in `removed` (a delta's service removes) with one walk
- * of each affected workload's chain. Unlinking member by member, service by service, walks a
- * workload's chain once per removed service: a pod in 65,535 services whose services all go
- * took O(65,535²). The services' member lists are then freed; their other columns stay for
+ * Drops every membership of the first `count` services in `removed` (a delta's service removes)
+ * and frees their member lists, with one walk of each affected workload's chain. Unlinking
+ * member by member, service by service, walks a workload's chain once per removed service: a
+ * pod in 65,535 services whose services all go took O(65,535²). A membership of a removed
+ * service is only unlinked from its workload and released: its service's list goes whole, so
+ * the swap-remove that keeps a list dense is skipped. The services' other columns stay for
  * removeService.
  */
-export function dropMembersOfServices(m: Mesh, removed: Array<i32>): void {
+export function dropMembersOfServices(m: Mesh, removed: StaticArray<i32>, count: i32): void {
   const pool = m.sMembers;
   const capacity = m.memCapacity();
+  const services = m.sFlags.length;
+  const workloads = m.workloadCapacity();
   touched.length = 0;
-  for (let i = 0; i < removed.length; i++) {
+  const n = min(count, removed.length);
+  for (let i = 0; i < n; i++) {
     const s = unchecked(removed[i]);
-    if (s < 0 || s >= m.sFlags.length || !goneServices.mark(<u32>s)) continue;
+    if (s < 0 || s >= services || !goneServices.mark(<u32>s)) continue;
     const at = pool.offset(s);
     if (at < 0) continue;
-    const count = min(<i32>pool.word(at), pool.capacityAt(at) - 1);
-    for (let k = 0; k < count; k++) {
+    const members = min(<i32>pool.word(at), pool.capacityAt(at) - 1);
+    for (let k = 0; k < members; k++) {
       const g = <i32>pool.word(at + 1 + k);
       if (g < 0 || g >= capacity) continue;
       const w = <i32>m.mem3(g, MEM_WORKLOAD);
-      if (touchedWorkloads.mark(<u32>w)) touched.push(w);
+      if (w >= 0 && w < workloads && touchedWorkloads.mark(<u32>w)) touched.push(w);
     }
+    // Nothing below allocates in this pool, so the list can go now.
+    pool.freeAt(s, at);
   }
+  const total = m.memTotal;
   for (let i = 0; i < touched.length; i++) {
     const w = unchecked(touched[i]);
     touchedWorkloads.unmark(<u32>w);
-    if (w < 0 || w >= m.workloadCapacity()) continue;
     let prev = -1;
     let g = <i32>m.wChain(w) - 1;
-    for (let guard = 0; g >= 0 && g < m.memTotal && guard < m.memTotal; guard++) {
+    for (let guard = 0; g >= 0 && g < total && guard < total; guard++) {
       const next = m.mem3(g, MEM_NEXT);
       if (goneServices.has(m.mem3(g, MEM_SERVICE) - 1)) {
         if (prev < 0) m.setWChain(w, next);
         else m.setMem(prev, MEM_NEXT, next);
-        freeMembership(m, g);
+        releaseMembership(m, g);
       } else prev = g;
       g = <i32>next - 1;
     }
   }
-  for (let i = 0; i < removed.length; i++) {
+  for (let i = 0; i < n; i++) {
     const s = unchecked(removed[i]);
-    if (s < 0 || s >= m.sFlags.length) continue;
-    goneServices.unmark(<u32>s);
-    // Emptied above; anything left is inconsistent and goes with the list.
-    dropServiceMembers(m, s);
+    if (s >= 0 && s < services) goneServices.unmark(<u32>s);
   }
 }
 

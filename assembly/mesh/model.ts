@@ -282,8 +282,9 @@ export class Mesh extends MeshServices {
     t += arrayBytes(this.mem);
     t += this.memOverrides.byteSize();
     for (let s = 0; s < this.sHostname.length; s++) {
-      t += <i64>unchecked(this.sHostname[s]).length * 2 + OBJECT_OVERHEAD + 4 + 24;
+      t += <i64>unchecked(this.sHostname[s]).length * 2 + OBJECT_OVERHEAD + 4;
     }
+    t += this.hostnames.byteSize();
     t += arrayBytes(this.sFlags) + arrayBytes(this.sWaypoint) + arrayBytes(this.sLbPrefs);
     t += this.sPorts.byteSize() + arrayBytes(this.slotPort) + arrayBytes(this.slotTarget);
     t += this.portIndex.byteSize() + <i64>this.slotFree.length * 4;

@@ -2,7 +2,7 @@
 // the inline accessors of a workload's and a membership's packed words. No lookups here.
 import { StringTable } from "./intern";
 import { ChunkPool } from "./pool";
-import { AddrTable4, AddrTable6, SparseColumn, U64Table } from "./table";
+import { AddrTable4, AddrTable6, HostnameIndex, SparseColumn, U64Table } from "./table";
 import { MEM_STRIDE, Ref, W_CHAIN, W_INFO, W_IP4, W_PLACE } from "./model_layout";
 
 /**
@@ -177,7 +177,8 @@ export class MeshColumns {
   serviceTotal: i32 = 0;
   liveServices: i32 = 0;
   sHostname: Array<string> = new Array<string>();
-  hostnames: Map<string, i32> = new Map<string, i32>();
+  /** Hostname → service id (its texts are sHostname's). */
+  hostnames: HostnameIndex = new HostnameIndex();
   sFlags: StaticArray<u8> = new StaticArray<u8>(0);
   sWaypoint: StaticArray<u32> = new StaticArray<u32>(0);
   /** Routing preference, one Scope per byte from the lowest, 0 ends the list. */

@@ -27,7 +27,7 @@ export class MeshServices extends MeshWorkloads {
 
   /** The service with this hostname, or -1. */
   serviceByHostname(hostname: string): i32 {
-    return this.hostnames.has(hostname) ? this.hostnames.get(hostname) : -1;
+    return this.hostnames.find(hostname, this.sHostname);
   }
 
   serviceHostname(s: i32): string {

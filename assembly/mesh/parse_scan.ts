@@ -321,7 +321,7 @@ export class MeshScan {
 /**
  * What one service may leave in memory once built, from the byte lengths of its values in the
  * document (which include quotes and escapes, so they over-count the texts a little): its
- * hostname as a string (UTF-16) with a hostnames-map entry and a list slot (either may have
+ * hostname as a string (UTF-16) with a hostname-index slot and a list slot (either may have
  * doubled once); per port a UTF-8 cluster name ("outbound|<port>||<hostname>" or the explicit
  * `cluster`) with its list slot; per SAN a string and a slot; for anything else (a waypoint
  * reference, loadBalancing) its text as a string and a reference object; the explicit cluster's

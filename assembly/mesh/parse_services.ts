@@ -67,8 +67,9 @@ export function readService(p: MeshParser, i: i32, t: JsonToken): void {
   if (!f.requireString(SF_HOSTNAME)) return;
   const hostname = s.stringValue();
   if (!isHostname(hostname)) return f.failField("hostname", "not a hostname: " + q(hostname));
-  if (m.hostnames.has(hostname)) {
-    const first = r.indexPath(p.servicesPath, m.hostnames.get(hostname));
+  const holder = m.serviceByHostname(hostname);
+  if (holder >= 0) {
+    const first = r.indexPath(p.servicesPath, holder);
     return f.failField("hostname", "duplicate hostname " + q(hostname) + " (first at " + first + ")");
   }
   setHostname(m, i, hostname);

@@ -11,7 +11,7 @@
 //
 // This file gathers them for importers: the shared hashing and capacity rules are in
 // table_hash.ts, the address tables in table_addr.ts, SparseColumn in table_sparse.ts and
-// U64Table in table_u64.ts.
+// U64Table in table_u64.ts, the services' HostnameIndex in table_hostname.ts.
 export {
   ADDED,
   exactCapacity,
@@ -27,3 +27,4 @@ export {
 export { AddrTable4, AddrTable6 } from "./table_addr";
 export { SparseColumn } from "./table_sparse";
 export { U64Table } from "./table_u64";
+export { HostnameIndex } from "./table_hostname";

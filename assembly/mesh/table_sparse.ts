@@ -44,12 +44,19 @@ export class SparseColumn {
     return present * 3 >= <i64>n;
   }
 
-  get(index: i32): u32 {
-    if (index < 0) return 0;
+  // get and remove are inlined for the dense form (the pools' owner indexes: several reads
+  // per record on the update path); the sparse form's probe stays a call.
+  // @ts-ignore: decorator
+  @inline get(index: i32): u32 {
     if (this.isDenseForm) {
       const dense = this.dense;
-      return index < dense.length ? unchecked(dense[index]) : 0;
+      return <u32>index < <u32>dense.length ? unchecked(dense[index]) : 0;
     }
+    return this.getSparse(index);
+  }
+
+  private getSparse(index: i32): u32 {
+    if (index < 0) return 0;
     const capacity = this.capacity;
     if (capacity == 0) return 0;
     const slots = this.slots;
@@ -125,12 +132,17 @@ export class SparseColumn {
   }
 
   /** Clears index's value (backward-shift deletion in the sparse form). */
-  remove(index: i32): void {
-    if (index < 0) return;
+  // @ts-ignore: decorator
+  @inline remove(index: i32): void {
     if (this.isDenseForm) {
-      if (index < this.dense.length) unchecked((this.dense[index] = 0));
-      return;
+      if (<u32>index < <u32>this.dense.length) unchecked((this.dense[index] = 0));
+    } else {
+      this.removeSparse(index);
     }
+  }
+
+  private removeSparse(index: i32): void {
+    if (index < 0) return;
     const capacity = this.capacity;
     if (capacity == 0) return;
     const slots = this.slots;

@@ -36,17 +36,60 @@ import { trailing } from "./wire_full";
 
 // ==================================================================== delta
 
-const recType = new Array<i32>();
-const recId = new Array<i32>();
-const recAt = new Array<i32>();
-/** A workload upsert's first IPv4 address (0: none), for warmLines. */
-const recV4 = new Array<u32>();
-/** Per record: whether it is its id's last record in the message (its state after it). */
-const recLast = new Array<bool>();
+// The message's records, REC_WORDS words each: type (with REC_LAST when it is its id's last
+// record in the message: its state after it), id, offset, and a workload upsert's first IPv4
+// address (0: none, for warmLines). One flat array, sized once per message from its record
+// count (which the header check bounds by the body: at most one record per 5 bytes) and read
+// with plain loads: the per-record bookkeeping of a delta of 65,535 removes (5 bytes each) was
+// a fifth of its time when it was five growing arrays.
+const REC_WORDS = 4;
+const REC_LAST: u32 = 0x100;
+/** On a service's last record: the id is removed somewhere in the message (its members go). */
+const REC_REMOVED: u32 = 0x200;
+let recs = new StaticArray<u32>(0);
+
+// @ts-ignore: decorator
+@inline function recWord(i: i32, k: i32): u32 {
+  return load<u32>(changetype<usize>(recs) + ((<usize>i * REC_WORDS + <usize>k) << 2));
+}
+// @ts-ignore: decorator
+@inline function setRecWord(i: i32, k: i32, v: u32): void {
+  store<u32>(changetype<usize>(recs) + ((<usize>i * REC_WORDS + <usize>k) << 2), v);
+}
+// @ts-ignore: decorator
+@inline function recType(i: i32): i32 {
+  return <i32>(recWord(i, 0) & 0xff);
+}
+// @ts-ignore: decorator
+@inline function recLast(i: i32): bool {
+  return (recWord(i, 0) & REC_LAST) != 0;
+}
+// @ts-ignore: decorator
+@inline function recId(i: i32): i32 {
+  return <i32>recWord(i, 1);
+}
+// @ts-ignore: decorator
+@inline function recAt(i: i32): i32 {
+  return <i32>recWord(i, 2);
+}
+// @ts-ignore: decorator
+@inline function recV4(i: i32): u32 {
+  return recWord(i, 3);
+}
+
+/** Room for n records (every access is below the n of the message being read). */
+function reserveRecords(n: i32): void {
+  if (n * REC_WORDS <= recs.length) return;
+  recs = new StaticArray<u32>(max(n, recs.length / REC_WORDS * 2) * REC_WORDS);
+}
+
+/** Retired hostname entries any delta may reclaim, beside its per-record share. */
+const RECLAIM_BASE = 64;
+
 /** Whether the message has service records at all (else no membership needs the index). */
 let lastHasServices = false;
 /** The service ids whose memberships the apply drops (a remove anywhere in the message). */
-const removedIds = new Array<i32>();
+let removedIds = new StaticArray<i32>(0);
 /** Where warmLines puts what it loads, so the loads are kept. */
 let warmSink: u32 = 0;
 
@@ -61,18 +104,18 @@ function warmLines(m: Mesh, n: i32): void {
   let sink: u32 = 0;
   // The workloads' own lines, and the address slots new addresses will probe.
   for (let i = 0; i < n; i++) {
-    const id = unchecked(recId[i]);
-    const type = unchecked(recType[i]);
+    const id = recId(i);
+    const type = recType(i);
     if (type >= REC_SERVICE_UPSERT || id >= capacity) continue;
     sink += m.wInfo(id);
-    const v4 = unchecked(recV4[i]);
+    const v4 = recV4(i);
     if (v4 != 0) sink += m.v4Table.touch(v4);
   }
   // What those lines point at: the first membership, the current address's slot.
   const mems = m.memCapacity();
   for (let i = 0; i < n; i++) {
-    const id = unchecked(recId[i]);
-    if (unchecked(recType[i]) >= REC_SERVICE_UPSERT || id >= capacity) continue;
+    const id = recId(i);
+    if (recType(i) >= REC_SERVICE_UPSERT || id >= capacity) continue;
     const g = <i32>m.wChain(id) - 1;
     if (g >= 0 && g < mems) sink += m.mem3(g, MEM_SERVICE);
     if ((m.wInfo(id) & W_V4) != 0) sink += m.v4Table.touch(m.wIp4(id));
@@ -93,10 +136,7 @@ const removedServices = new IdSlots();
 
 export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   // Pass 1: every record checked on its own; where each one is.
-  recType.length = 0;
-  recId.length = 0;
-  recAt.length = 0;
-  recV4.length = 0;
+  reserveRecords(h.records);
   // The columns grow to the ids the records carry, not to the header's limits (which a
   // message only claims: 2,000,000 of each would cost ~40 MB of columns for a 64-byte delta).
   let workloadIds = 0;
@@ -108,10 +148,10 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
     if (type == REC_WORKLOAD_COMPACT) return r.fail("type", "5 (compact workload upsert) is only valid in a full message");
     const at = r.pos;
     if (!checkRecord(r, m, type, h, false)) return false;
-    recType.push(type);
-    recId.push(r.recordId);
-    recAt.push(at);
-    recV4.push(type == REC_WORKLOAD_UPSERT && workloadRec.v4Count > 0 ? workloadRec.firstV4 : 0);
+    setRecWord(i, 0, <u32>type);
+    setRecWord(i, 1, <u32>r.recordId);
+    setRecWord(i, 2, <u32>at);
+    setRecWord(i, 3, type == REC_WORKLOAD_UPSERT && workloadRec.v4Count > 0 ? workloadRec.firstV4 : 0);
     if (type >= REC_SERVICE_UPSERT) serviceIds = max(serviceIds, r.recordId + 1);
     else workloadIds = max(workloadIds, r.recordId + 1);
   }
@@ -122,61 +162,80 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   lastWorkload.begin();
   lastService.begin();
   removedServices.begin();
-  for (let i = 0; i < n; i++) {
-    const type = unchecked(recType[i]);
-    const id = <u32>unchecked(recId[i]);
-    if (type >= REC_SERVICE_UPSERT) lastService.set(id, i);
-    else lastWorkload.set(id, i);
-    if (type == REC_SERVICE_REMOVE) removedServices.set(id, i);
-  }
-  // Whether each record is its id's last, looked up once (every loop below asks).
-  recLast.length = n;
   let serviceRecords = 0;
+  let removes = 0;
   for (let i = 0; i < n; i++) {
-    const type = unchecked(recType[i]);
-    if (type >= REC_SERVICE_UPSERT) serviceRecords++;
-    unchecked((recLast[i] = lastOf(type >= REC_SERVICE_UPSERT, unchecked(recId[i])) == i));
+    const type = recType(i);
+    const id = <u32>recId(i);
+    if (type >= REC_SERVICE_UPSERT) {
+      lastService.set(id, i);
+      serviceRecords++;
+    } else lastWorkload.set(id, i);
+    if (type == REC_SERVICE_REMOVE) {
+      removedServices.set(id, i);
+      removes++;
+    }
   }
   lastHasServices = serviceRecords > 0;
+  // Whether each record is its id's last, looked up once (every loop below asks); the service
+  // ids whose last record is here (Mesh.changedServices, sized after); and the removed ones,
+  // whose memberships the apply drops: at most one per remove record (a remove last, or an
+  // upsert last after a remove, which loses its members too). Scratch only: nothing in m.
+  if (removes > removedIds.length) removedIds = new StaticArray<i32>(max(removes, removedIds.length * 2));
+  let removed = 0;
+  let changedCount = 0;
+  for (let i = 0; i < n; i++) {
+    const type = recType(i);
+    const id = recId(i);
+    const service = type >= REC_SERVICE_UPSERT;
+    if (lastOf(service, id) != i) continue;
+    let word = <u32>type | REC_LAST;
+    if (service) {
+      changedCount++;
+      if (type == REC_SERVICE_REMOVE || removedServices.get(<u32>id) >= 0) {
+        word |= REC_REMOVED;
+        if (removed < removedIds.length) unchecked((removedIds[removed++] = id));
+      }
+    }
+    setRecWord(i, 0, word);
+  }
   if (!checkFinalState(m, r, h)) return false;
 
-  // Apply. 1: clear every id the message names.
+  // Apply. First, index entries of services removed by earlier messages, at most about one per
+  // two records of this one (HostnameIndex: each is a cache miss, about a record's cost), so
+  // no message pays for more than its own size; then 1: clear every id the message names.
+  m.hostnames.reclaim(RECLAIM_BASE + (n >> 1), m.sHostname);
   ensureWorkloads(m, workloadIds);
   ensureServices(m, serviceIds);
-  m.changedServices.length = 0;
+  // Every service id whose last record is here, in record order: sized once, then stored.
+  const changed = m.changedServices;
+  changed.length = changedCount;
+  changedCount = 0;
   // The removed services' memberships first, all together (one walk per affected pod).
-  removedIds.length = 0;
+  if (removed > 0) dropMembersOfServices(m, removedIds, removed);
   for (let i = 0; i < n; i++) {
-    if (unchecked(recType[i]) == REC_SERVICE_REMOVE && unchecked(recLast[i])) removedIds.push(unchecked(recId[i]));
-  }
-  for (let i = 0; i < n; i++) {
-    const id = unchecked(recId[i]);
-    // A service upserted last but removed earlier in the message loses its members too.
-    if (unchecked(recType[i]) == REC_SERVICE_UPSERT && unchecked(recLast[i]) && removedServices.get(<u32>id) >= 0) removedIds.push(id);
-  }
-  if (removedIds.length > 0) dropMembersOfServices(m, removedIds);
-  for (let i = 0; i < n; i++) {
-    const type = unchecked(recType[i]);
-    const id = unchecked(recId[i]);
+    const type = recType(i);
+    const id = recId(i);
     const service = type >= REC_SERVICE_UPSERT;
-    if (!unchecked(recLast[i])) continue;
-    if (service) m.changedServices.push(id);
+    if (!recLast(i)) continue;
+    if (service && changedCount < changed.length) unchecked((changed[changedCount++] = id));
     if (!service) removeWorkload(m, id);
-    else if (removedServices.get(<u32>id) >= 0) removeService(m, id);
+    // Its members went above, with the others'.
+    else if ((recWord(i, 0) & REC_REMOVED) != 0) removeService(m, id, true);
     else clearServiceContent(m, id);
   }
   // 2: the services' last upserts; 3: the workloads'.
   r.trusted = true;
   for (let pass = 0; pass < 2; pass++) {
     for (let i = 0; i < n; i++) {
-      const type = unchecked(recType[i]);
+      const type = recType(i);
       if (type != (pass == 0 ? REC_SERVICE_UPSERT : REC_WORKLOAD_UPSERT)) continue;
-      const id = unchecked(recId[i]);
-      if (!unchecked(recLast[i])) continue;
+      const id = recId(i);
+      if (!recLast(i)) continue;
       r.record = i;
       r.recordType = type;
       r.recordId = id;
-      r.pos = unchecked(recAt[i]);
+      r.pos = recAt(i);
       if (pass == 0) {
         r.service(serviceRec, h.serviceLimit);
         storeService(r, m, serviceRec);
@@ -209,15 +268,15 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header): bool {
   let newTexts = 0;
   const a = scratchAddress;
   for (let i = 0; i < n; i++) {
-    const type = unchecked(recType[i]);
-    const id = unchecked(recId[i]);
+    const type = recType(i);
+    const id = recId(i);
     const service = type >= REC_SERVICE_UPSERT;
-    if (!unchecked(recLast[i])) continue;
+    if (!recLast(i)) continue;
     if (type != REC_SERVICE_UPSERT && type != REC_WORKLOAD_UPSERT) continue;
     r.record = i;
     r.recordType = type;
     r.recordId = id;
-    r.pos = unchecked(recAt[i]);
+    r.pos = recAt(i);
     if (type == REC_SERVICE_UPSERT) {
       const s = serviceRec;
       r.service(s, h.serviceLimit);
@@ -276,7 +335,7 @@ function checkFinalState(m: Mesh, r: WireReader, h: Header): bool {
         const nov = <i32>r.u8At(at + 4);
         // A message without service records leaves every service as the model has it.
         const final = lastHasServices ? lastOf(true, s) : -1;
-        const live = final >= 0 ? unchecked(recType[final]) == REC_SERVICE_UPSERT : m.serviceLive(s);
+        const live = final >= 0 ? recType(final) == REC_SERVICE_UPSERT : m.serviceLive(s);
         if (!live) return r.fail(indexed("memberships", k) + ".service", "service " + s.toString() + " is not live after this message");
         at += 5 + nov * 4;
       }

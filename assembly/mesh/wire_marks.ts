@@ -13,8 +13,11 @@ import { mix32 } from "./table_hash";
 export class IdMarks {
   private words: StaticArray<u32> = new StaticArray<u32>(0);
 
+  // The three below are inlined: they run once per list entry (a port, a membership, a removed
+  // service's member), where a call cost as much as the work.
   /** Marks id; false when it was already marked. */
-  mark(id: u32): bool {
+  // @ts-ignore: decorator
+  @inline mark(id: u32): bool {
     const word = <i32>(id >>> 5);
     if (word >= this.words.length) this.grow(word);
     const bit: u32 = 1 << (id & 31);
@@ -29,12 +32,14 @@ export class IdMarks {
     memory.fill(changetype<usize>(this.words), 0, <usize>this.words.length << 2);
   }
 
-  has(id: u32): bool {
+  // @ts-ignore: decorator
+  @inline has(id: u32): bool {
     const word = <i32>(id >>> 5);
     return word < this.words.length && (unchecked(this.words[word]) & (<u32>1 << (id & 31))) != 0;
   }
 
-  unmark(id: u32): void {
+  // @ts-ignore: decorator
+  @inline unmark(id: u32): void {
     const word = <i32>(id >>> 5);
     if (word < this.words.length) unchecked((this.words[word] &= ~(<u32>1 << (id & 31))));
   }
@@ -174,7 +179,8 @@ export class IdSlots {
     }
   }
 
-  set(id: u32, value: i32): void {
+  // @ts-ignore: decorator
+  @inline set(id: u32, value: i32): void {
     const at = <i32>id;
     if (at >= this.stamps.length) this.grow(at);
     unchecked((this.values[at] = value));
@@ -182,7 +188,8 @@ export class IdSlots {
   }
 
   /** The value set for id in this message, or -1. */
-  get(id: u32): i32 {
+  // @ts-ignore: decorator
+  @inline get(id: u32): i32 {
     const at = <i32>id;
     return at < this.stamps.length && unchecked(this.stamps[at]) == this.stamp ? unchecked(this.values[at]) : -1;
   }

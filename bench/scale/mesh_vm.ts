@@ -113,6 +113,27 @@ export class MeshVm {
     return this.x.workloadByV4(network, ip >>> 0);
   }
 
+  /** The service a hostname names, or -1. */
+  serviceByHostname(hostname: string): number {
+    const ptr = this.copyIn(Buffer.from(hostname, "utf8"));
+    try {
+      return this.x.serviceByHostnameUtf8(ptr);
+    } finally {
+      this.x.__unpin(ptr);
+    }
+  }
+
+  /** The service holding IPv4 VIP `ip` (dotted) on the network named `network`, or -1. */
+  serviceByVip4(network: string, ip: string): number {
+    const key = ip.split(".").reduce((k, part) => k * 256 + Number(part), 0);
+    const ptr = this.copyIn(Buffer.from(network, "utf8"));
+    try {
+      return this.x.serviceByVip4(ptr, key >>> 0);
+    } finally {
+      this.x.__unpin(ptr);
+    }
+  }
+
   live(): { workloads: number; services: number; memberships: number } {
     const p = this.x.liveCounts() >>> 0;
     const view = new DataView(this.x.memory.buffer);

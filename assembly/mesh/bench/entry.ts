@@ -186,6 +186,21 @@ export function workloadByV4(network: i32, ip: u32): i32 {
   return mesh.workloadByV4(network, ip);
 }
 
+/** The service with this hostname (UTF-8), or -1: what a hostname reference resolves to. */
+export function serviceByHostnameUtf8(text: ArrayBuffer): i32 {
+  return mesh.serviceByHostname(String.UTF8.decode(text));
+}
+
+/** The service with this IPv4 VIP on `network` (a name, UTF-8), or -1 (also when no such network). */
+export function serviceByVip4(network: ArrayBuffer, ip: u32): i32 {
+  const net = mesh.networkId(String.UTF8.decode(network));
+  if (net < 0) return -1;
+  probe.family = 4;
+  probe.v4 = ip;
+  probe.port = -1;
+  return mesh.serviceByVip(net, probe);
+}
+
 function refText(m: Mesh, r: i32): string {
   if (r < 0) return "-";
   const a = new Address();

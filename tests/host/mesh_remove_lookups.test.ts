@@ -1,0 +1,162 @@
+// A service remove touches every index that can name the service: its hostname, its VIPs, its
+// ports, its member list and its members' memberships. The hostname index reclaims a removed
+// service's entry later (a later delta, a bounded number per message), so these tests check
+// that the lookups answer at once as they did when every index was cleared in the remove itself:
+// the removed service is gone from every lookup, a later or same-message upsert of the same id
+// or hostname answers again, and the model reads back exactly what a full load of the same state
+// does (the digest asks every live service's hostname and VIPs back).
+import { strict as assert } from "node:assert";
+import { describe, it } from "node:test";
+import { MeshVm } from "../../bench/scale/mesh_vm.ts";
+import { EPOCH, full, manyMembershipsWorkload, MAX_LIST, plainServices } from "../support/mesh_crafted.ts";
+import { encodeMessage, KIND, type WireRecord, type WireService, type WireWorkload } from "../support/mesh_wire.ts";
+
+const LIMITS: [number, number] = [16, 16];
+
+function service(id: number, hostname: string, vip: string): WireService {
+  return { id, hostname, ports: [[80, 8000 + id]], vips: [{ address: vip }] };
+}
+
+const pod = (id: number, services: number[]): WireWorkload => ({
+  id,
+  identity: `spiffe://td/ns/n/sa/p${id}`,
+  istio: true,
+  addresses: [`10.1.0.${id + 1}`],
+  memberships: services.map((s) => ({ service: s })),
+});
+
+function deltaAt(version: number, records: WireRecord[]): Uint8Array {
+  return encodeMessage({ kind: KIND.delta, epoch: EPOCH, baseVersion: BigInt(version), version: BigInt(version + 1), workloadIdLimit: LIMITS[0], serviceIdLimit: LIMITS[1], records });
+}
+
+/** The digest a fresh full load of exactly these records reads back. */
+async function fullDigest(records: WireRecord[]): Promise<string> {
+  const vm = await MeshVm.create();
+  assert.equal(vm.apply(full(records, 1n, LIMITS)), "");
+  return vm.digest();
+}
+
+const BASE: WireRecord[] = [
+  { service: service(0, "a.ns.svc", "10.96.0.1") },
+  { service: service(1, "b.ns.svc", "10.96.0.2") },
+  { service: service(2, "c.ns.svc", "10.96.0.3") },
+  { workload: pod(0, [0, 1, 2]) },
+  { workload: pod(1, [1]) },
+];
+
+async function base(): Promise<MeshVm> {
+  const vm = await MeshVm.create();
+  assert.equal(vm.apply(full(BASE, 1n, LIMITS)), "");
+  return vm;
+}
+
+function assertService(vm: MeshVm, id: number, hostname: string, vip: string): void {
+  assert.equal(vm.serviceByHostname(hostname), id, `${hostname} → ${id}`);
+  assert.equal(vm.serviceByVip4("", vip), id, `${vip} → ${id}`);
+  assert.equal(vm.servicePorts(id), 1);
+  assert.equal(vm.serviceTargetPort(id, 80), 8000 + id);
+}
+
+function assertGone(vm: MeshVm, id: number, hostname: string, vip: string): void {
+  assert.equal(vm.serviceByHostname(hostname), -1, `${hostname} still answers`);
+  assert.equal(vm.serviceByVip4("", vip), -1, `${vip} still answers`);
+  assert.equal(vm.servicePorts(id), -1, `service ${id} still live`);
+  assert.equal(vm.serviceTargetPort(id, 80), -1);
+}
+
+describe("lookups after a service remove", () => {
+  it("a removed service is gone from the hostname, VIP and port lookups and from its members at once", async () => {
+    const vm = await base();
+    assert.equal(vm.apply(deltaAt(1, [{ removeService: 1 }])), "");
+    assertGone(vm, 1, "b.ns.svc", "10.96.0.2");
+    assertService(vm, 0, "a.ns.svc", "10.96.0.1");
+    assertService(vm, 2, "c.ns.svc", "10.96.0.3");
+    assert.equal(vm.live().memberships, 2, "pod 0 keeps services 0 and 2, pod 1 has none");
+    const after = [BASE[0], BASE[2], { workload: pod(0, [0, 2]) }, { workload: pod(1, []) }];
+    assert.equal(vm.digest(), await fullDigest(after));
+  });
+
+  it("the same id and hostname upserted by the next delta answer again, with no member until one joins", async () => {
+    const vm = await base();
+    assert.equal(vm.apply(deltaAt(1, [{ removeService: 1 }])), "");
+    assert.equal(vm.apply(deltaAt(2, [{ service: service(1, "b.ns.svc", "10.96.0.2") }])), "");
+    assertService(vm, 1, "b.ns.svc", "10.96.0.2");
+    const after = [BASE[0], BASE[1], BASE[2], { workload: pod(0, [0, 2]) }, { workload: pod(1, []) }];
+    assert.equal(vm.digest(), await fullDigest(after));
+  });
+
+  it("removed and upserted again in one delta: the upsert is the state, the old members are gone", async () => {
+    const vm = await base();
+    assert.equal(vm.apply(deltaAt(1, [{ removeService: 1 }, { service: service(1, "b.ns.svc", "10.96.0.2") }])), "");
+    assertService(vm, 1, "b.ns.svc", "10.96.0.2");
+    const after = [BASE[0], BASE[1], BASE[2], { workload: pod(0, [0, 2]) }, { workload: pod(1, []) }];
+    assert.equal(vm.digest(), await fullDigest(after));
+  });
+
+  it("a removed service's hostname and VIP taken by another id, in the same delta and in the next one", async () => {
+    const vm = await base();
+    // Same delta: id 1 goes, id 5 takes its hostname and VIP.
+    assert.equal(vm.apply(deltaAt(1, [{ removeService: 1 }, { service: service(5, "b.ns.svc", "10.96.0.2") }])), "");
+    assertService(vm, 5, "b.ns.svc", "10.96.0.2");
+    assert.equal(vm.servicePorts(1), -1);
+    // Next delta: id 5 goes, id 1 comes back with them.
+    assert.equal(vm.apply(deltaAt(2, [{ removeService: 5 }])), "");
+    assertGone(vm, 5, "b.ns.svc", "10.96.0.2");
+    assert.equal(vm.apply(deltaAt(3, [{ service: service(1, "b.ns.svc", "10.96.0.2") }, { workload: pod(1, [1]) }])), "");
+    assertService(vm, 1, "b.ns.svc", "10.96.0.2");
+    assert.equal(vm.servicePorts(5), -1);
+    const after = [BASE[0], BASE[1], BASE[2], { workload: pod(0, [0, 2]) }, { workload: pod(1, [1]) }];
+    assert.equal(vm.digest(), await fullDigest(after));
+  });
+
+  it("a removed service's id upserted under another hostname: the old hostname stays gone", async () => {
+    const vm = await base();
+    assert.equal(vm.apply(deltaAt(1, [{ removeService: 2 }])), "");
+    assert.equal(vm.apply(deltaAt(2, [{ service: service(2, "renamed.ns.svc", "10.96.0.3") }])), "");
+    assertService(vm, 2, "renamed.ns.svc", "10.96.0.3");
+    assert.equal(vm.serviceByHostname("c.ns.svc"), -1);
+    // An empty hostname never answers (a removed service's text is "").
+    assert.equal(vm.serviceByHostname(""), -1);
+  });
+
+  it("a hostname moved through every id, one delta at a time, answers only its current holder", async () => {
+    const vm = await base();
+    let version = 1;
+    let holder = 1;
+    for (let id = 3; id < LIMITS[1]; id++) {
+      assert.equal(vm.apply(deltaAt(version++, [{ removeService: holder }, { service: service(id, "b.ns.svc", "10.96.0.2") }])), "");
+      holder = id;
+      assert.equal(vm.serviceByHostname("b.ns.svc"), holder);
+      assert.equal(vm.serviceByVip4("", "10.96.0.2"), holder);
+    }
+    const after = [BASE[0], BASE[2], { service: service(holder, "b.ns.svc", "10.96.0.2") }, { workload: pod(0, [0, 2]) }, { workload: pod(1, []) }];
+    assert.equal(vm.digest(), await fullDigest(after));
+  });
+});
+
+describe("lookups after 65,535 service removes in one delta (the crafted bench's input)", () => {
+  it("every removed hostname is gone at once; later deltas re-add some under old and new ids and they answer", async () => {
+    const services = plainServices(MAX_LIST).map((s) => ({ service: s }));
+    const vm = await MeshVm.create();
+    const limits: [number, number] = [1, MAX_LIST];
+    assert.equal(vm.apply(full([...services, { workload: manyMembershipsWorkload(0) }], 1n, limits)), "");
+    const removes = encodeMessage({ kind: KIND.delta, epoch: EPOCH, baseVersion: 1n, version: 2n, workloadIdLimit: limits[0], serviceIdLimit: limits[1], records: services.map((s) => ({ removeService: s.service.id })) });
+    assert.equal(vm.apply(removes), "");
+    assert.deepEqual(vm.live(), { workloads: 1, services: 0, memberships: 0 });
+    for (const id of [0, 1, 4_096, 65_534]) assert.equal(vm.serviceByHostname(`s${id}.c`), -1, `s${id}.c still answers`);
+    // Small deltas after it (each reclaims a bounded share of the removed entries): the same
+    // hostname on its old id, on another id, and a new hostname on an old id.
+    let version = 2n;
+    const next = (records: WireRecord[]) =>
+      encodeMessage({ kind: KIND.delta, epoch: EPOCH, baseVersion: version, version: ++version, workloadIdLimit: limits[0], serviceIdLimit: limits[1], records });
+    assert.equal(vm.apply(next([{ service: { id: 7, hostname: "s7.c", ports: [[80, 8080]] } }])), "");
+    assert.equal(vm.apply(next([{ service: { id: 9, hostname: "s8.c", ports: [[80, 8080]] } }])), "");
+    assert.equal(vm.apply(next([{ service: { id: 8, hostname: "fresh.c", ports: [[80, 8080]] } }])), "");
+    for (let k = 0; k < 50; k++) assert.equal(vm.apply(next([])), "");
+    assert.equal(vm.serviceByHostname("s7.c"), 7);
+    assert.equal(vm.serviceByHostname("s8.c"), 9);
+    assert.equal(vm.serviceByHostname("fresh.c"), 8);
+    assert.equal(vm.serviceByHostname("s9.c"), -1);
+    assert.equal(vm.live().services, 3);
+  });
+});
