@@ -31,6 +31,7 @@ import { WorkerValidator } from "./check_worker.js";
 import { FilterValidator } from "./validate.js";
 import { viewFor } from "./view.js";
 import { DeltaChannel, type ClientState, type DeltaAnswer } from "./delta/channel.js";
+import { DeltaEndpoints, type NetworkDelta } from "./delta_endpoints.js";
 import { NetworkView } from "./delta/network_view.js";
 import { FilterShadow } from "./delta/filter_shadow.js";
 
@@ -65,16 +66,6 @@ interface TargetState {
   lazyRender?: Promise<void>;
 }
 
-/** One network's delta state: its incremental view and channel (shared by its targets). */
-interface NetworkDelta {
-  view: NetworkView;
-  channel: DeltaChannel;
-  /** The filters checking its versions (their `ms` adds up the time spent checking). */
-  shadows: FilterShadow[];
-  lastError?: string;
-  /** Long polls waiting for the next version. */
-  waiters: Set<() => void>;
-}
 
 export class FeedController implements SnapshotSource {
   readonly metrics = new Metrics();
@@ -91,6 +82,8 @@ export class FeedController implements SnapshotSource {
   private readonly deltaDebouncer: Debouncer;
   private readonly targets: TargetState[];
   private readonly networks = new Map<string, NetworkDelta>();
+  /** The channel's side of the networks' deltas (long polls, answers). */
+  private readonly deltas: DeltaEndpoints;
   deltaRenders = 0;
   private readonly epoch = Date.now();
   private sequence = 0;
@@ -129,6 +122,7 @@ export class FeedController implements SnapshotSource {
       eager: !!(target.ecds || target.wasmPlugin),
       ...(target.ecds && { ecds: new EcdsFileTarget(target.ecds.file, target.ecds.template) }),
     }));
+    this.deltas = new DeltaEndpoints((name) => this.targets.find((s) => s.target.name === name)?.target.network, this.networks, this.metrics);
     this.pushes = new Pusher(config.push ?? DEFAULT_PUSH, this.metrics, (level, message) => this.log(level, message));
     for (const state of this.targets) for (const d of this.deliveriesOf(state)) this.pushes.add(state.target.name, d);
     for (const t of config.targets) {
@@ -550,65 +544,14 @@ export class FeedController implements SnapshotSource {
     return { ready: true, reason: `ok${degraded}${role}${behind.length > 0 ? `; retrying ${behind.join("; ")}` : ""}` };
   }
 
-  // ------------------------------------------------------------------ DeltaSource
+  // ------------------------------------------------------------------ DeltaSource (delta_endpoints.ts)
 
-  /** The target's channel, or undefined for an unknown target. */
-  private channelOf(target: string): NetworkDelta | undefined {
-    const t = this.targets.find((s) => s.target.name === target);
-    return t ? this.networks.get(t.target.network) : undefined;
-  }
-
-  hasTarget(target: string): boolean {
-    return this.channelOf(target) !== undefined;
-  }
-
-  /** The target's current delta version (0: nothing published yet). */
-  deltaVersion(target: string): number {
-    return this.channelOf(target)?.channel.version ?? 0;
-  }
-
-  deltaUpToDate(target: string, epoch: number, version: number): boolean {
-    return this.channelOf(target)?.channel.upToDate(epoch, version) ?? false;
-  }
-
-  /** Resolves on the target's next version, or after `ms`; returns a cancel function too. */
-  waitForDelta(target: string, ms: number): { done: Promise<void>; cancel: () => void } {
-    const n = this.channelOf(target);
-    let finish: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => (finish = resolve));
-    if (!n) {
-      finish();
-      return { done, cancel: () => undefined };
-    }
-    const timer = setTimeout(() => wake(), ms);
-    const wake = () => {
-      clearTimeout(timer);
-      n.waiters.delete(wake);
-      finish();
-    };
-    n.waiters.add(wake);
-    return { done, cancel: wake };
-  }
-
-  deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined {
-    const n = this.channelOf(target);
-    if (!n || n.channel.version === 0) return undefined;
-    const a = n.channel.answer(epoch, version, client);
-    const kind = a.rebased ? "rebased" : (["", "full", "delta", "no_change", "repair", "ask_buckets"][a.kind] ?? "?");
-    this.metrics.add("feed_delta_requests_total", { target, kind });
-    this.metrics.add("feed_delta_bytes_total", { target, kind }, a.body.length);
-    if (a.reason) {
-      this.metrics.add("feed_delta_full_total", { target, reason: a.reason });
-      this.metrics.set("feed_delta_full_builds", { target }, n.channel.fullBuilds);
-    }
-    return a;
-  }
-
-  /** Long polls held now (metrics) */
-  heldChanged(delta: number): void {
-    this.metrics.add("feed_delta_held", {}, delta);
-    if (delta > 0) this.metrics.add("feed_delta_held_total", {});
-  }
+  hasTarget = (target: string): boolean => this.deltas.hasTarget(target);
+  deltaVersion = (target: string): number => this.deltas.deltaVersion(target);
+  deltaUpToDate = (target: string, epoch: number, version: number): boolean => this.deltas.deltaUpToDate(target, epoch, version);
+  waitForDelta = (target: string, ms: number): { done: Promise<void>; cancel: () => void } => this.deltas.waitForDelta(target, ms);
+  deltaAnswer = (target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined => this.deltas.deltaAnswer(target, epoch, version, client);
+  heldChanged = (delta: number): void => this.deltas.heldChanged(delta);
 
   metricsText(): Promise<string> {
     this.pushes.refreshMetrics();

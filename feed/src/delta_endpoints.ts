@@ -1,0 +1,87 @@
+// The channel's side of the feed's deltas: which network a target reads, its current version,
+// holding a long poll until the next version, and answering one (counted). The controller
+// builds and publishes the versions (controller.ts renderDeltas); this file only reads them.
+import type { DeltaChannel, ClientState, DeltaAnswer } from "./delta/channel.js";
+import type { FilterShadow } from "./delta/filter_shadow.js";
+import type { NetworkView } from "./delta/network_view.js";
+import type { Metrics } from "./metrics.js";
+
+/** One network's delta state: its incremental view and channel (shared by its targets). */
+export interface NetworkDelta {
+  view: NetworkView;
+  channel: DeltaChannel;
+  /** The filters checking its versions (their `ms` adds up the time spent checking). */
+  shadows: FilterShadow[];
+  lastError?: string;
+  /** Long polls waiting for the next version. */
+  waiters: Set<() => void>;
+}
+
+const KIND_LABELS = ["", "full", "delta", "no_change", "repair", "ask_buckets"];
+
+export class DeltaEndpoints {
+  /** `networkOf(target)`: the network a configured target reads (undefined: no such target). */
+  constructor(
+    private readonly networkOf: (target: string) => string | undefined,
+    private readonly networks: Map<string, NetworkDelta>,
+    private readonly metrics: Metrics,
+  ) {}
+
+  /** The target's channel, or undefined for an unknown target. */
+  private channelOf(target: string): NetworkDelta | undefined {
+    const network = this.networkOf(target);
+    return network === undefined ? undefined : this.networks.get(network);
+  }
+
+  hasTarget(target: string): boolean {
+    return this.channelOf(target) !== undefined;
+  }
+
+  /** The target's current delta version (0: nothing published yet). */
+  deltaVersion(target: string): number {
+    return this.channelOf(target)?.channel.version ?? 0;
+  }
+
+  deltaUpToDate(target: string, epoch: number, version: number): boolean {
+    return this.channelOf(target)?.channel.upToDate(epoch, version) ?? false;
+  }
+
+  /** Resolves on the target's next version, or after `ms`; returns a cancel function too. */
+  waitForDelta(target: string, ms: number): { done: Promise<void>; cancel: () => void } {
+    const n = this.channelOf(target);
+    let finish: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    if (!n) {
+      finish();
+      return { done, cancel: () => undefined };
+    }
+    const timer = setTimeout(() => wake(), ms);
+    const wake = () => {
+      clearTimeout(timer);
+      n.waiters.delete(wake);
+      finish();
+    };
+    n.waiters.add(wake);
+    return { done, cancel: wake };
+  }
+
+  deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined {
+    const n = this.channelOf(target);
+    if (!n || n.channel.version === 0) return undefined;
+    const a = n.channel.answer(epoch, version, client);
+    const kind = a.rebased ? "rebased" : (KIND_LABELS[a.kind] ?? "?");
+    this.metrics.add("feed_delta_requests_total", { target, kind });
+    this.metrics.add("feed_delta_bytes_total", { target, kind }, a.body.length);
+    if (a.reason) {
+      this.metrics.add("feed_delta_full_total", { target, reason: a.reason });
+      this.metrics.set("feed_delta_full_builds", { target }, n.channel.fullBuilds);
+    }
+    return a;
+  }
+
+  /** Long polls held now (metrics). */
+  heldChanged(delta: number): void {
+    this.metrics.add("feed_delta_held", {}, delta);
+    if (delta > 0) this.metrics.add("feed_delta_held_total", {});
+  }
+}
