@@ -1,35 +1,7 @@
 // Helpers of the tree-based mesh parser kept as an oracle (legacy_mesh_parser.ts): field lists,
 // the per-item reader and small text helpers, verbatim from the parser at commit eb2c51c.
-import { ConfigReader, JsonValue, parseJson, quoteForMessage } from "../json";
-import { Address, FAMILY_V4, IpParse, parseIpString } from "../mesh/ip";
-import {
-  DEFAULT_CLUSTER,
-  DEFAULT_LB_PREFS,
-  IDENTITY_MASK,
-  Mesh,
-  Ref,
-  RefTarget,
-  S_HEADLESS,
-  S_LB_STANDARD,
-  S_LIVE,
-  VIP_WORDS,
-  W_HEALTHY,
-  W_ISTIO,
-  W_LIVE,
-} from "../mesh/model";
-import { addMembership, ensureMemberships, ensureServices, ensureWorkloads, markHeadlessMembers, reserveMembers, setAddresses, setHostname, setPorts, setSans, setVips } from "../mesh/edit";
-import { ADDED, AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
-import {
-  isHostname,
-  isLocality,
-  isSanText,
-  isSpiffeIdentity,
-  LOCALITY_SHAPE,
-  parsePortKey,
-  SAN_COMMA,
-  SPIFFE_SHAPE,
-} from "../mesh/validate";
-import { DEFAULT_HBONE_PORT, MAX_NETWORKS, MESH_FIELDS, MeshLimits, MeshParseResult } from "../mesh/parse";
+import { ConfigReader, JsonValue, quoteForMessage } from "../json";
+import { Address, FAMILY_V4 } from "../mesh/ip";
 
 /** True when every key of `obj` is in `known` (obj must be an object). */
 export function legacyOnlyKnown(obj: JsonValue, known: string[]): bool {

@@ -5,37 +5,35 @@
 // Since the model became mutable it stores what it read through the model's edit
 // primitives (assembly/mesh/edit.ts) instead of writing compressed-row columns; its reading
 // and checking are unchanged.
-import { ConfigReader, JsonValue, parseJson, quoteForMessage } from "../json";
-import { Address, FAMILY_V4, IpParse, parseIpString } from "../mesh/ip";
+import { ConfigReader, JsonValue, parseJson } from "../json";
+import { FAMILY_V4, IpParse, parseIpString } from "../mesh/ip";
+import { DEFAULT_CLUSTER, DEFAULT_LB_PREFS, Mesh, RefTarget, S_HEADLESS, S_LB_STANDARD, S_LIVE } from "../mesh/model";
 import {
-  DEFAULT_CLUSTER,
-  DEFAULT_LB_PREFS,
-  IDENTITY_MASK,
-  Mesh,
-  Ref,
-  RefTarget,
-  S_HEADLESS,
-  S_LB_STANDARD,
-  S_LIVE,
-  VIP_WORDS,
-  W_HEALTHY,
-  W_ISTIO,
-  W_LIVE,
-} from "../mesh/model";
-import { addMembership, ensureMemberships, ensureServices, ensureWorkloads, markHeadlessMembers, reserveMembers, setAddresses, setHostname, setPorts, setSans, setVips } from "../mesh/edit";
-import { ADDED, AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
+  addMembership,
+  ensureMemberships,
+  ensureServices,
+  markHeadlessMembers,
+  reserveMembers,
+  setHostname,
+  setPorts,
+  setSans,
+  setVips,
+} from "../mesh/edit";
+import { ADDED, AddrTable4, AddrTable6, U64Table } from "../mesh/table";
+import { isHostname, isSanText, parsePortKey, SAN_COMMA } from "../mesh/validate";
+import { MESH_FIELDS, MeshLimits, MeshParseResult } from "../mesh/parse";
 import {
-  isHostname,
-  isLocality,
-  isSanText,
-  isSpiffeIdentity,
-  LOCALITY_SHAPE,
-  parsePortKey,
-  SAN_COMMA,
-  SPIFFE_SHAPE,
-} from "../mesh/validate";
-import { DEFAULT_HBONE_PORT, MAX_NETWORKS, MESH_FIELDS, MeshLimits, MeshParseResult } from "../mesh/parse";
-import { legacyOnlyKnown, legacyAbsent, LegacyItemReader, WORKLOAD_FIELDS, SERVICE_FIELDS, VIP_FIELDS, ENDPOINT_FIELDS, WAYPOINT_FIELDS, GATEWAY_FIELDS, LB_FIELDS, TLS_MODES, LB_MODES, SCOPES, legacyPresent, legacyQ, legacyOnNetwork, LEGACY_EMPTY_LIST, addressKey } from "./legacy_mesh_fields";
+  LegacyItemReader,
+  SERVICE_FIELDS,
+  VIP_FIELDS,
+  ENDPOINT_FIELDS,
+  LB_FIELDS,
+  LB_MODES,
+  SCOPES,
+  legacyPresent,
+  legacyQ,
+  legacyOnNetwork,
+} from "./legacy_mesh_fields";
 import { LegacyWorkloadParser } from "./legacy_mesh_workloads";
 
 class LegacyMeshParser extends LegacyWorkloadParser {

@@ -1,37 +1,25 @@
 // The workloads half of the tree-based mesh parser kept as an oracle (legacy_mesh_parser.ts has
 // the services half and the entry point), verbatim from the parser at commit eb2c51c apart from
 // its members being protected so that the services half can extend it.
-import { ConfigReader, JsonValue, parseJson, quoteForMessage } from "../json";
+import { ConfigReader, JsonValue } from "../json";
 import { Address, FAMILY_V4, IpParse, parseIpString } from "../mesh/ip";
+import { IDENTITY_MASK, Mesh, Ref, W_HEALTHY, W_ISTIO, W_LIVE } from "../mesh/model";
+import { ensureWorkloads, setAddresses } from "../mesh/edit";
+import { ADDED, AddrTable4, AddrTable6, SparseColumn } from "../mesh/table";
+import { isHostname, isLocality, isSpiffeIdentity, LOCALITY_SHAPE, SPIFFE_SHAPE } from "../mesh/validate";
+import { DEFAULT_HBONE_PORT, MAX_NETWORKS, MeshLimits } from "../mesh/parse";
 import {
-  DEFAULT_CLUSTER,
-  DEFAULT_LB_PREFS,
-  IDENTITY_MASK,
-  Mesh,
-  Ref,
-  RefTarget,
-  S_HEADLESS,
-  S_LB_STANDARD,
-  S_LIVE,
-  VIP_WORDS,
-  W_HEALTHY,
-  W_ISTIO,
-  W_LIVE,
-} from "../mesh/model";
-import { addMembership, ensureMemberships, ensureServices, ensureWorkloads, markHeadlessMembers, reserveMembers, setAddresses, setHostname, setPorts, setSans, setVips } from "../mesh/edit";
-import { ADDED, AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
-import {
-  isHostname,
-  isLocality,
-  isSanText,
-  isSpiffeIdentity,
-  LOCALITY_SHAPE,
-  parsePortKey,
-  SAN_COMMA,
-  SPIFFE_SHAPE,
-} from "../mesh/validate";
-import { DEFAULT_HBONE_PORT, MAX_NETWORKS, MESH_FIELDS, MeshLimits, MeshParseResult } from "../mesh/parse";
-import { legacyOnlyKnown, legacyAbsent, LegacyItemReader, WORKLOAD_FIELDS, SERVICE_FIELDS, VIP_FIELDS, ENDPOINT_FIELDS, WAYPOINT_FIELDS, GATEWAY_FIELDS, LB_FIELDS, TLS_MODES, LB_MODES, SCOPES, legacyPresent, legacyQ, legacyOnNetwork, LEGACY_EMPTY_LIST, addressKey } from "./legacy_mesh_fields";
+  LegacyItemReader,
+  WORKLOAD_FIELDS,
+  WAYPOINT_FIELDS,
+  GATEWAY_FIELDS,
+  TLS_MODES,
+  legacyPresent,
+  legacyQ,
+  legacyOnNetwork,
+  LEGACY_EMPTY_LIST,
+  addressKey,
+} from "./legacy_mesh_fields";
 
 export class LegacyWorkloadParser {
   mesh: Mesh = new Mesh();

@@ -2,39 +2,11 @@
 // (legacy_mesh_parser.ts, the oracle): the same model and the same first error for every input,
 // then the caller's own fields, the tree path through writeJson, and reading from the host.
 import { legacyParseMeshConfig } from "./legacy_mesh_parser";
-import { ConfigReader, JsonValue, parseJson, quoteForMessage } from "../json";
-import { Address, FAMILY_V4, IpParse, parseIpString } from "../mesh/ip";
-import {
-  DEFAULT_CLUSTER,
-  DEFAULT_LB_PREFS,
-  IDENTITY_MASK,
-  Mesh,
-  Ref,
-  RefTarget,
-  S_HEADLESS,
-  S_LB_STANDARD,
-  S_LIVE,
-  VIP_WORDS,
-  W_HEALTHY,
-  W_ISTIO,
-  W_LIVE,
-} from "../mesh/model";
-import { addMembership, ensureMemberships, ensureServices, ensureWorkloads, markHeadlessMembers, reserveMembers, setAddresses, setHostname, setPorts, setSans, setVips } from "../mesh/edit";
-import { ADDED, AddrTable4, AddrTable6, SparseColumn, U64Table } from "../mesh/table";
-import {
-  isHostname,
-  isLocality,
-  isSanText,
-  isSpiffeIdentity,
-  LOCALITY_SHAPE,
-  parsePortKey,
-  SAN_COMMA,
-  SPIFFE_SHAPE,
-} from "../mesh/validate";
-import { DEFAULT_HBONE_PORT, MAX_NETWORKS, MESH_FIELDS, MeshLimits, MeshParseResult } from "../mesh/parse";
-import { JsonKind, writeJson } from "../json";
+import { ConfigReader, JsonKind, JsonValue, parseJson, writeJson } from "../json";
 import { formatIp, TlsMode } from "../mesh";
-import { MeshDocument, parseMesh, parseMeshDocument, parseMeshSource } from "../mesh/parse";
+import { Address } from "../mesh/ip";
+import { Mesh } from "../mesh/model";
+import { MESH_FIELDS, MeshDocument, MeshLimits, parseMesh, parseMeshDocument, parseMeshSource } from "../mesh/parse";
 import { MemorySource } from "../json/source";
 import { HostBufferSource } from "../runtime/config_source";
 import { BufferType } from "../runtime/types";
