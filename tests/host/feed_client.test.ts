@@ -8,15 +8,7 @@ import { after, afterEach, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ProxyWasmHost } from "../../host/index.js";
 import { FakeFeed } from "../support/fake_feed.js";
-import { ensureBuilt } from "./helpers.js";
-
-async function until(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
+import { ensureBuilt, until } from "./helpers.js";
 
 const feedConfig = (fields: Record<string, unknown> = {}) =>
   JSON.stringify({ meshFeed: { cluster: "mesh_feed", target: "node-a", waitSeconds: 1, ...fields } });

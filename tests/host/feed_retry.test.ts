@@ -15,7 +15,7 @@ import { nextRetry, nextStoppingSpread } from "../../bench/feed/fanout_poller.js
 import { STOPPING_HEADER } from "../../feed/src/http.js";
 import { ProxyWasmHost } from "../../host/index.js";
 import { FakeFeed } from "../support/fake_feed.js";
-import { ensureBuilt } from "./helpers.js";
+import { ensureBuilt, until } from "./helpers.js";
 
 /** The nominal backoffs of `n` failures in a row: `first` doubling to `cap`. */
 function steps(first: number, cap: number, n: number): number[] {
@@ -26,14 +26,6 @@ function steps(first: number, cap: number, n: number): number[] {
 
 const UNAVAILABLE = steps(Retry.UNAVAILABLE_FIRST_MS, Retry.UNAVAILABLE_MAX_MS, 7);
 const REFUSED = steps(Retry.REFUSED_FIRST_MS, Retry.REFUSED_MAX_MS, 7);
-
-async function until(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 describe("feed client retry rules: one table for the filter and the bench's poller", () => {
   it("the table's shape, the poller's steps and bounds, and the feed's stopping header", () => {

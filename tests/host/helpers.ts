@@ -4,6 +4,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { setTimeout as pause } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import {
@@ -239,5 +240,14 @@ export function withRefusal<T>(refuse: { filterStateKey?: string; property?: str
   } finally {
     proto.setEnvoyFilterState = setEnvoyFilterState;
     proto.setProperty = setProperty;
+  }
+}
+
+/** Waits (polling every 5 ms) until `condition` holds; fails naming `what` after `timeoutMs`. */
+export async function until(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await pause(5);
   }
 }

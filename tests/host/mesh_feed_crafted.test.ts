@@ -6,18 +6,9 @@
 // and the delta that once completed such a membership: tests/host/mesh_crafted.test.ts.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { FakeFeed } from "../support/fake_feed.js";
 import { danglingFull } from "../support/mesh_crafted.js";
-import { CLUSTER, ORIGINAL_DST, SAN, envoyWrites, startFilter } from "./helpers.js";
-
-async function until(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
+import { CLUSTER, ORIGINAL_DST, SAN, envoyWrites, startFilter, until } from "./helpers.js";
 
 describe("mesh feed: a crafted full message through the filter's feed client", () => {
   let feed: FakeFeed;

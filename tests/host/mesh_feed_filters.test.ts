@@ -6,19 +6,10 @@
 // Run: node --import tsx --test tests/host/mesh_feed_filters.test.ts
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, it } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { ProxyWasmHost } from "../../host/index.js";
 import { FakeFeed } from "../support/fake_feed.js";
 import type { WireRecord, WireService, WireWorkload } from "../support/mesh_wire.js";
-import { CLUSTER, DISABLE_TUNNELING, ORIGINAL_DST, SAN, envoyWrites, startFilter, wasmProperties } from "./helpers.js";
-
-async function until(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
+import { CLUSTER, DISABLE_TUNNELING, ORIGINAL_DST, SAN, envoyWrites, startFilter, wasmProperties, until } from "./helpers.js";
 
 const sa = (name: string) => `spiffe://cluster.local/ns/default/sa/${name}`;
 const pod = (id: number, address: string, identity: string, more: Partial<WireWorkload> = {}): WireRecord => ({
