@@ -243,36 +243,49 @@ export interface Write {
 }
 
 /**
- * Every write the API server takes on the WasmPlugin, from a watch started before the feed. A
+ * One object's changes as the API server took them, from a watch started before the feed. A
  * watch the server ends (or that fails, e.g. before the CRD is served) is resumed from the last
- * resourceVersion seen, so no write is missed and none is reported twice.
+ * resourceVersion seen, so no change is missed and none is reported twice.
  */
-export class WasmPluginWrites {
-  readonly writes: Write[] = [];
+abstract class ObjectWatch<O extends KubernetesObject> {
   readonly errors: string[] = [];
   private request: { abort(): void } | undefined;
   private stopped = false;
   private cluster: KubeCluster | undefined;
+
+  /** `path`: the collection; `name`: the one object watched in it. */
+  constructor(
+    private readonly path: string,
+    private readonly name: string,
+  ) {}
+
+  /** The resourceVersion of the last change taken (undefined: none yet). */
+  protected abstract lastResourceVersion(): string | undefined;
+  /** Takes one ADDED / MODIFIED / DELETED change. */
+  protected abstract take(type: string, object: O): void;
 
   async start(cluster: KubeCluster): Promise<void> {
     this.cluster = cluster;
     await this.open();
   }
 
+  stop(): void {
+    this.stopped = true;
+    this.request?.abort();
+  }
+
   private async open(): Promise<void> {
     if (this.stopped || !this.cluster) return;
-    const from = this.writes.at(-1)?.resourceVersion;
+    const from = this.lastResourceVersion();
     const resume = () => {
       if (!this.stopped) setTimeout(() => void this.open().catch((e: Error) => this.errors.push(e.message)), 200);
     };
     try {
       this.request = await new Watch(this.cluster.kubeConfig).watch(
-        "/apis/extensions.istio.io/v1alpha1/namespaces/istio-system/wasmplugins",
-        { fieldSelector: `metadata.name=${WASMPLUGIN.metadata.name}`, ...(from && { resourceVersion: from }), allowWatchBookmarks: false },
-        (type: string, object: KubernetesObject) => {
-          if (type !== "ADDED" && type !== "MODIFIED" && type !== "DELETED") return;
-          const a = object.metadata?.annotations ?? {};
-          this.writes.push({ type, resourceVersion: object.metadata?.resourceVersion ?? "", ...(a["mesh-feed/digest"] && { digest: a["mesh-feed/digest"] }), ...(a["mesh-feed/version"] && { version: a["mesh-feed/version"] }) });
+        this.path,
+        { fieldSelector: `metadata.name=${this.name}`, ...(from && { resourceVersion: from }), allowWatchBookmarks: false },
+        (type: string, object: O) => {
+          if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") this.take(type, object);
         },
         (error: unknown) => {
           if (error) this.errors.push(String((error as Error).message ?? error));
@@ -284,10 +297,23 @@ export class WasmPluginWrites {
       resume();
     }
   }
+}
 
-  stop(): void {
-    this.stopped = true;
-    this.request?.abort();
+/** Every write the API server takes on the WasmPlugin (ObjectWatch). */
+export class WasmPluginWrites extends ObjectWatch<KubernetesObject> {
+  readonly writes: Write[] = [];
+
+  constructor() {
+    super("/apis/extensions.istio.io/v1alpha1/namespaces/istio-system/wasmplugins", WASMPLUGIN.metadata.name);
+  }
+
+  protected lastResourceVersion(): string | undefined {
+    return this.writes.at(-1)?.resourceVersion;
+  }
+
+  protected take(type: string, object: KubernetesObject): void {
+    const a = object.metadata?.annotations ?? {};
+    this.writes.push({ type, resourceVersion: object.metadata?.resourceVersion ?? "", ...(a["mesh-feed/digest"] && { digest: a["mesh-feed/digest"] }), ...(a["mesh-feed/version"] && { version: a["mesh-feed/version"] }) });
   }
 
   /** The digest now held (the last write's). */
@@ -309,51 +335,25 @@ export class WasmPluginWrites {
 }
 
 /**
- * Every change of the writers' Lease the API server took (holder, resourceVersion), from a
- * watch started before the feed and resumed like WasmPluginWrites'. With the WasmPlugin's
- * writes it shows one writer at a time: the API server's resourceVersions are etcd's revisions
- * (one order for every object), so the holder at a write is the last Lease change before it.
+ * Every change of the writers' Lease the API server took (holder, resourceVersion; ObjectWatch).
+ * With the WasmPlugin's writes it shows one writer at a time: the API server's resourceVersions
+ * are etcd's revisions (one order for every object), so the holder at a write is the last Lease
+ * change before it.
  */
-export class LeaseHistory {
+export class LeaseHistory extends ObjectWatch<KubernetesObject & { spec?: { holderIdentity?: string } }> {
   readonly changes: Array<{ resourceVersion: number; holder: string }> = [];
-  readonly errors: string[] = [];
-  private request: { abort(): void } | undefined;
-  private stopped = false;
-  private cluster: KubeCluster | undefined;
 
-  async start(cluster: KubeCluster): Promise<void> {
-    this.cluster = cluster;
-    await this.open();
+  constructor() {
+    super(`/apis/coordination.k8s.io/v1/namespaces/${LEASE.namespace}/leases`, LEASE.name);
   }
 
-  private async open(): Promise<void> {
-    if (this.stopped || !this.cluster) return;
-    const from = this.changes.at(-1)?.resourceVersion;
-    const resume = () => {
-      if (!this.stopped) setTimeout(() => void this.open().catch((e: Error) => this.errors.push(e.message)), 200);
-    };
-    try {
-      this.request = await new Watch(this.cluster.kubeConfig).watch(
-        `/apis/coordination.k8s.io/v1/namespaces/${LEASE.namespace}/leases`,
-        { fieldSelector: `metadata.name=${LEASE.name}`, ...(from && { resourceVersion: String(from) }), allowWatchBookmarks: false },
-        (type: string, object: KubernetesObject & { spec?: { holderIdentity?: string } }) => {
-          if (type !== "ADDED" && type !== "MODIFIED" && type !== "DELETED") return;
-          this.changes.push({ resourceVersion: Number(object.metadata?.resourceVersion), holder: object.spec?.holderIdentity ?? "" });
-        },
-        (error: unknown) => {
-          if (error) this.errors.push(String((error as Error).message ?? error));
-          resume();
-        },
-      );
-    } catch (error) {
-      this.errors.push((error as Error).message);
-      resume();
-    }
+  protected lastResourceVersion(): string | undefined {
+    const last = this.changes.at(-1);
+    return last ? String(last.resourceVersion) : undefined;
   }
 
-  stop(): void {
-    this.stopped = true;
-    this.request?.abort();
+  protected take(_type: string, object: KubernetesObject & { spec?: { holderIdentity?: string } }): void {
+    this.changes.push({ resourceVersion: Number(object.metadata?.resourceVersion), holder: object.spec?.holderIdentity ?? "" });
   }
 
   /** Who held the Lease when the API server took the write at `resourceVersion` ("" : nobody). */
