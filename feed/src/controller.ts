@@ -26,7 +26,7 @@ import type { PublishedSnapshot, SnapshotSource } from "./http.js";
 import { ClusterSyncMetrics, declareBuildInfo, declareFeedMetrics } from "./feed_metrics.js";
 import { Metrics } from "./metrics.js";
 import { ServingGate } from "./serving_gate.js";
-import { renderPluginConfig } from "./render.js";
+import { renderPluginConfig, type FilterName } from "./render.js";
 import { WorkerValidator } from "./check_worker.js";
 import { FilterValidator } from "./validate.js";
 import { viewFor } from "./view.js";
@@ -113,8 +113,9 @@ export class FeedController implements SnapshotSource {
   ) {
     this.computer = new MeshComputer(mesh);
     this.caps = new CapReporter(this.metrics, (level, message) => this.log(level, message));
-    this.modules = new FilterValidator((filter) => join(config.wasmDir, `${filter}.wasm`));
-    this.validator = new WorkerValidator((filter) => join(config.wasmDir, `${filter}.wasm`));
+    const wasmFor = (filter: FilterName) => join(config.wasmDir, `${filter}.wasm`);
+    this.modules = new FilterValidator(wasmFor);
+    this.validator = new WorkerValidator(wasmFor);
     this.debouncer = new Debouncer(config.debounce, () => this.render());
     this.deltaDebouncer = new Debouncer({ quietMs: config.delta.quietMs, maxMs: config.delta.maxMs }, async () => this.renderDeltas());
     this.targets = config.targets.map((target) => ({
