@@ -4,48 +4,28 @@
 // static with one log line per transition and capped backoff, resync, refused messages, and
 // the meshFeed configuration errors.
 import assert from "node:assert/strict";
-import { after, afterEach, before, describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ProxyWasmHost } from "../../host/index.js";
 import { FakeFeed } from "../support/fake_feed.js";
+import { FeedProbeRig } from "./feed_probe_rig.js";
 import { ensureBuilt, until } from "./helpers.js";
 
 const feedConfig = (fields: Record<string, unknown> = {}) =>
   JSON.stringify({ meshFeed: { cluster: "mesh_feed", target: "node-a", waitSeconds: 1, ...fields } });
 
 describe("feed client: long poll from the root context", () => {
-  let feed: FakeFeed;
+  // Backoffs are skipped ahead on the rig's clock, not waited out (feed_probe_rig.ts).
+  const rig = new FeedProbeRig().hooks();
+  const feed = rig.feed;
   let host: ProxyWasmHost;
-  // Wall time plus what the test skips ahead (tickAfter), so backoffs need no real waiting.
-  let skippedMs = 0n;
-  const clock = () => (BigInt(Date.now()) + skippedMs) * 1_000_000n;
-  const metric = (name: string) => host.metrics().get(`feed_probe.feed.${name}`) ?? 0;
+  const metric = (name: string) => rig.metric(name);
   const sinkLines = () => host.logLines().filter((l) => l.startsWith("sink applied"));
-  const calls = () => host.httpCalls.length;
-  /** Moves the clock and fires one tick, as Envoy's timer would. */
-  const tickAfter = (ms: number) => {
-    skippedMs += BigInt(ms);
-    host.tick();
-  };
-
-  before(async () => {
-    feed = new FakeFeed();
-    await feed.start();
-  });
-  after(() => feed.kill());
-  afterEach(() => {
-    host?.dispose();
-    feed.inject.length = 0;
-  });
+  const calls = () => rig.calls();
+  const tickAfter = (ms: number) => rig.tickAfter(ms);
 
   const start = async (configuration = feedConfig()) => {
-    host = await ProxyWasmHost.fromFile(ensureBuilt("feed_probe"), {
-      rootId: "feed_probe",
-      pluginConfiguration: configuration,
-      clock,
-      clusters: { mesh_feed: { address: `127.0.0.1:${feed.boundPort}` } },
-    });
-    assert.ok(host.start(), host.startFailure);
+    host = await rig.start(configuration);
   };
 
   it("loads the full model on the first tick, then applies deltas and no-change answers", async () => {
@@ -201,7 +181,7 @@ describe("feed client: long poll from the root context", () => {
       [{ noModelPolicy: "allow" }, "meshFeed.noModelPolicy: expected one of: close, passthrough"],
     ];
     for (const [fields, message] of cases) {
-      host = await ProxyWasmHost.fromFile(ensureBuilt("feed_probe"), { rootId: "feed_probe", pluginConfiguration: feedConfig(fields), canary: false });
+      host = rig.host = await ProxyWasmHost.fromFile(ensureBuilt("feed_probe"), { rootId: "feed_probe", pluginConfiguration: feedConfig(fields), canary: false });
       assert.equal(host.start(), false, JSON.stringify(fields));
       assert.deepEqual(host.logLines("error"), [`invalid plugin configuration: ${message}`]);
     }

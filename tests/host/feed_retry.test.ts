@@ -8,14 +8,14 @@
 // second, no failure counted, the unavailable backoff starting over.
 // Run: node --import tsx --test tests/host/feed_retry.test.ts
 import assert from "node:assert/strict";
-import { after, afterEach, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as Retry from "../../assembly/runtime/feed_retry.js";
 import { nextRetry, nextStoppingSpread } from "../../bench/feed/fanout_poller.js";
 import { STOPPING_HEADER } from "../../feed/src/http.js";
 import { ProxyWasmHost } from "../../host/index.js";
-import { FakeFeed } from "../support/fake_feed.js";
-import { ensureBuilt, until } from "./helpers.js";
+import { FeedProbeRig } from "./feed_probe_rig.js";
+import { until } from "./helpers.js";
 
 /** The nominal backoffs of `n` failures in a row: `first` doubling to `cap`. */
 function steps(first: number, cap: number, n: number): number[] {
@@ -54,35 +54,16 @@ describe("feed client retry rules: one table for the filter and the bench's poll
   });
 
   describe("the filter's client in the host", () => {
-    let feed: FakeFeed;
+    // Backoffs are skipped ahead on the rig's clock, not waited out (feed_probe_rig.ts).
+    const rig = new FeedProbeRig().hooks();
+    const feed = rig.feed;
     let host: ProxyWasmHost;
-    let skippedMs = 0n;
-    const clock = () => (BigInt(Date.now()) + skippedMs) * 1_000_000n;
-    const metric = (name: string) => host.metrics().get(`feed_probe.feed.${name}`) ?? 0;
-    const calls = () => host.httpCalls.length;
-    const tickAfter = (ms: number) => {
-      skippedMs += BigInt(ms);
-      host.tick();
-    };
-
-    before(async () => {
-      feed = new FakeFeed();
-      await feed.start();
-    });
-    after(() => feed.kill());
-    afterEach(() => {
-      host?.dispose();
-      feed.inject.length = 0;
-    });
+    const metric = (name: string) => rig.metric(name);
+    const calls = () => rig.calls();
+    const tickAfter = (ms: number) => rig.tickAfter(ms);
 
     const start = async () => {
-      host = await ProxyWasmHost.fromFile(ensureBuilt("feed_probe"), {
-        rootId: "feed_probe",
-        pluginConfiguration: JSON.stringify({ meshFeed: { cluster: "mesh_feed", target: "node-a", waitSeconds: 1 } }),
-        clock,
-        clusters: { mesh_feed: { address: `127.0.0.1:${feed.boundPort}` } },
-      });
-      assert.ok(host.start(), host.startFailure);
+      host = await rig.start(JSON.stringify({ meshFeed: { cluster: "mesh_feed", target: "node-a", waitSeconds: 1 } }));
       host.tick();
       await until("the full model", () => metric("applied_full") === 1);
       await until("the held poll", () => feed.heldCount === 1);
