@@ -6,13 +6,11 @@
 // (socket.authorized) is judged per connection, never cached.
 // Run: node --import tsx --test tests/feed/caller_identity_cache.test.ts
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { X509Certificate } from "node:crypto";
 import { describe, it } from "node:test";
 import type { TLSSocket } from "node:tls";
 import { cachedCertificates, socketIdentity } from "../../feed/src/caller_identity.js";
-import { IMPOSTOR_DIR, meshCert } from "../support/feed_tls.js";
+import { impostorCerts, meshCert } from "../support/feed_tls.js";
 import { DEMO_IDENTITIES } from "../../scripts/demo-certs.js";
 
 /** A connection as the TLS server hands it over: its peer's certificate and whether it chained. */
@@ -22,11 +20,13 @@ function socket(pem: string, authorized = true): TLSSocket {
 }
 
 describe("caller identity: the SAN cache by certificate", () => {
-  it("each certificate keeps its own identity however the connections interleave; trust is per connection", () => {
+  it("each certificate keeps its own identity however the connections interleave; trust is per connection", async () => {
+    // This file may run first on a clean clone: make the demo's and the impostors' certificates.
+    const impostors = await impostorCerts();
     const sidecar = meshCert("sidecar").cert;
     const podA = meshCert("pod-a").cert;
-    const other = readFileSync(join(IMPOSTOR_DIR, "mesh-other-identity.crt"), "utf8");
-    const noSpiffe = readFileSync(join(IMPOSTOR_DIR, "mesh-no-spiffe.crt"), "utf8");
+    const other = impostors.meshOtherIdentity.cert;
+    const noSpiffe = impostors.meshNoSpiffe.cert;
     const before = cachedCertificates();
     for (let round = 0; round < 3; round++) {
       assert.deepEqual(socketIdentity(socket(sidecar)), { ok: true, spiffeId: DEMO_IDENTITIES.sidecar });
