@@ -11,6 +11,7 @@ import { scaleBench } from "./scale/index.js";
 import { envoyBench } from "./envoy/index.js";
 import { feedBench } from "./feed/run.js";
 import { fanoutBench } from "./feed/fanout.js";
+import { abuseBench } from "./feed/abuse.js";
 import { SUBJECTS } from "./scale/subjects.js";
 
 const quick = process.argv.includes("--quick");
@@ -32,6 +33,8 @@ await scaleBench({ quick });
 await envoyBench({ quick });
 // The mesh feed against a real API server and Envoy (bench/feed/README.md).
 await feedBench({ quick });
+// The feed under never-reading clients and a flood of full-message polls (bench/feed/README.md).
+await abuseBench(quick ? { clients: 300, seconds: 10 } : {});
 // Thousands of long pollers against the feed: restart convergence, propagation under churn.
 await fanoutBench({ quick });
 emit({ figure: "run_end", seconds: Math.round((performance.now() - began) / 1000) });

@@ -19,35 +19,41 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { emit } from "../emit.js";
-import { chartRuntime } from "./memory.js";
-import { metricValue, neverReader, peerAddress, percentile, rssOf, startAbuseLoad, startFeedProcess, writeMesh } from "../../tests/support/feed_abuse.js";
+import { bundleFeed, chartRuntime } from "../../tests/support/feed_runtime.js";
+import { metricValue, neverReader, peerAddress, percentile, restingRss, startAbuseLoad, startFeedProcess, writeMesh } from "../../tests/support/feed_abuse.js";
 import { REPO_ROOT } from "../../tests/support/paths.js";
 
-const { values } = parseArgs({ options: { pods: { type: "string" }, clients: { type: "string" }, peers: { type: "string" }, seconds: { type: "string" }, runtime: { type: "string" } } });
-const PODS = Number(values.pods ?? 20_000);
-const CLIENTS = Number(values.clients ?? 1000);
-const PEERS = Number(values.peers ?? 40);
-const SECONDS = Number(values.seconds ?? 30);
-// `chart` (default): Node's heap flags and MALLOC_ARENA_MAX as the chart's Deployment sets them
-// (values.yaml `node`, memory.ts); `node-defaults`: plain node, for comparison.
-const RUNTIME = values.runtime ?? "chart";
-if (RUNTIME !== "chart" && RUNTIME !== "node-defaults") throw new Error(`--runtime: expected chart or node-defaults, got ${RUNTIME}`);
+export interface AbuseOptions {
+  pods: number;
+  clients: number;
+  peers: number;
+  seconds: number;
+  /**
+   * `chart`: Node's heap flags and MALLOC_ARENA_MAX as the chart's Deployment sets them
+   * (values.yaml `node`, tests/support/feed_runtime.ts); `node-defaults`: plain node, for comparison.
+   */
+  runtime: "chart" | "node-defaults";
+}
+
+export const ABUSE_DEFAULTS: AbuseOptions = { pods: 20_000, clients: 1000, peers: 40, seconds: 30, runtime: "chart" };
+
 const say = (line: string) => console.error(`${new Date().toISOString()} abuse: ${line}`);
 
-export async function abuseBench(): Promise<void> {
+export async function abuseBench(options: Partial<AbuseOptions> = {}): Promise<void> {
+  const { pods: PODS, clients: CLIENTS, peers: PEERS, seconds: SECONDS, runtime: RUNTIME } = { ...ABUSE_DEFAULTS, ...options };
   mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
   const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-abuse-"));
   try {
+    bundleFeed();
     writeMesh(join(dir, "mesh"), PODS);
     say(`${PODS} pods written; starting the feed`);
-    const feed = await startFeedProcess(dir, join(dir, "mesh"), { channel: 19443, operator: 19090, health: 19091 }, RUNTIME === "chart" ? { runtime: chartRuntime() } : {});
+    const feed = await startFeedProcess(dir, join(dir, "mesh"), { channel: 19443, operator: 19090, health: 19091 }, { bundle: true, ...(RUNTIME === "chart" && { runtime: chartRuntime() }) });
     try {
       const pid = feed.child.pid ?? 0;
       const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-      // Rest: one full message built (the model's own cost), then a moment to settle.
+      // Rest: one full message built (the model's own cost), then the lowest RSS over 10 s.
       const first = await fetch(`${feed.operator}/metrics`).then((r) => r.text());
-      await sleep(2000);
-      const rest = rssOf(pid);
+      const rest = await restingRss(pid);
       const ms = (v: number) => +v.toFixed(1);
       say(`ready, RSS ${(rest / 1e6).toFixed(0)} MB; connecting ${CLIENTS} never-readers`);
       const load = startAbuseLoad(feed, join(dir, "mesh"), rest, { probeOperator: true });
@@ -146,4 +152,16 @@ export async function abuseBench(): Promise<void> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await abuseBench();
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { pods: { type: "string" }, clients: { type: "string" }, peers: { type: "string" }, seconds: { type: "string" }, runtime: { type: "string" } } });
+  const runtime = values.runtime ?? ABUSE_DEFAULTS.runtime;
+  if (runtime !== "chart" && runtime !== "node-defaults") throw new Error(`--runtime: expected chart or node-defaults, got ${runtime}`);
+  const number = (v: string | undefined, fallback: number) => (v === undefined ? fallback : Number(v));
+  await abuseBench({
+    pods: number(values.pods, ABUSE_DEFAULTS.pods),
+    clients: number(values.clients, ABUSE_DEFAULTS.clients),
+    peers: number(values.peers, ABUSE_DEFAULTS.peers),
+    seconds: number(values.seconds, ABUSE_DEFAULTS.seconds),
+    runtime,
+  });
+}

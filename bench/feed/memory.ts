@@ -12,10 +12,10 @@
 //   feed_populate  how long the API server took to receive the pods of that step
 // Runs inside the bench's network namespace:
 //   bash scripts/in-netns.sh node --import tsx bench/feed/memory.ts [--sizes 10000,100000] [--targets delta,snapshot] [--runtimes chart,node-defaults]
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parse, stringify } from "yaml";
+import { stringify } from "yaml";
 import { emit } from "../emit.js";
 import { rssMb } from "../envoy/proc.js";
 import { BulkWriter } from "./writer.js";
@@ -26,34 +26,12 @@ import { REPO_ROOT } from "../../tests/support/paths.js";
 import { feedChannelFiles, SIDECAR_PRINCIPAL } from "../../tests/support/feed_tls.js";
 import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { sleep, waitReady } from "./ready.js";
+import { bundleFeed, chartRuntime, FEED_BUNDLE } from "../../tests/support/feed_runtime.js";
 
 export type MemoryTarget = "delta" | "snapshot";
 export type MemoryRuntime = "chart" | "node-defaults";
 
-/**
- * How the chart's Deployment runs Node (values.yaml `node`: NODE_OPTIONS and MALLOC_ARENA_MAX),
- * read from the chart itself so the figure is the one the Deployment is sized by.
- */
-export function chartRuntime(): { args: string[]; env: Record<string, string> } {
-  const values = parse(readFileSync(join(REPO_ROOT, "charts", "mesh-feed", "values.yaml"), "utf8")) as { node: { maxOldSpaceMb: number; maxSemiSpaceMb: number; mallocArenas: number } };
-  return { args: [`--max-old-space-size=${values.node.maxOldSpaceMb}`, `--max-semi-space-size=${values.node.maxSemiSpaceMb}`], env: { MALLOC_ARENA_MAX: String(values.node.mallocArenas) } };
-}
-
 const SETTLE_MS = 20_000;
-
-/**
- * The feed as its image runs it: the esbuild bundle (`npm run package:feed`), not tsx, whose
- * compiler and module cache alone add ~130 MB that a deployed feed never has.
- */
-const BUNDLE = join(REPO_ROOT, "build", "feed-image", "app", "main.mjs");
-
-
-
-/** Bundles the feed as its image does (`npm run package:feed`: esbuild, a few seconds), so the figure is the current code's. */
-export function bundleFeed(): void {
-  execFileSync(process.execPath, [join(REPO_ROOT, "feed", "image", "bundle.mjs")], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"] });
-  if (!existsSync(BUNDLE)) throw new Error(`${BUNDLE} was not written`);
-}
 
 /** Starts the feed on `cluster` with one target of the given kind, measures it, stops it. */
 export async function feedMemory(cluster: KubeCluster, pods: number, target: MemoryTarget, dir: string, runtime: MemoryRuntime = "chart"): Promise<{ rssMb: number; settledRssMb: number }> {
@@ -70,7 +48,7 @@ export async function feedMemory(cluster: KubeCluster, pods: number, target: Mem
   writeFileSync(file, stringify(config));
   const started = performance.now();
   const node = runtime === "chart" ? chartRuntime() : { args: [], env: {} };
-  const feed = spawn(process.execPath, [...node.args, BUNDLE, "--config", file], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, FEED_LOG_LEVEL: "warn", ...node.env } });
+  const feed = spawn(process.execPath, [...node.args, FEED_BUNDLE, "--config", file], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, FEED_LOG_LEVEL: "warn", ...node.env } });
   try {
     await waitReady(`http://127.0.0.1:${operatorPort}`, feed, 30 * 60_000);
     const syncSeconds = (performance.now() - started) / 1000;

@@ -169,6 +169,34 @@ describe("feed: file source", () => {
     }
   });
 
+  it("a rescan decides only the objects of the files that changed: the second copy takes over when the first file goes, other files are not re-counted", async () => {
+    const dir = mkdtempSync(join(root, "dup-moves-"));
+    writeFileSync(join(dir, "a.yaml"), yaml(pod("default", "p", { ip: "10.0.5.1" })));
+    writeFileSync(join(dir, "b.yaml"), yaml(pod("default", "p", { ip: "10.0.5.2" }), pod("default", "q", { ip: "10.0.5.3" })));
+    const s = newSource(dir);
+    await s.source.start();
+    try {
+      assert.equal(podIp(s.objects, "default/p"), "10.0.5.1");
+      assert.deepEqual(s.refused, ["duplicate"]);
+      // Another file changes: p and q are not decided again (no second duplicate counted).
+      writeFileSync(join(dir, "c.yaml"), yaml(pod("default", "r", { ip: "10.0.5.4" })));
+      await eventually("r read", 5000, async () => (podIp(s.objects, "default/r") === "10.0.5.4" ? true : undefined));
+      assert.deepEqual(s.refused, ["duplicate"]);
+      assert.equal(podIp(s.objects, "default/p"), "10.0.5.1");
+      // The first file goes: b's copy of p is in force, q is untouched.
+      rmSync(join(dir, "a.yaml"));
+      await eventually("b's p in force", 5000, async () => (podIp(s.objects, "default/p") === "10.0.5.2" ? true : undefined));
+      assert.equal(podIp(s.objects, "default/q"), "10.0.5.3");
+      // b goes too: p and q are removed, r stays.
+      rmSync(join(dir, "b.yaml"));
+      await eventually("p removed", 5000, async () => (s.objects.pods.has("default/p") ? undefined : true));
+      assert.equal(s.objects.pods.has("default/q"), false);
+      assert.equal(podIp(s.objects, "default/r"), "10.0.5.4");
+    } finally {
+      await s.source.stop();
+    }
+  });
+
   it("a path that does not exist stops the start with one line", async () => {
     const s = newSource(join(root, "missing"));
     await assert.rejects(s.source.start(), /^Error: cluster files1: files: cannot read .*missing \(ENOENT\)$/);

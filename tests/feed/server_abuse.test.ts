@@ -10,7 +10,8 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { metricValue, neverReader, peerAddress, percentile, rssOf, startAbuseLoad, startFeedProcess, writeMesh, type FeedProcess } from "../support/feed_abuse.js";
+import { metricValue, neverReader, peerAddress, percentile, restingRss, startAbuseLoad, startFeedProcess, writeMesh, type FeedProcess } from "../support/feed_abuse.js";
+import { bundleFeed, chartRuntime } from "../support/feed_runtime.js";
 import { REPO_ROOT } from "../support/paths.js";
 import { sleep } from "./harness.js";
 
@@ -34,10 +35,13 @@ describe("the feed under a flood of never-reading clients and epoch=0 polls", ()
     mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
     dir = mkdtempSync(join(REPO_ROOT, ".tmp", "server-abuse-"));
     writeMesh(join(dir, "mesh"), 20_000);
+    // The feed as a deployment runs it: the image's bundle under the chart's Node settings (the
+    // sources through tsx, under Node's defaults, rest ~450 MB higher and move more).
+    bundleFeed();
     // A short write timeout and buffer budget: the attack has to be dropped within the run.
-    feed = await startFeedProcess(dir, join(dir, "mesh"), { channel: 19443, operator: 19090, health: 19091 }, { channelLimits: { writeTimeoutMs: 3000, maxBufferedBytes: 16 << 20 } });
+    feed = await startFeedProcess(dir, join(dir, "mesh"), { channel: 19443, operator: 19090, health: 19091 }, { bundle: true, runtime: chartRuntime(), channelLimits: { writeTimeoutMs: 3000, maxBufferedBytes: 16 << 20 } });
     await fetch(`${feed.operator}/metrics`);
-    const rest = rssOf(feed.child.pid ?? 0);
+    const rest = await restingRss(feed.child.pid ?? 0);
     const load = startAbuseLoad(feed, join(dir, "mesh"), rest);
     const readers = [];
     // 25 per source address (12 peers), under the cap per peer: every one is admitted.

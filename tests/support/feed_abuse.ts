@@ -15,6 +15,7 @@ import { connect, type TLSSocket } from "node:tls";
 import { stringify } from "yaml";
 import { SIDECAR_PRINCIPAL, feedChannelFiles, meshCert, MESH_CA_FILE, FEED_IDENTITY } from "./feed_tls.js";
 import { REPO_ROOT } from "./paths.js";
+import { FEED_BUNDLE, type NodeRuntime } from "./feed_runtime.js";
 
 const PODS_PER_FILE = 10_000;
 
@@ -68,7 +69,7 @@ export interface FeedProcess {
 }
 
 /** Starts the feed as its own process on fixed ports (run inside the test netns); resolves once /readyz says ready. */
-export async function startFeedProcess(dir: string, meshDir: string, ports: { channel: number; operator: number; health: number }, extra: { channelLimits?: object; delta?: object; runtime?: { args: string[]; env: Record<string, string> } } = {}): Promise<FeedProcess> {
+export async function startFeedProcess(dir: string, meshDir: string, ports: { channel: number; operator: number; health: number }, extra: { channelLimits?: object; delta?: object; runtime?: NodeRuntime; bundle?: boolean } = {}): Promise<FeedProcess> {
   const config = {
     trustDomain: "cluster.local",
     wasmDir: join(REPO_ROOT, "build"),
@@ -81,8 +82,10 @@ export async function startFeedProcess(dir: string, meshDir: string, ports: { ch
   };
   const path = join(dir, "feed.yaml");
   writeFileSync(path, stringify(config));
-  // `runtime`: Node's flags and environment as a deployment runs the feed (the chart's `node` values).
-  const child = spawn(process.execPath, [...(extra.runtime?.args ?? []), "--import", "tsx", join(REPO_ROOT, "feed/src/main.ts"), "--config", path], {
+  // `runtime`: Node's flags and environment as a deployment runs the feed (the chart's `node`
+  // values); `bundle`: the image's bundle (bundleFeed() first) instead of the sources through tsx.
+  const entry = extra.bundle ? [FEED_BUNDLE] : ["--import", "tsx", join(REPO_ROOT, "feed/src/main.ts")];
+  const child = spawn(process.execPath, [...(extra.runtime?.args ?? []), ...entry, "--config", path], {
     cwd: REPO_ROOT,
     env: { ...process.env, FEED_LOG_LEVEL: "warn", ...extra.runtime?.env },
     stdio: ["ignore", "ignore", "inherit"],
@@ -125,6 +128,20 @@ export function peerAddress(i: number, peers: number): string {
 export function rssOf(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return m ? Number(m[1]) * 1024 : 0;
+}
+
+/**
+ * The feed's resting RSS: the lowest of samples over `ms` after it turned ready. Right after
+ * ready it still holds the garbage of its initial read until V8's memory reducer runs (seconds
+ * later); a reading taken then would count that as "rest" and hide what an attack adds.
+ */
+export async function restingRss(pid: number, ms = 10_000): Promise<number> {
+  let low = rssOf(pid);
+  for (const until = Date.now() + ms; Date.now() < until; ) {
+    await new Promise((done) => setTimeout(done, 250));
+    low = Math.min(low, rssOf(pid));
+  }
+  return low;
 }
 
 /** A value of one series in Prometheus text (0 when absent). */

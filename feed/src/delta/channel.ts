@@ -35,6 +35,7 @@ import {
   RECORD_WORKLOAD_REMOVE,
   asPreviousFormat,
   withBuckets,
+  bucketTrailer,
   FORMAT_VERSION,
   PREVIOUS_FORMAT,
   WireWriter,
@@ -334,15 +335,17 @@ export class DeltaChannel {
   full(format: WireFormat = FORMAT_VERSION): Buffer {
     if (this.fullCache?.version !== this.current) {
       this.builds++;
-      const built = this.assembler.build(
-        { epoch: this.epoch, base: 0, version: this.current, ...this.limits(), digest: this.digest.total },
-        [this.serviceRecords.values(), this.workloadRecords.values()],
-      );
       const buckets = new Map<number, bigint>();
       this.digest.buckets.forEach((d, b) => {
         if (d !== 0n) buckets.set(b, d);
       });
-      this.fullCache = { version: this.current, body: withBuckets(built, buckets) };
+      // The records are this channel's own Buffers: gathered and copied once, trailer included.
+      const body = this.assembler.build(
+        { epoch: this.epoch, base: 0, version: this.current, ...this.limits(), digest: this.digest.total },
+        [this.serviceRecords.values(), this.workloadRecords.values()],
+        { stableRecords: true, trailer: bucketTrailer(buckets) },
+      );
+      this.fullCache = { version: this.current, body };
       this.lastFull = this.fullCache;
       this.fullRatio = this.fullCache.body.length / (HEADER_BYTES + this.recordBytes);
     }

@@ -466,18 +466,35 @@ export function writeHeader(buf: Buffer, h: MessageHeader, totalLength: number):
  * u64 digest) per entry, buckets strictly increasing (the caller's entries may be in any order).
  */
 export function withBuckets(message: Buffer, entries: Map<number, bigint>): Buffer {
-  const buckets = [...entries.keys()].sort((a, b) => a - b);
-  const out = Buffer.allocUnsafe(message.length + 4 + 12 * buckets.length);
+  const trailer = bucketTrailer(entries);
+  const out = Buffer.allocUnsafe(message.length + trailer.bytes);
   message.copy(out, 0);
-  let p = message.length;
-  out.writeUInt32LE(buckets.length, p);
-  p += 4;
-  for (const b of buckets) {
-    out.writeUInt32LE(b, p);
-    out.writeBigUInt64LE(entries.get(b)!, p + 4);
-    p += 12;
-  }
+  trailer.write(out, message.length);
   return out;
+}
+
+/** What follows a message's body, written straight into the message's own Buffer. */
+export interface Trailer {
+  bytes: number;
+  write(out: Buffer, at: number): void;
+}
+
+/** The bucket trailer of `entries` (as withBuckets writes it), for a builder that sizes its Buffer once. */
+export function bucketTrailer(entries: Map<number, bigint>): Trailer {
+  const buckets = [...entries.keys()].sort((a, b) => a - b);
+  return {
+    bytes: 4 + 12 * buckets.length,
+    write(out: Buffer, at: number): void {
+      let p = at;
+      out.writeUInt32LE(buckets.length, p);
+      p += 4;
+      for (const b of buckets) {
+        out.writeUInt32LE(b, p);
+        out.writeBigUInt64LE(entries.get(b) ?? 0n, p + 4);
+        p += 12;
+      }
+    },
+  };
 }
 
 /** Where a message's body ends (a format-3 trailer follows). */

@@ -27,6 +27,7 @@ import {
   WireWriter,
   writeHeader,
   type MessageHeader,
+  type Trailer,
 } from "./wire.js";
 
 // Node's Buffer has latin1Slice (what toString("latin1") calls, without the encoding lookup);
@@ -113,14 +114,24 @@ export class FullAssembler {
 
   constructor(private readonly limits: { texts: number; refs: number } = { texts: MAX_TABLE_TEXTS, refs: MAX_TABLE_REFS }) {}
 
-  build(h: Omit<MessageHeader, "recordCount" | "kind">, recordLists: Iterable<Buffer>[]): Buffer {
+  /**
+   * One full message. `stableRecords`: the caller's record Buffers stay as they are until the
+   * build returns (the channel's, one Buffer per record), so they are gathered and copied once
+   * into a Buffer of the exact size, the `trailer` included: a build then leaves no garbage but
+   * the message itself (a flood of full builds at 20k pods made ~3 message sizes of garbage
+   * each). Without it each record is copied as it comes, since the caller may write them into
+   * one reused buffer.
+   */
+  build(h: Omit<MessageHeader, "recordCount" | "kind">, recordLists: Iterable<Buffer>[], options: { stableRecords?: boolean; trailer?: Trailer } = {}): Buffer {
     if (this.texts.entries.length * 2 > this.limits.texts || this.refs.entries.length * 2 > this.limits.refs) {
       this.texts = new ByteTable();
       this.refs = new ByteTable();
       this.compact = new WeakMap();
     }
-    // Each record is copied as it comes: callers may pass records written into a reused buffer.
-    const body = new WireWriter(1 << 16);
+    const parts: Buffer[] = [];
+    // Copied as they come unless stable: the caller may write them into one reused buffer.
+    const body = options.stableRecords ? undefined : new WireWriter(1 << 16);
+    let bodyBytes = 0;
     let count = 0;
     for (const list of recordLists) for (const b of list) {
       count++;
@@ -133,13 +144,16 @@ export class FullAssembler {
         }
         if (c !== null) part = c;
       }
-      body.ensure(part.length);
-      body.pos += part.copy(body.buf, body.pos);
+      if (body) {
+        body.ensure(part.length);
+        body.pos += part.copy(body.buf, body.pos);
+      } else parts.push(part);
+      bodyBytes += part.length;
     }
     const texts = this.texts;
     const refs = this.refs;
-    const total = HEADER_BYTES + 4 + texts.bytes + 4 + refs.bytes + body.pos;
-    const out = Buffer.allocUnsafe(total);
+    const total = HEADER_BYTES + 4 + texts.bytes + 4 + refs.bytes + bodyBytes;
+    const out = Buffer.allocUnsafe(total + (options.trailer?.bytes ?? 0));
     let pos = HEADER_BYTES;
     out.writeUInt32LE(texts.entries.length, pos);
     pos += 4;
@@ -147,8 +161,10 @@ export class FullAssembler {
     out.writeUInt32LE(refs.entries.length, pos);
     pos += 4;
     for (const r of refs.entries) pos += r.copy(out, pos);
-    body.buf.copy(out, pos, 0, body.pos);
+    if (body) body.buf.copy(out, pos, 0, body.pos);
+    else for (const part of parts) pos += part.copy(out, pos);
     writeHeader(out, { ...h, kind: KIND_FULL, recordCount: count }, total);
+    options.trailer?.write(out, total);
     return out;
   }
 
