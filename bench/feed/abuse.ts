@@ -54,6 +54,8 @@ export async function abuseBench(options: Partial<AbuseOptions> = {}): Promise<v
       // Rest: one full message built (the model's own cost), then the lowest RSS over 10 s.
       const first = await fetch(`${feed.operator}/metrics`).then((r) => r.text());
       const rest = await restingRss(pid);
+      // Read after the rest is taken: right after ready the feed still holds its start's garbage.
+      const restText = await fetch(`${feed.operator}/metrics`).then((r) => r.text());
       const ms = (v: number) => +v.toFixed(1);
       say(`ready, RSS ${(rest / 1e6).toFixed(0)} MB; connecting ${CLIENTS} never-readers`);
       const load = startAbuseLoad(feed, join(dir, "mesh"), rest, { probeOperator: true });
@@ -68,7 +70,7 @@ export async function abuseBench(options: Partial<AbuseOptions> = {}): Promise<v
         bufferedBodiesMb: ms(metricValue(t, 'feed_buffered_bytes{server="channel"}') / 1e6),
         connections: metricValue(t, 'feed_connections{server="channel"}'),
       });
-      const atRest = breakdown(first);
+      const atRest = breakdown(restText);
       let atPeak = atRest;
       let sampling = true;
       const sampler = (async () => {
