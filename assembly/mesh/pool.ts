@@ -88,7 +88,8 @@ export class ChunkPool {
   }
 
   /** Drops owner's chunk, found at data offset `at` (from `offset`, not -1). */
-  freeAt(owner: i32, at: i32): void {
+  // @ts-ignore: decorator
+  @inline freeAt(owner: i32, at: i32): void {
     this.garbage += this.capacityAt(at) + HEADER;
     this.index.remove(owner);
   }
