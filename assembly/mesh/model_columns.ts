@@ -170,7 +170,8 @@ export class MeshColumns {
   }
 
   /** Membership ids the columns have room for. */
-  memCapacity(): i32 {
+  // @ts-ignore: decorator
+  @inline memCapacity(): i32 {
     return this.mem.length / MEM_STRIDE;
   }
 
