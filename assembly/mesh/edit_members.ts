@@ -8,13 +8,16 @@ import { M_OVERRIDES, M_POS_MASK, MEM_NEXT, MEM_POS, MEM_SERVICE, MEM_STRIDE, ME
 import { IdMarks } from "./wire_marks";
 
 /** Room for `n` more membership ids. */
-export function ensureMemberships(m: Mesh, extra: i32, exact: bool = false): void {
+// @ts-ignore: decorator
+@inline export function ensureMemberships(m: Mesh, extra: i32, exact: bool = false): void {
+  if (m.memTotal + extra > m.memCapacity()) growMemberships(m, extra, exact);
+}
+
+function growMemberships(m: Mesh, extra: i32, exact: bool): void {
   const need = m.memTotal + extra;
   const have = m.memCapacity();
-  if (need > have) {
-    const cap = exact ? need : grown(have, need);
-    m.mem = growU32(m.mem, cap * MEM_STRIDE);
-  }
+  const cap = exact ? need : grown(have, need);
+  m.mem = growU32(m.mem, cap * MEM_STRIDE);
 }
 
 // ==================================================================== memberships

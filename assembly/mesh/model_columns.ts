@@ -1,6 +1,7 @@
 // The mesh model's storage: every column, table and pool of the model (the base of Mesh), and
 // the inline accessors of a workload's and a membership's packed words. No lookups here.
 import { StringTable } from "./intern";
+import { FreeIds } from "./free_ids";
 import { ChunkPool } from "./pool";
 import { AddrTable4, AddrTable6, HostnameIndex, SparseColumn, U64Table } from "./table";
 import { MEM_STRIDE, Ref, W_CHAIN, W_INFO, W_IP4, W_PLACE } from "./model_layout";
@@ -169,7 +170,8 @@ export class MeshColumns {
   }
 
   /** Membership ids the columns have room for. */
-  memCapacity(): i32 {
+  // @ts-ignore: decorator
+  @inline memCapacity(): i32 {
     return this.mem.length / MEM_STRIDE;
   }
 
@@ -189,7 +191,7 @@ export class MeshColumns {
   slotTarget: StaticArray<u16> = new StaticArray<u16>(0);
   slotCluster: Array<ArrayBuffer> = new Array<ArrayBuffer>();
   slotTotal: i32 = 0;
-  slotFree: Array<i32> = new Array<i32>();
+  slotFree: FreeIds = new FreeIds();
   /** (service, service port) → port slot. */
   portIndex: U64Table = new U64Table();
   /** Per service: [count, workload id x count] (swap-remove order after a change). */
@@ -197,7 +199,7 @@ export class MeshColumns {
   /** Per service: SAN slot ids into `sans`. */
   sSans: ChunkPool = new ChunkPool();
   sans: Array<string> = new Array<string>();
-  sanFree: Array<i32> = new Array<i32>();
+  sanFree: FreeIds = new FreeIds();
   /** Per service: VIP_WORDS words per VIP. */
   sVips: ChunkPool = new ChunkPool();
   /** VIP → service id (owner), per network. */

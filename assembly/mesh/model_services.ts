@@ -14,7 +14,8 @@ export class MeshServices extends MeshWorkloads {
     return this.serviceTotal;
   }
 
-  serviceLive(s: i32): bool {
+  // @ts-ignore: decorator
+  @inline serviceLive(s: i32): bool {
     return inRange(s, this.serviceTotal) && (unchecked(this.sFlags[s]) & S_LIVE) != 0;
   }
 

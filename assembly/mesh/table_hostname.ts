@@ -83,14 +83,17 @@ export class HostnameIndex {
    * Queues id's entry for reclaiming (its hostname in `names` is now ""): O(1), no access to
    * the table.
    */
-  retire(id: i32): void {
+  // @ts-ignore: decorator
+  @inline retire(id: i32): void {
     if (id < 0 || id >= this.hashes.length || !this.queued.mark(<u32>id)) return;
-    if (this.retiredCount == this.retired.length) {
-      const next = new StaticArray<i32>(max(16, this.retiredCount * 2));
-      memory.copy(changetype<usize>(next), changetype<usize>(this.retired), <usize>this.retiredCount << 2);
-      this.retired = next;
-    }
+    if (this.retiredCount >= this.retired.length) this.growRetired();
     unchecked((this.retired[this.retiredCount++] = id));
+  }
+
+  private growRetired(): void {
+    const next = new StaticArray<i32>(max(16, this.retiredCount * 2));
+    memory.copy(changetype<usize>(next), changetype<usize>(this.retired), <usize>this.retiredCount << 2);
+    this.retired = next;
   }
 
   /**

@@ -45,14 +45,15 @@ export class SparseColumn {
   }
 
   // get and remove are inlined for the dense form (the pools' owner indexes: several reads
-  // per record on the update path); the sparse form's probe stays a call.
+  // per record on the update path) and for an empty column (a pool nobody uses, e.g. the VIPs
+  // of a mesh without ClusterIPs: asked once per service removed); the probe stays a call.
   // @ts-ignore: decorator
   @inline get(index: i32): u32 {
     if (this.isDenseForm) {
       const dense = this.dense;
       return <u32>index < <u32>dense.length ? unchecked(dense[index]) : 0;
     }
-    return this.getSparse(index);
+    return this.used == 0 ? 0 : this.getSparse(index);
   }
 
   private getSparse(index: i32): u32 {
@@ -136,7 +137,7 @@ export class SparseColumn {
   @inline remove(index: i32): void {
     if (this.isDenseForm) {
       if (<u32>index < <u32>this.dense.length) unchecked((this.dense[index] = 0));
-    } else {
+    } else if (this.used > 0) {
       this.removeSparse(index);
     }
   }

@@ -327,6 +327,7 @@ export class WireReader {
         return this.fail(indexed("memberships", i) + ".service", s.toString() + " is not below the service id limit " + serviceLimit.toString());
       }
       if (!this.has(overrides * 4)) return this.truncated(indexed("memberships", i) + ".overrides");
+      if (overrides == 0) continue; // most memberships: no port calls for an empty list
       const first = this.pos;
       const bad = this.overridePorts(overrides);
       unmarkPorts(this.base + <usize>first, bad < 0 ? overrides : bad);

@@ -6,7 +6,7 @@ import {
   dropMembersOfServices,
   ensureServices,
   ensureWorkloads,
-  removeService,
+  removeServicesWithoutMembers,
   removeWorkload,
 } from "./edit";
 import { IDENTITY_MASK, MEM_SERVICE, Mesh, W_V4 } from "./model";
@@ -210,19 +210,23 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   // Every service id whose last record is here, in record order: sized once, then stored.
   const changed = m.changedServices;
   changed.length = changedCount;
+  const changedLength = changedCount;
   changedCount = 0;
-  // The removed services' memberships first, all together (one walk per affected pod).
-  if (removed > 0) dropMembersOfServices(m, removedIds, removed);
+  // The removed services first, all together: their memberships (one walk per affected pod),
+  // then the rest of each (removedIds is in record order).
+  if (removed > 0) {
+    dropMembersOfServices(m, removedIds, removed);
+    removeServicesWithoutMembers(m, removedIds, removed);
+  }
   for (let i = 0; i < n; i++) {
     const type = recType(i);
     const id = recId(i);
     const service = type >= REC_SERVICE_UPSERT;
     if (!recLast(i)) continue;
-    if (service && changedCount < changed.length) unchecked((changed[changedCount++] = id));
+    // A raw store (changedCount is below the length set above): an indexed store is a call.
+    if (service && changedCount < changedLength) store<i32>(changed.dataStart + (<usize>(changedCount++) << 2), id);
     if (!service) removeWorkload(m, id);
-    // Its members went above, with the others'.
-    else if ((recWord(i, 0) & REC_REMOVED) != 0) removeService(m, id, true);
-    else clearServiceContent(m, id);
+    else if ((recWord(i, 0) & REC_REMOVED) == 0) clearServiceContent(m, id);
   }
   // 2: the services' last upserts; 3: the workloads'.
   r.trusted = true;

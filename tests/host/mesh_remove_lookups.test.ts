@@ -119,6 +119,33 @@ describe("lookups after a service remove", () => {
     assert.equal(vm.serviceByHostname(""), -1);
   });
 
+  it("a port's cluster name built before the remove is let go with it", async () => {
+    // The digest asks every port's cluster name, which builds and keeps "outbound|80||<hostname>"
+    // in the port's slot. Built before the remove or not, the model after it holds the same.
+    const built = await base();
+    built.digest();
+    assert.equal(built.apply(deltaAt(1, [{ removeService: 1 }])), "");
+    const never = await base();
+    assert.equal(never.apply(deltaAt(1, [{ removeService: 1 }])), "");
+    never.digest();
+    assert.equal(built.retainedBytes(), never.retainedBytes());
+  });
+
+  it("a removed service's port slot reused: the next owner's port names its own cluster", async () => {
+    const vm = await base();
+    // The removed service's slot is reused by the next port stored.
+    vm.digest();
+    assert.equal(vm.apply(deltaAt(1, [{ removeService: 1 }])), "");
+    assert.equal(vm.apply(deltaAt(2, [{ service: service(5, "e.ns.svc", "10.96.0.5") }])), "");
+    // The same in one delta: the removes are applied before the upserts store their ports.
+    vm.digest();
+    assert.equal(vm.apply(deltaAt(3, [{ service: service(6, "f.ns.svc", "10.96.0.6") }, { removeService: 2 }])), "");
+    const after = [BASE[0], { service: service(5, "e.ns.svc", "10.96.0.5") }, { service: service(6, "f.ns.svc", "10.96.0.6") }, { workload: pod(0, [0]) }, { workload: pod(1, []) }];
+    const digest = vm.digest();
+    assert.doesNotMatch(digest, /\|\|[bc]\.ns\.svc/);
+    assert.equal(digest, await fullDigest(after));
+  });
+
   it("a hostname moved through every id, one delta at a time, answers only its current holder", async () => {
     const vm = await base();
     let version = 1;
