@@ -54,6 +54,20 @@ export function plainServices(n: number): WireService[] {
   return Array.from({ length: n }, (_, id) => ({ id, hostname: `s${id}.c`, ports: [[80, 8080]] }));
 }
 
+/**
+ * `n` services (ids 0..n-1) with one port, one VIP (10.96.x.y on the default network) and one
+ * SAN each: what a remove undoes beyond the hostname, ports and member list.
+ */
+export function servicesWithVipAndSan(n: number): WireService[] {
+  return Array.from({ length: n }, (_, id) => ({
+    id,
+    hostname: `s${id}.c`,
+    ports: [[80, 8080]],
+    vips: [{ address: `10.${96 + (id >> 16)}.${(id >> 8) & 255}.${id & 255}` }],
+    sans: [`spiffe://td/ns/c/sa/s${id}`],
+  }));
+}
+
 /** One workload in `n` services (0..n-1); with `repeatLast` the last membership repeats the first. */
 export function manyMembershipsWorkload(id: number, n = MAX_LIST, repeatLast = false): WireWorkload {
   const memberships = Array.from({ length: n }, (_, s) => ({ service: s }));
