@@ -406,6 +406,9 @@ export function removeServicesWithoutMembers(m: Mesh, ids: StaticArray<i32>, cou
   const named = names.length;
   const clusters = m.slotCluster;
   const clustered = clusters.length;
+  const vips = m.sVips;
+  const sans = m.sSans;
+  const retired = m.retiredServices;
   let removed = 0;
   for (let i = 0; i < n; i++) {
     const s = unchecked(ids[i]);
@@ -417,14 +420,49 @@ export function removeServicesWithoutMembers(m: Mesh, ids: StaticArray<i32>, cou
       m.hostnames.retire(s);
     }
     clearPortsNamed(m, s, clusters, clustered);
-    clearVips(m, s);
-    clearSans(m, s);
+    // Its VIPs and SANs stop answering with its liveness (below); a few are left for a later
+    // message to release (RetiredServices), a longer list goes now (a release is bounded by
+    // RETIRED_VIPS + RETIRED_SANS entries per id, so a later message's share stays bounded).
+    const vipAt = vips.offset(s);
+    const sanAt = sans.offset(s);
+    if (vipAt >= 0 || sanAt >= 0) {
+      if (vips.capacityAt(vipAt) <= RETIRED_VIPS * VIP_WORDS && sans.capacityAt(sanAt) <= RETIRED_SANS) {
+        retired.add(s);
+      } else {
+        clearVips(m, s);
+        clearSans(m, s);
+      }
+    }
     unchecked((flags[s] = 0));
     unchecked((m.sWaypoint[s] = 0));
     unchecked((m.sLbPrefs[s] = 0));
     removed++;
   }
   m.liveServices -= removed;
+}
+
+/** The most VIPs / SANs a removed service may keep until a later message releases them. */
+export const RETIRED_VIPS: i32 = 4;
+export const RETIRED_SANS: i32 = 4;
+
+/**
+ * Releases the VIPs and SANs a removed service s kept (its VIP table entries it still owns, its
+ * SAN slots, both chunks). Before s is upserted again, so that its new VIPs are the only
+ * entries it owns; nothing when s is live (it released them when it was made live).
+ */
+export function releaseRetired(m: Mesh, s: i32): void {
+  if (s < 0 || m.serviceLive(s)) return;
+  clearVips(m, s);
+  clearSans(m, s);
+}
+
+/**
+ * Releases up to `budget` retired services' VIPs and SANs (RETIRED_VIPS + RETIRED_SANS entries
+ * each at most), the last removed first; an id live again since is only dequeued.
+ */
+export function reclaimRetiredServices(m: Mesh, budget: i32): void {
+  const retired = m.retiredServices;
+  while (budget-- > 0 && retired.length > 0) releaseRetired(m, retired.pop());
 }
 
 /** IDENTITY_MASK re-exported for the apply path. */

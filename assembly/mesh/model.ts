@@ -297,7 +297,7 @@ export class Mesh extends MeshServices {
     for (let i = 0; i < this.sans.length; i++) {
       t += <i64>unchecked(this.sans[i]).length * 2 + OBJECT_OVERHEAD + 4;
     }
-    t += this.vipTable4.byteSize() + this.vipTable6.byteSize();
+    t += this.vipTable4.byteSize() + this.vipTable6.byteSize() + this.retiredServices.byteSize();
     t += <i64>this.refs.length * (64 + OBJECT_OVERHEAD * 3);
     return t;
   }

@@ -3,6 +3,7 @@
 import { StringTable } from "./intern";
 import { FreeIds } from "./free_ids";
 import { ChunkPool } from "./pool";
+import { RetiredServices } from "./retired_services";
 import { AddrTable4, AddrTable6, HostnameIndex, SparseColumn, U64Table } from "./table";
 import { MEM_STRIDE, Ref, W_CHAIN, W_INFO, W_IP4, W_PLACE } from "./model_layout";
 
@@ -205,6 +206,12 @@ export class MeshColumns {
   /** VIP → service id (owner), per network. */
   vipTable4: AddrTable4 = new AddrTable4(0);
   vipTable6: AddrTable6 = new AddrTable6(0);
+  /**
+   * Removed services whose VIPs and SANs are still in sVips / sSans and the VIP tables (no
+   * lookup answers them: their service is not live); released by later deltas or when the id
+   * is upserted again (edit.ts reclaimRetiredServices / releaseRetired).
+   */
+  retiredServices: RetiredServices = new RetiredServices();
 
   // ---- References ----
   refs: Array<Ref> = new Array<Ref>();

@@ -19,11 +19,16 @@ export class MeshServices extends MeshWorkloads {
     return inRange(s, this.serviceTotal) && (unchecked(this.sFlags[s]) & S_LIVE) != 0;
   }
 
-  /** The service with VIP `addr` on `network`, or -1. No allocation. */
+  /**
+   * The service with VIP `addr` on `network`, or -1. No allocation. A removed service's VIPs
+   * may stay in the tables until a later message releases them (RetiredServices): they never
+   * answer, since their owner is not live (an id made live again released them first).
+   */
   serviceByVip(network: i32, addr: Address): i32 {
-    if (addr.family == FAMILY_V4) return this.vipTable4.find(addr.v4, network);
-    if (addr.family == FAMILY_V6) return this.vipTable6.find(addr.hi, addr.lo, network);
-    return -1;
+    let s = -1;
+    if (addr.family == FAMILY_V4) s = this.vipTable4.find(addr.v4, network);
+    else if (addr.family == FAMILY_V6) s = this.vipTable6.find(addr.hi, addr.lo, network);
+    return s >= 0 && this.serviceLive(s) ? s : -1;
   }
 
   /** The service with this hostname, or -1. */
@@ -148,8 +153,9 @@ export class MeshServices extends MeshWorkloads {
     return t >= 0 ? t : <i32>unchecked(this.slotTarget[slot]);
   }
 
+  /** SANs of s (none once s is removed, even while they wait to be released). */
   sanCount(s: i32): i32 {
-    return inRange(s, this.serviceTotal) ? this.sSans.capacityOf(s) : 0;
+    return this.serviceLive(s) ? this.sSans.capacityOf(s) : 0;
   }
 
   san(s: i32, i: i32): string {
@@ -158,8 +164,9 @@ export class MeshServices extends MeshWorkloads {
     return inRange(at, this.sans.length) ? unchecked(this.sans[at]) : "";
   }
 
+  /** VIPs of s (none once s is removed, even while they wait to be released). */
   vipCount(s: i32): i32 {
-    return inRange(s, this.serviceTotal) ? this.sVips.capacityOf(s) / VIP_WORDS : 0;
+    return this.serviceLive(s) ? this.sVips.capacityOf(s) / VIP_WORDS : 0;
   }
 
   /** Writes VIP i of service s into `out`; false when there is none. */

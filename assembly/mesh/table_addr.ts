@@ -94,6 +94,31 @@ export class AddrTable4 {
   }
 
   /**
+   * Gives ip on `network` to `owner`: a new entry, or the existing one's owner replaced (the
+   * caller has found no live holder: the entry is a removed service's, not yet released, whose
+   * later release leaves it alone since it checks the owner). ADDED or FULL.
+   */
+  take(ip: u32, owner: i32, network: i32): i32 {
+    const added = this.insert(ip, owner, network);
+    if (added == ADDED || added == FULL || added == owner) return added == owner ? ADDED : added;
+    const slots = this.slots;
+    const capacity = this.capacity;
+    const net = <u32>network;
+    let i = slotOf(mix32(ip), capacity);
+    for (let probes: u32 = 0; probes < capacity; probes++) {
+      const at = <i32>(i << 1);
+      const packed = unchecked(slots[at + 1]);
+      if (packed == 0) return FULL;
+      if (unchecked(slots[at]) == ip && packed >> OWNER_BITS == net) {
+        unchecked((slots[at + 1] = pack(owner, network)));
+        return ADDED;
+      }
+      i = i + 1 == capacity ? 0 : i + 1;
+    }
+    return FULL;
+  }
+
+  /**
    * Removes ip on `network` when `owner` holds it (backward-shift deletion: the entries after it
    * in its probe run move up, so no tombstone is left and probe runs never lengthen under
    * churn). False when absent or held by another owner.
@@ -220,6 +245,28 @@ export class AddrTable6 {
     unchecked((this.owners[<i32>i] = pack(owner, network)));
     this.used++;
     return ADDED;
+  }
+
+  /** As AddrTable4.take: a new entry, or a removed service's entry given to `owner`. */
+  take(hi: u64, lo: u64, owner: i32, network: i32): i32 {
+    const added = this.insert(hi, lo, owner, network);
+    if (added == ADDED || added == FULL || added == owner) return added == owner ? ADDED : added;
+    const keys = this.keys;
+    const owners = this.owners;
+    const mask = this.mask;
+    const net = <u32>network;
+    let i = <u32>mix64(hi ^ mix64(lo)) & mask;
+    for (let probes: u32 = 0; probes <= mask; probes++) {
+      const packed = unchecked(owners[<i32>i]);
+      if (packed == 0) return FULL;
+      const at = <i32>(i << 1);
+      if (packed >> OWNER_BITS == net && unchecked(keys[at]) == hi && unchecked(keys[at + 1]) == lo) {
+        unchecked((owners[<i32>i] = pack(owner, network)));
+        return ADDED;
+      }
+      i = (i + 1) & mask;
+    }
+    return FULL;
   }
 
   /** Removes (hi, lo) on `network` when `owner` holds it (backward-shift deletion). */

@@ -6,6 +6,7 @@ import {
   dropMembersOfServices,
   ensureServices,
   ensureWorkloads,
+  reclaimRetiredServices,
   removeServicesWithoutMembers,
   removeWorkload,
 } from "./edit";
@@ -205,6 +206,7 @@ export function applyDelta(m: Mesh, r: WireReader, h: Header): bool {
   // two records of this one (HostnameIndex: each is a cache miss, about a record's cost), so
   // no message pays for more than its own size; then 1: clear every id the message names.
   m.hostnames.reclaim(RECLAIM_BASE + (n >> 1), m.sHostname);
+  reclaimRetiredServices(m, RECLAIM_BASE + (n >> 1));
   ensureWorkloads(m, workloadIds);
   ensureServices(m, serviceIds);
   // Every service id whose last record is here, in record order: sized once, then stored.

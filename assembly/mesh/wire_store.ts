@@ -9,6 +9,7 @@ import {
   setPorts,
   setSingleV4,
   setSans,
+  releaseRetired,
   setService,
   setVips,
   setWorkload,
@@ -243,6 +244,8 @@ export function storeService(r: WireReader, m: Mesh, s: WireService): bool {
   const hostname = String.UTF8.decodeUnsafe(s.hostPtr, <usize>s.hostLen);
   const owner = m.serviceByHostname(hostname);
   if (owner >= 0 && owner != id) return r.fail("hostname", "duplicate hostname " + quoted(s.hostPtr, s.hostLen) + " (service " + owner.toString() + ")");
+  // A removed id kept its VIPs and SANs for later release: they go before it is live again.
+  releaseRetired(m, id);
   setService(m, id, flags, refId(r, m, s.waypoint, -1, 0), s.lbPrefs);
   setHostname(m, id, hostname);
   // Ports, with a cluster name each.
@@ -275,9 +278,10 @@ export function storeService(r: WireReader, m: Mesh, s: WireService): bool {
     words.push(a.family == FAMILY_V4 ? 0 : <u32>a.hi);
     words.push(a.family == FAMILY_V4 ? 0 : <u32>(a.lo >> 32));
     words.push(a.family == FAMILY_V4 ? 0 : <u32>a.lo);
-    // Visible to the next VIP's duplicate check.
-    if (a.family == FAMILY_V4) m.vipTable4.insert(a.v4, id, net);
-    else m.vipTable6.insert(a.hi, a.lo, id, net);
+    // Visible to the next VIP's duplicate check; taken over from a removed service that
+    // still holds it (serviceByVip found no live holder).
+    if (a.family == FAMILY_V4) m.vipTable4.take(a.v4, id, net);
+    else m.vipTable6.take(a.hi, a.lo, id, net);
   }
   setVips(m, id, words, false);
   // SANs.
