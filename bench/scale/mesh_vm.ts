@@ -109,6 +109,11 @@ export class MeshVm {
     this.x.collect();
   }
 
+  /** Removed services whose VIPs and SANs a later delta has still to release. */
+  retiredServices(): number {
+    return this.x.retiredServiceCount();
+  }
+
   workloadByV4(network: number, ip: number): number {
     return this.x.workloadByV4(network, ip >>> 0);
   }

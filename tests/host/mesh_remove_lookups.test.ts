@@ -1,6 +1,8 @@
 // A service remove touches every index that can name the service: its hostname, its VIPs, its
 // ports, its member list and its members' memberships. The hostname index reclaims a removed
-// service's entry later (a later delta, a bounded number per message), so these tests check
+// service's entry later (a later delta, a bounded number per message), and a removed service
+// with a few VIPs and SANs keeps them (VIP table entries, SAN slots) until a later delta or its
+// own re-upsert releases them (RetiredServices), so these tests check
 // that the lookups answer at once as they did when every index was cleared in the remove itself:
 // the removed service is gone from every lookup, a later or same-message upsert of the same id
 // or hostname answers again, and the model reads back exactly what a full load of the same state
@@ -8,7 +10,7 @@
 import { strict as assert } from "node:assert";
 import { describe, it } from "node:test";
 import { MeshVm } from "../../bench/scale/mesh_vm.ts";
-import { EPOCH, full, manyMembershipsWorkload, MAX_LIST, plainServices } from "../support/mesh_crafted.ts";
+import { EPOCH, full, manyMembershipsWorkload, MAX_LIST, plainServices, servicesWithVipAndSan } from "../support/mesh_crafted.ts";
 import { encodeMessage, KIND, type WireRecord, type WireService, type WireWorkload } from "../support/mesh_wire.ts";
 
 const LIMITS: [number, number] = [16, 16];
@@ -185,5 +187,143 @@ describe("lookups after 65,535 service removes in one delta (the crafted bench's
     assert.equal(vm.serviceByHostname("fresh.c"), 8);
     assert.equal(vm.serviceByHostname("s9.c"), -1);
     assert.equal(vm.live().services, 3);
+  });
+});
+
+/** A service with a VIP per address in `vips` and one SAN. */
+function rich(id: number, hostname: string, vips: string[], san: string): WireService {
+  return { id, hostname, ports: [[80, 8000 + id]], vips: vips.map((address) => ({ address })), sans: [san] };
+}
+
+/** Empty deltas until every removed service's VIPs and SANs are released; the next version. */
+function drain(vm: MeshVm, version: number, limits: [number, number] = LIMITS): number {
+  for (let k = 0; k < 5_000 && vm.retiredServices() > 0; k++) {
+    assert.equal(vm.apply(encodeMessage({ kind: KIND.delta, epoch: EPOCH, baseVersion: BigInt(version), version: BigInt(version + 1), workloadIdLimit: limits[0], serviceIdLimit: limits[1], records: [] })), "");
+    version++;
+  }
+  assert.equal(vm.retiredServices(), 0, "the removed services' VIPs and SANs are all released");
+  return version;
+}
+
+describe("VIPs and SANs a removed service keeps until a later delta releases them", () => {
+  const RICH: WireRecord[] = [
+    { service: rich(0, "a.ns.svc", ["10.96.0.1"], "spiffe://td/ns/n/sa/a") },
+    { service: rich(1, "b.ns.svc", ["10.96.0.2"], "spiffe://td/ns/n/sa/b") },
+    { service: rich(2, "c.ns.svc", ["10.96.0.3"], "spiffe://td/ns/n/sa/c") },
+    { workload: pod(0, [0, 1, 2]) },
+  ];
+  async function richBase(): Promise<MeshVm> {
+    const vm = await MeshVm.create();
+    assert.equal(vm.apply(full(RICH, 1n, LIMITS)), "");
+    return vm;
+  }
+
+  it("the VIP misses right after the remove, while its entry is still held", async () => {
+    const vm = await richBase();
+    assert.equal(vm.apply(deltaAt(1, [{ removeService: 1 }])), "");
+    assert.equal(vm.retiredServices(), 1, "service 1's VIP and SAN are kept for later");
+    assert.equal(vm.serviceByVip4("", "10.96.0.2"), -1);
+    assert.equal(vm.serviceByVip4("", "10.96.0.1"), 0);
+    const after = [RICH[0], RICH[2], { workload: pod(0, [0, 2]) }];
+    assert.equal(vm.digest(), await fullDigest(after));
+    drain(vm, 2);
+    assert.equal(vm.serviceByVip4("", "10.96.0.2"), -1);
+    assert.equal(vm.digest(), await fullDigest(after));
+  });
+
+  it("the same id upserted again with another VIP and SAN: the old VIP stays gone (same delta and next delta)", async () => {
+    for (const sameDelta of [true, false]) {
+      const vm = await richBase();
+      const upsert: WireRecord = { service: rich(1, "b.ns.svc", ["10.96.0.9"], "spiffe://td/ns/n/sa/b2") };
+      if (sameDelta) assert.equal(vm.apply(deltaAt(1, [{ removeService: 1 }, upsert])), "");
+      else {
+        assert.equal(vm.apply(deltaAt(1, [{ removeService: 1 }])), "");
+        assert.equal(vm.apply(deltaAt(2, [upsert])), "");
+      }
+      assert.equal(vm.serviceByVip4("", "10.96.0.2"), -1, `old VIP answers (same delta: ${sameDelta})`);
+      assert.equal(vm.serviceByVip4("", "10.96.0.9"), 1);
+      const after = [RICH[0], upsert, RICH[2], { workload: pod(0, [0, 2]) }];
+      assert.equal(vm.digest(), await fullDigest(after));
+      drain(vm, sameDelta ? 2 : 3);
+      assert.equal(vm.serviceByVip4("", "10.96.0.9"), 1, "releasing the old entries leaves the new one");
+      assert.equal(vm.digest(), await fullDigest(after));
+    }
+  });
+
+  it("a VIP re-used by another service in the same delta and in the next one, then back to its first holder", async () => {
+    const vm = await richBase();
+    // Same delta: 1 goes, 5 takes its VIP (1's entry is still held).
+    const five: WireRecord = { service: rich(5, "e.ns.svc", ["10.96.0.2"], "spiffe://td/ns/n/sa/e") };
+    assert.equal(vm.apply(deltaAt(1, [{ removeService: 1 }, five])), "");
+    assert.equal(vm.serviceByVip4("", "10.96.0.2"), 5);
+    // Next delta: 2 goes; the delta after it: 6 takes 2's VIP.
+    assert.equal(vm.apply(deltaAt(2, [{ removeService: 2 }])), "");
+    assert.equal(vm.serviceByVip4("", "10.96.0.3"), -1);
+    const six: WireRecord = { service: rich(6, "f.ns.svc", ["10.96.0.3"], "spiffe://td/ns/n/sa/f") };
+    assert.equal(vm.apply(deltaAt(3, [six])), "");
+    assert.equal(vm.serviceByVip4("", "10.96.0.3"), 6);
+    // The later release of 1's and 2's entries leaves 5's and 6's.
+    let version = drain(vm, 4);
+    assert.equal(vm.serviceByVip4("", "10.96.0.2"), 5);
+    assert.equal(vm.serviceByVip4("", "10.96.0.3"), 6);
+    assert.equal(vm.digest(), await fullDigest([RICH[0], five, six, { workload: pod(0, [0]) }]));
+    // 5 goes and 1 comes back with the VIP in one delta; a VIP held by a live service is refused.
+    assert.equal(vm.apply(deltaAt(version, [{ removeService: 5 }, RICH[1]])), "");
+    version++;
+    assert.equal(vm.serviceByVip4("", "10.96.0.2"), 1);
+    assert.match(vm.apply(deltaAt(version, [{ service: rich(7, "g.ns.svc", ["10.96.0.2"], "spiffe://td/ns/n/sa/g") }])), /VIP 10\.96\.0\.2 is already used by service 1/);
+    assert.equal(vm.digest(), await fullDigest([RICH[0], RICH[1], six, { workload: pod(0, [0]) }]));
+    drain(vm, version);
+    assert.equal(vm.serviceByVip4("", "10.96.0.2"), 1);
+    assert.equal(vm.digest(), await fullDigest([RICH[0], RICH[1], six, { workload: pod(0, [0]) }]));
+  });
+
+  it("a service with more VIPs than a removed one keeps releases them in the remove itself", async () => {
+    const vips = ["10.96.1.1", "10.96.1.2", "10.96.1.3", "10.96.1.4", "10.96.1.5"];
+    const vm = await MeshVm.create();
+    assert.equal(vm.apply(full([{ service: rich(0, "many.ns.svc", vips, "spiffe://td/ns/n/sa/m") }, { service: rich(1, "b.ns.svc", ["10.96.0.2"], "spiffe://td/ns/n/sa/b") }], 1n, LIMITS)), "");
+    assert.equal(vm.apply(deltaAt(1, [{ removeService: 0 }])), "");
+    assert.equal(vm.retiredServices(), 0);
+    for (const vip of vips) assert.equal(vm.serviceByVip4("", vip), -1);
+    assert.equal(vm.apply(deltaAt(2, [{ service: rich(3, "other.ns.svc", vips.slice(1), "spiffe://td/ns/n/sa/o") }])), "");
+    for (const vip of vips.slice(1)) assert.equal(vm.serviceByVip4("", vip), 3);
+  });
+});
+
+describe("lookups after 65,535 removes of services with a VIP and a SAN each (the crafted bench's input)", () => {
+  it("every VIP misses at once; re-adds answer; after the release every lookup equals a full load's", async () => {
+    const services = servicesWithVipAndSan(MAX_LIST);
+    const vipOf = (id: number) => services[id].vips![0].address;
+    const limits: [number, number] = [1, MAX_LIST];
+    const vm = await MeshVm.create();
+    assert.equal(vm.apply(full([...services.map((service) => ({ service })), { workload: manyMembershipsWorkload(0) }], 1n, limits)), "");
+    let version = 1n;
+    const next = (records: WireRecord[]) =>
+      encodeMessage({ kind: KIND.delta, epoch: EPOCH, baseVersion: version, version: ++version, workloadIdLimit: limits[0], serviceIdLimit: limits[1], records });
+    assert.equal(vm.apply(next(services.map((s) => ({ removeService: s.id })))), "");
+    assert.equal(vm.retiredServices(), MAX_LIST);
+    for (let id = 0; id < MAX_LIST; id++) if (vm.serviceByVip4("", vipOf(id)) !== -1) assert.fail(`VIP ${vipOf(id)} still answers`);
+    // The same id and VIP; another id on a removed service's VIP; a new VIP on a removed id.
+    const readded: WireService[] = [
+      { ...services[7] },
+      { ...services[9], vips: [{ address: vipOf(8) }], sans: ["spiffe://td/ns/c/sa/moved"] },
+      { ...services[8], hostname: "fresh.c", vips: [{ address: "10.200.0.8" }] },
+    ];
+    for (const s of readded) assert.equal(vm.apply(next([{ service: s }])), "");
+    const state: WireRecord[] = [...readded.map((service) => ({ service })), { workload: { ...manyMembershipsWorkload(0), memberships: [] } }];
+    const reference = await MeshVm.create();
+    assert.equal(reference.apply(full(state, 1n, limits)), "");
+    const compare = (when: string) => {
+      for (let id = 0; id < MAX_LIST; id++) {
+        const got = vm.serviceByVip4("", vipOf(id));
+        if (got !== reference.serviceByVip4("", vipOf(id))) assert.fail(`${when}: VIP ${vipOf(id)} → ${got}`);
+      }
+      assert.equal(vm.serviceByVip4("", "10.200.0.8"), 8);
+      assert.equal(vm.digest(), reference.digest());
+    };
+    compare("before the release");
+    assert.equal(vm.serviceByVip4("", vipOf(8)), 9);
+    drain(vm, Number(version), limits);
+    compare("after the release");
   });
 });

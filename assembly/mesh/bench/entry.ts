@@ -287,3 +287,8 @@ export function liveCounts(): Int32Array {
   out[2] = mesh.memLive;
   return out;
 }
+
+/** Removed services whose VIPs and SANs wait to be released (tests). */
+export function retiredServiceCount(): i32 {
+  return mesh.retiredServices.length;
+}
