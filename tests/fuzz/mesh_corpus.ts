@@ -14,6 +14,7 @@ import {
   manyPortsService,
   MAX_LIST,
   plainServices,
+  servicesWithVipAndSan,
   smallBase,
   textTableFull,
   upsertAbsentService,
@@ -40,6 +41,12 @@ export function craftedCorpus(): CraftedCase[] {
     { name: "65,535 memberships, full", message: full([...services, { workload: manyMembershipsWorkload(0) }], 1n, [1, MAX_LIST]), expect: "" },
     { name: "65,535 memberships, delta", base: servicesOnly, message: delta(1n, [{ workload: manyMembershipsWorkload(0) }], [1, MAX_LIST]), expect: "" },
     { name: "65,535 memberships, last repeats first", base: servicesOnly, message: delta(1n, [{ workload: manyMembershipsWorkload(0, MAX_LIST, true) }], [1, MAX_LIST]), expect: /\.memberships\[65534\]\.service: service 0 is listed twice$/ },
+    {
+      name: "65,535 removes of services with a VIP and a SAN, delta",
+      base: full([...servicesWithVipAndSan(MAX_LIST).map((service) => ({ service })), { workload: manyMembershipsWorkload(0) }], 1n, [1, MAX_LIST]),
+      message: delta(1n, services.map((s) => ({ removeService: s.service.id })), [1, MAX_LIST]),
+      expect: "",
+    },
     { name: "dangling membership, full", base: smallBase(1n, [4, 8]), message: danglingFull(2n), expect: /\.memberships\[1\]\.service: service 3 is not in this full message$/ },
     { name: "upsert of the service a refused full message named", base: smallBase(1n, [4, 8]), message: upsertAbsentService(1n), expect: "" },
   ];

@@ -19,6 +19,7 @@ import {
   manyPortsService,
   MAX_LIST,
   plainServices,
+  servicesWithVipAndSan,
   smallBase,
   textTableFull,
   upsertAbsentService,
@@ -205,6 +206,23 @@ describe("crafted messages: removing what 65,535 memberships tie together", () =
     // The pods are whole and can join services again.
     assert.equal(vm.apply(delta(2n, [services[7]!, { workload: { ...manyMembershipsWorkload(1, 1), memberships: [{ service: 7 }], addresses: ["10.200.0.2"] } }], [2, MAX_LIST])), "");
     assert.deepEqual(vm.live(), { workloads: 2, services: 1, memberships: 1 });
+  });
+});
+
+describe("crafted messages: removing 65,535 services with a VIP and a SAN each", () => {
+  it("one delta removes them all within the memory bound; no VIP answers; the VIPs can be given again", async () => {
+    const rich = servicesWithVipAndSan(MAX_LIST);
+    const vm = await vmWith(full([...rich.map((service) => ({ service })), { workload: manyMembershipsWorkload(0) }], 1n, [1, MAX_LIST]));
+    const message = delta(1n, rich.map((s) => ({ removeService: s.id })), [1, MAX_LIST]);
+    const { error, growth, before } = measure(vm, message);
+    assert.equal(error, "");
+    assert.deepEqual(vm.live(), { workloads: 1, services: 0, memberships: 0 });
+    assertBounded(growth, message, "65,535 removes of services with a VIP and a SAN", before);
+    for (const id of [0, 1, 255, 256, 65_534]) assert.equal(vm.serviceByVip4("", rich[id]!.vips![0]!.address), -1);
+    // Every VIP given to another id in one delta: each is taken over from its removed holder.
+    const moved = rich.map((s) => ({ service: { ...s, id: MAX_LIST - 1 - s.id, hostname: `moved${s.id}.c` } }));
+    assert.equal(vm.apply(delta(2n, moved, [1, MAX_LIST])), "");
+    for (const id of [0, 1, 255, 256, 65_534]) assert.equal(vm.serviceByVip4("", rich[id]!.vips![0]!.address), MAX_LIST - 1 - id);
   });
 });
 
