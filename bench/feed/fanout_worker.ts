@@ -39,6 +39,8 @@ export type WorkerQuestion =
 export interface HoldingAnswer {
   holding: number;
   latest: number;
+  /** When each holding poller first did (the restart's spread after ready). */
+  times: number[];
 }
 
 export interface ReachAnswer {
@@ -69,13 +71,15 @@ function counters(): PollerCounters {
 function holding(epoch: number, version: number, after: number): HoldingAnswer {
   let n = 0;
   let latest = 0;
+  const times: number[] = [];
   for (const p of pollers) {
     const t = p.firstHolding(epoch, version, after);
     if (t === undefined) continue;
     n++;
     latest = Math.max(latest, t);
+    times.push(t);
   }
-  return { holding: n, latest };
+  return { holding: n, latest, times };
 }
 
 function reach(epoch: number, versions: number[], after: number): ReachAnswer {

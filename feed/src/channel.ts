@@ -161,7 +161,17 @@ export class FeedChannelServer {
     routeChannel(this.source, req, res, this.maxWaitSeconds);
   }
 
-  async listen(): Promise<AddressInfo> {
+  /** Whether the channel accepts connections now (main.ts: once the feed has a model). */
+  get listening(): boolean {
+    return this.server?.listening === true;
+  }
+
+  /**
+   * Builds the server (the certificate files are read here: a bad set fails the start at once)
+   * without listening: the feed listens once it has a model to serve (main.ts, listen()).
+   */
+  prepare(): Server {
+    if (this.server) return this.server;
     const handler = this.guard.wrap((req, res) => {
       try {
         this.handle(req, res);
@@ -193,11 +203,17 @@ export class FeedChannelServer {
       server = tls;
     }
     this.server = server;
+    // Watched from now: a rotation during a long start is in force when the channel listens.
+    files?.watch(this.config.reloadMs);
+    return server;
+  }
+
+  async listen(): Promise<AddressInfo> {
+    const server = this.prepare();
     await new Promise<void>((done, fail) => {
       server.once("error", fail);
       server.listen(this.config.port, this.config.address, () => done());
     });
-    files?.watch(this.config.reloadMs);
     return server.address() as AddressInfo;
   }
 
