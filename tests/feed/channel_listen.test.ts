@@ -3,15 +3,26 @@
 // test can cut: a feed that has no model yet (its initial lists not in) does not listen, so a
 // filter's poll is a refused connection, not a connection whose TLS handshake waits behind the
 // start; once it has a model it listens and serves; a replica cut off from its API server later
-// keeps accepting and answers each poll 503 with the reason (the serving gate), as before.
+// keeps accepting and answers each poll 503 with the reason (the serving gate), as before. Its
+// accept queue is as long as the kernel allows (feed/docs/server-limits.md, "The accept queue").
 // Run: bash scripts/in-netns.sh node --import tsx --test tests/feed/channel_listen.test.ts
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createConnection } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { startKubeCluster, type KubeCluster } from "../support/kube.js";
 import { channelGet } from "../support/feed_tls.js";
 import { eventually, sleep } from "./harness.js";
 import { metric, readyz, ReplicaSet, TARGET, TIMING, type Replica } from "./replicas_support.js";
+
+/** The accept queue's length of the socket listening on the port (`ss`: a listener's Send-Q). */
+function acceptBacklog(port: number): number {
+  const line = execFileSync("ss", ["-Hltn", `sport = :${port}`], { encoding: "utf8" }).trim();
+  const fields = line.split(/\s+/);
+  assert.equal(fields[0], "LISTEN", `one listener on ${port}: ${line}`);
+  return Number(fields[2]);
+}
 
 /** How a TCP connection to the port ends: "connected" (something accepted it) or the error's code. */
 function connectOutcome(port: number): Promise<string> {
@@ -62,6 +73,9 @@ describe("feed: the channel listens once the feed has a model", { concurrency: f
     }
     await replica.relay.restore();
     await set.ready(replica);
+    // The longest accept queue the kernel gives (Node's default is 511): thousands of VMs come
+    // back within seconds of a restart.
+    assert.equal(acceptBacklog(port), Number(readFileSync("/proc/sys/net/core/somaxconn", "utf8").trim()));
     // Nothing reached the TLS layer before it listened: no handshake failed.
     assert.equal((await metric(replica, "feed_channel_refused_total", { reason: "handshake" })) ?? 0, 0);
     const answer = await poll();
