@@ -121,6 +121,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   } catch (error) {
     controller.stop();
     await http?.close();
+    await channel?.close();
     await health?.close();
     throw error;
   }
