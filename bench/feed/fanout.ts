@@ -84,7 +84,7 @@ function diff(a: PollerCounters, b: PollerCounters): PollerCounters {
  * poller, not even the observer, has to get a full message first) from an answer taken at or
  * after `after`; the time the last one did (ms, now() clock), NaN past `timeoutMs`.
  */
-async function converged(fleet: PollerFleet, feed: FeedProcess, pollers: number, after: number, timeoutMs: number): Promise<{ at: number; holding: number }> {
+async function converged(fleet: PollerFleet, feed: FeedProcess, pollers: number, after: number, timeoutMs: number): Promise<{ at: number; holding: number; times: number[]; sentAts: number[] }> {
   const started = performance.now();
   let said = started;
   // The position read after one loop's check is the next loop's before (one /metrics read per
@@ -93,11 +93,11 @@ async function converged(fleet: PollerFleet, feed: FeedProcess, pollers: number,
   let before = await feed.position();
   for (;;) {
     const { epoch, version } = before;
-    const h = epoch === 0 ? { holding: 0, latest: 0 } : await fleet.holding(epoch, version, after);
+    const h = epoch === 0 ? { holding: 0, latest: 0, times: [], sentAts: [] } : await fleet.holding(epoch, version, after);
     const still = await feed.position();
     before = still;
-    if (h.holding === pollers && epoch === still.epoch && version === still.version) return { at: h.latest, holding: h.holding };
-    if (performance.now() - started > timeoutMs) return { at: NaN, holding: h.holding };
+    if (h.holding === pollers && epoch === still.epoch && version === still.version) return { at: h.latest, holding: h.holding, times: h.times, sentAts: h.sentAts };
+    if (performance.now() - started > timeoutMs) return { at: NaN, holding: h.holding, times: h.times, sentAts: h.sentAts };
     if (performance.now() - said > 15_000) {
       say(`${h.holding} of ${pollers} pollers hold ${epoch}/${version}`);
       said = performance.now();
@@ -336,6 +336,7 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
   const readyAt = stoppedAt + (next.readyAt - stoppedPerf);
   const cpuAtReady = cpuMicros(next.pid);
   say(`restart: ready after ${round(readySeconds)} s`);
+  const atReady = await fleet.counters();
   const end = await converged(fleet, next, c.pollers, stoppedAt, (c.restartWaitSeconds ?? 600) * 1000);
   const after = diff(before, await fleet.counters());
   const fromReady = (end.at - readyAt) / 1000;
@@ -359,6 +360,16 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
     bytesSent: after.bytes,
     bytesPerPoller: Math.round(after.bytes / c.pollers),
     failures: after.unavailable + after.refused,
+    // The pollers' failed attempts from the feed's ready on (each costs its poller a backoff),
+    // and when the pollers got there: with every retry within 5 s of ready, p90 < 5 s.
+    failuresAfterReady: after.unavailable + after.refused - (atReady.unavailable + atReady.refused - before.unavailable - before.refused),
+    readyToPollerP50Seconds: round((percentile(end.times, 50) - readyAt) / 1000, 2),
+    readyToPollerP90Seconds: round((percentile(end.times, 90) - readyAt) / 1000, 2),
+    // Of those answers: ready → the request sent (the clients' retry), and sent → answered.
+    readyToRequestP50Seconds: round((percentile(end.sentAts, 50) - readyAt) / 1000, 2),
+    readyToRequestP90Seconds: round((percentile(end.sentAts, 90) - readyAt) / 1000, 2),
+    requestToAnswerP50Ms: round(percentile(end.times.map((t, i) => t - end.sentAts[i]), 50)),
+    requestToAnswerP90Ms: round(percentile(end.times.map((t, i) => t - end.sentAts[i]), 90)),
     // Pollers with a request out when the feed was told to stop: each is answered a no-change
     // (the stopping feed lets its held polls go) or fails (reset, or the next poll refused).
     inFlightAtStop: inFlight(before),

@@ -77,7 +77,7 @@ export class PollerFleet {
   /** How many pollers hold (epoch, version) from an answer at or after `after`, and when the last did. */
   async holding(epoch: number, version: number, after: number): Promise<HoldingAnswer> {
     const all = await Promise.all(this.workers.map((w) => w.ask<HoldingAnswer>({ type: "holding", epoch, version, after })));
-    return { holding: all.reduce((s, a) => s + a.holding, 0), latest: Math.max(0, ...all.map((a) => a.latest)) };
+    return { holding: all.reduce((s, a) => s + a.holding, 0), latest: Math.max(0, ...all.map((a) => a.latest)), times: all.flatMap((a) => a.times), sentAts: all.flatMap((a) => a.sentAts) };
   }
 
   /**

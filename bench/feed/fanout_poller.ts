@@ -80,6 +80,8 @@ export class Poller {
   readonly counters = zeroCounters();
   /** Answers taken, flat (time, epoch, version) triples in time order. */
   private answers = new Float64Array(3 * 64);
+  /** When the request of each answer was sent (the same index). */
+  private sentAts = new Float64Array(64);
   private answerCount = 0;
   private resync = false;
   /** The feed asked for the bucket digests: the next poll POSTs them (without them: asks for a full model). */
@@ -118,10 +120,15 @@ export class Poller {
 
   /** The first time at or after `after` this poller held (epoch, version), or undefined. */
   firstHolding(epoch: number, version: number, after: number): number | undefined {
+    return this.firstHoldingAnswer(epoch, version, after)?.t;
+  }
+
+  /** The same, with when that answer's request was sent. */
+  firstHoldingAnswer(epoch: number, version: number, after: number): { t: number; sentAt: number } | undefined {
     const a = this.answers;
     for (let i = 0; i < this.answerCount; i++) {
       const t = a[3 * i];
-      if (t >= after && holds({ epoch: a[3 * i + 1], version: a[3 * i + 2] }, epoch, version)) return t;
+      if (t >= after && holds({ epoch: a[3 * i + 1], version: a[3 * i + 2] }, epoch, version)) return { t, sentAt: this.sentAts[i] };
     }
     return undefined;
   }
@@ -149,12 +156,16 @@ export class Poller {
     return out;
   }
 
-  private record(t: number): void {
+  private record(t: number, sentAt: number): void {
     if (3 * (this.answerCount + 1) > this.answers.length) {
       const grown = new Float64Array(this.answers.length * 2);
       grown.set(this.answers);
       this.answers = grown;
+      const sent = new Float64Array(this.sentAts.length * 2);
+      sent.set(this.sentAts);
+      this.sentAts = sent;
     }
+    this.sentAts[this.answerCount] = sentAt;
     this.answers.set([t, this.at.epoch, this.at.version], 3 * this.answerCount++);
   }
 
@@ -252,7 +263,7 @@ export class Poller {
         this.at = next;
         this.answered();
         const t = now();
-        this.record(t);
+        this.record(t, sentAt);
         // A stopping feed (x-feed-stopping, its connection closing): again within a second, spread
         // (doubling to 5 s for marked answers in a row).
         this.next(res.headers[Retry.STOPPING_HEADER] !== undefined, t, header.kind === "no-change" && t < sentAt + MIN_HOLD_MS);

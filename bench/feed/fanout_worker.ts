@@ -39,6 +39,10 @@ export type WorkerQuestion =
 export interface HoldingAnswer {
   holding: number;
   latest: number;
+  /** When each holding poller first did (the restart's spread after ready). */
+  times: number[];
+  /** When the request of each of those answers was sent (the same order). */
+  sentAts: number[];
 }
 
 export interface ReachAnswer {
@@ -69,13 +73,17 @@ function counters(): PollerCounters {
 function holding(epoch: number, version: number, after: number): HoldingAnswer {
   let n = 0;
   let latest = 0;
+  const times: number[] = [];
+  const sentAts: number[] = [];
   for (const p of pollers) {
-    const t = p.firstHolding(epoch, version, after);
-    if (t === undefined) continue;
+    const a = p.firstHoldingAnswer(epoch, version, after);
+    if (a === undefined) continue;
     n++;
-    latest = Math.max(latest, t);
+    latest = Math.max(latest, a.t);
+    times.push(a.t);
+    sentAts.push(a.sentAt);
   }
-  return { holding: n, latest };
+  return { holding: n, latest, times, sentAts };
 }
 
 function reach(epoch: number, versions: number[], after: number): ReachAnswer {

@@ -36,6 +36,13 @@ import { ServerGuard } from "./server_guard.js";
 import { TlsFiles } from "./tls_files.js";
 
 export const REFUSED = "feed_channel_refused_total";
+/**
+ * The accept queue asked for: the kernel caps it at net.core.somaxconn (4096 by default), as Go
+ * servers like istiod get. Node's default, 511, overflowed when 2,000 VMs came back within the
+ * seconds after a restart (the fan-out bench counted thousands of ListenOverflows): a connection
+ * dropped there waits for its SYN to be sent again, 1 s, then 2 s more, with the feed idle.
+ */
+const ACCEPT_BACKLOG = 65_535;
 /** Distinct (caller, target) pairs logged on their first read; past it, no more such lines. */
 const MAX_READERS_LOGGED = 10_000;
 
@@ -161,7 +168,17 @@ export class FeedChannelServer {
     routeChannel(this.source, req, res, this.maxWaitSeconds);
   }
 
-  async listen(): Promise<AddressInfo> {
+  /** Whether the channel accepts connections now (main.ts: once the feed has a model). */
+  get listening(): boolean {
+    return this.server?.listening === true;
+  }
+
+  /**
+   * Builds the server (the certificate files are read here: a bad set fails the start at once)
+   * without listening: the feed listens once it has a model to serve (main.ts, listen()).
+   */
+  prepare(): Server {
+    if (this.server) return this.server;
     const handler = this.guard.wrap((req, res) => {
       try {
         this.handle(req, res);
@@ -193,11 +210,17 @@ export class FeedChannelServer {
       server = tls;
     }
     this.server = server;
+    // Watched from now: a rotation during a long start is in force when the channel listens.
+    files?.watch(this.config.reloadMs);
+    return server;
+  }
+
+  async listen(): Promise<AddressInfo> {
+    const server = this.prepare();
     await new Promise<void>((done, fail) => {
       server.once("error", fail);
-      server.listen(this.config.port, this.config.address, () => done());
+      server.listen({ port: this.config.port, host: this.config.address, backlog: ACCEPT_BACKLOG }, () => done());
     });
-    files?.watch(this.config.reloadMs);
     return server.address() as AddressInfo;
   }
 

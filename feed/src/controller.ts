@@ -527,11 +527,26 @@ export class FeedController implements SnapshotSource {
     return this.targets.flatMap((s) => (s.published ? [s.published] : []));
   }
 
+  /**
+   * Why the feed has no model to serve yet (its start: the initial lists are not in, or a target
+   * has published nothing); undefined once it has one. The channel listens from then on (main.ts).
+   */
+  noModel(): string | undefined {
+    const notSynced = this.clusters.filter((c) => !this.synced.has(c.clusterId)).map((c) => c.clusterId);
+    if (!this.allSynced()) return notSynced.length > 0 ? `waiting for the initial lists of ${notSynced.join(", ")}` : "waiting for the remote secrets' first list";
+    const unpublished = this.targets.filter((s) => (s.eager ? !s.published : (this.networks.get(s.target.network)?.channel.version ?? 0) === 0)).map((s) => s.target.name);
+    if (unpublished.length > 0) return `nothing published yet for ${unpublished.join(", ")}`;
+    return undefined;
+  }
+
+  /** main.ts: whether the channel listens (it does once there is a model); unready until it does. */
+  channelListening: (() => boolean) | undefined;
+
   ready(): { ready: boolean; reason: string } {
     const notSynced = this.clusters.filter((c) => !this.synced.has(c.clusterId)).map((c) => c.clusterId);
-    if (!this.allSynced()) return { ready: false, reason: notSynced.length > 0 ? `waiting for the initial lists of ${notSynced.join(", ")}` : "waiting for the remote secrets' first list" };
-    const unpublished = this.targets.filter((s) => (s.eager ? !s.published : (this.networks.get(s.target.network)?.channel.version ?? 0) === 0)).map((s) => s.target.name);
-    if (unpublished.length > 0) return { ready: false, reason: `nothing published yet for ${unpublished.join(", ")}` };
+    const noModel = this.noModel();
+    if (noModel !== undefined) return { ready: false, reason: noModel };
+    if (this.channelListening?.() === false) return { ready: false, reason: "the channel is not listening yet" };
     const notServing = this.gate?.refusal();
     if (notServing !== undefined) return { ready: false, reason: `not serving the channel: ${notServing}` };
     const now = Date.now();

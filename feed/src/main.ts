@@ -9,9 +9,10 @@
 // SIGTERM/SIGINT stop it.
 import { parseArgs } from "node:util";
 import { isMainThread } from "node:worker_threads";
+import type { AddressInfo } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { ClusterSet } from "./cluster_set.js";
-import { defaultLogger, FeedController } from "./controller.js";
+import { defaultLogger, FeedController, type Logger } from "./controller.js";
 import { loadFeedConfig, loadNetworks } from "./config.js";
 import { WasmPluginDelivery } from "./deliver/wasmplugin.js";
 import { FeedChannelServer } from "./channel.js";
@@ -44,6 +45,37 @@ function kubeConfigOf(kubeConfigs: Map<string, KubeConfig>, cluster: string): Ku
   const kc = kubeConfigs.get(cluster);
   if (!kc) throw new Error(`leaderElection.cluster: cluster ${JSON.stringify(cluster)} has no kubeconfig`);
   return kc;
+}
+
+/** How often a feed without a model yet looks again whether it has one (to start listening). */
+const MODEL_CHECK_MS = 100;
+
+/**
+ * Listens on the channel once the controller has a model (at once when it has one), unless the
+ * feed stopped first. A failure to listen (the port taken) rejects; startFeed fails with it when
+ * the model came in its start, otherwise it is logged and the feed stays unready (ready(): the
+ * channel is not listening).
+ */
+function listenOnceModelled(controller: FeedController, channel: FeedChannelServer, stopped: () => boolean, log: Logger): Promise<AddressInfo> {
+  return new Promise<void>((modelled, gone) => {
+    const look = () => {
+      if (stopped()) return gone(new Error("the feed stopped before it had a model"));
+      if (controller.noModel() !== undefined) return setTimeout(look, MODEL_CHECK_MS).unref();
+      modelled();
+    };
+    look();
+  }).then(() =>
+    channel.listen().then(
+      (address) => {
+        log("info", `channel: listening on port ${address.port} (the feed has a model)`);
+        return address;
+      },
+      (error: Error) => {
+        log("error", `channel: cannot listen: ${error.message}; the feed stays unready`);
+        throw error;
+      },
+    ),
+  );
 }
 
 export async function startFeed(configPath: string): Promise<RunningFeed> {
@@ -79,12 +111,17 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
       port = (await http.listen(config.operator.port, config.operator.address)).port;
     }
     if (config.channel) {
+      // Built now (its certificate files read: a bad set fails the start at once), listening
+      // once there is a model (below).
       channel = new FeedChannelServer(controller, config.channel, config.targets, controller.metrics, log, config.delta.maxWaitSeconds);
-      channelPort = (await channel.listen()).port;
+      channel.prepare();
+      const c = channel;
+      controller.channelListening = () => c.listening;
     }
   } catch (error) {
     controller.stop();
     await http?.close();
+    await channel?.close();
     await health?.close();
     throw error;
   }
@@ -124,16 +161,37 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   reloader = new ConfigReloader(configPath, config, { clusters: clusterSet, setReaders: (t, r) => channel?.setReaders(t, r), recompute: () => controller.recompute(), metrics: controller.metrics, log });
   reloader.start();
   await controller.flush();
+  // The channel listens only once the feed has a model: during the start (the lists, the first
+  // computation and check, seconds of a blocked event loop at 100k pods) a filter's poll is a
+  // refused connection, which it retries within 5 s (feed_retry.ts), instead of a connection
+  // the kernel accepts and whose TLS handshake waits behind the start and times out.
+  // feed/docs/high-availability.md, "Restarts and reconnection".
+  let stopped = false;
+  const listening = channel ? listenOnceModelled(controller, channel, () => stopped, log) : undefined;
+  try {
+    if (listening && controller.noModel() === undefined) channelPort = (await listening).port;
+  } catch (error) {
+    controller.stop();
+    await stopInputs();
+    await http?.close();
+    await channel?.close();
+    await health?.close();
+    throw error;
+  }
+  void listening?.then((a) => (channelPort = a.port)).catch(() => undefined);
   return {
     controller,
     http,
     port,
     channel,
-    channelPort,
+    get channelPort() {
+      return channelPort;
+    },
     healthPort,
     clusters: clusterSet,
     reload: () => reloader?.check(),
     async stop() {
+      stopped = true;
       controller.stop();
       await stopInputs();
       await http?.close();

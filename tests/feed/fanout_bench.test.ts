@@ -149,6 +149,8 @@ describe("fan-out bench", () => {
     // that is refused. Either way, each poller with a request out saw the stop.
     assert.ok(r.failures + r.noChange >= r.inFlightAtStop, `every poller with a request out saw the feed stop: ${JSON.stringify(r)}`);
     assert.ok(r.bytesSent > 0 && r.bytesPerPoller === Math.round(r.bytesSent / 50));
+    assert.ok(r.failuresAfterReady >= 0 && r.failuresAfterReady <= r.failures, JSON.stringify(r));
+    assert.ok(r.readyToPollerP50Seconds <= r.readyToPollerP90Seconds && r.readyToPollerP90Seconds <= r.readyToEveryPollerSeconds + 0.01, JSON.stringify(r));
     // The same mesh after the restart: a poller's model is current, so it is told so (format 3).
     assert.ok(r.rebased >= 1, `a current model is rebased, not resent: ${JSON.stringify(r)}`);
     assert.equal(r.feedRebased >= r.rebased, true, "the feed counted the rebased no-changes the pollers took");

@@ -116,11 +116,13 @@ export class ReplicaSet {
    * Starts a replica (a new process, a new identity); resolves once it listens (not once it is
    * ready). `channelPort`: the channel port of a replica it replaces (a pod restarted behind the
    * same endpoint, as a Service's sidecars keep reaching it); a free one otherwise.
+   * `apiServerCut`: its relay starts cut (the API server out of reach until `relay.restore()`).
    */
-  async start(channelPort?: number): Promise<Replica> {
+  async start(channelPort?: number, options: { apiServerCut?: boolean } = {}): Promise<Replica> {
     const identity = `replica-${this.serial++}`;
     const server = new URL(this.cluster.kubeConfig.getCurrentCluster()?.server ?? "");
     const relay = await Relay.start({ host: server.hostname, port: Number(server.port) });
+    if (options.apiServerCut) await relay.cut();
     const operatorPort = await freePort();
     channelPort ??= await freePort();
     const config = {

@@ -1,6 +1,7 @@
 // The feed publishes nothing before every informer of every cluster has its initial list: a
-// feed started (or restarted) against an API server that already holds 10,000 mesh pods must
-// answer /delta with 503 until then, and every model it serves afterwards must hold all of them.
+// feed started (or restarted) against an API server that already holds 10,000 mesh pods does
+// not even listen on its channel until then (a poll is a refused connection; a 503 would do as
+// well), and every model it serves afterwards must hold all of them.
 // Without that rule the lists of the small kinds (namespaces, services, nodes) come in first,
 // the debounced render fires, and version 1 goes out with the pods that were listed so far
 // (none): every filter polling then would adopt a model without pods.
@@ -44,10 +45,12 @@ async function fetchDelta(base: string, epoch: number, version: number, wait: nu
  * Starts the feed and polls it from the first moment: full-message requests every few ms until
  * one is served, then long polls that follow each new version for `followMs`. Returns every answer.
  */
-async function startAndWatch(cluster: KubeCluster, followMs: number): Promise<{ run: FeedRun; answers: Served[] }> {
+async function startAndWatch(cluster: KubeCluster, followMs: number): Promise<{ run: FeedRun; answers: Served[]; failures: string[] }> {
   const answers: Served[] = [];
+  /** How each poll before the first model failed (the error's code). */
+  const failures: string[] = [];
   // A fixed channel port, so the client can poll while startFeed is still listing (it resolves
-  // only after the initial lists; its channel answers from the start).
+  // only after the initial lists; its channel listens once it has a model).
   const port = await freePort();
   const base = `https://127.0.0.1:${port}`;
   let started: FeedRun | undefined;
@@ -56,11 +59,11 @@ async function startAndWatch(cluster: KubeCluster, followMs: number): Promise<{ 
     (r) => (started = r),
     (error) => (failed = error),
   );
-  // Before anything is published: 503, as many times as the lists take (or no listener yet).
+  // Before anything is published: refused connections (or 503), as many as the lists take.
   let first: Served | undefined;
   while (!first) {
     if (failed) throw failed;
-    const a = await fetchDelta(base, 0, 0, 0).catch(() => undefined);
+    const a = await fetchDelta(base, 0, 0, 0).catch((error: NodeJS.ErrnoException) => void failures.push(error.code ?? error.message));
     if (a) answers.push(a);
     if (a?.status === 200) first = a;
     else await sleep(5);
@@ -78,7 +81,7 @@ async function startAndWatch(cluster: KubeCluster, followMs: number): Promise<{ 
       at = next;
     }
   }
-  return { run: started, answers };
+  return { run: started, answers, failures };
 }
 
 describe(`the feed publishes only after every informer has listed (${PODS} pods in a real API server)`, () => {
@@ -105,16 +108,18 @@ describe(`the feed publishes only after every informer has listed (${PODS} pods 
   });
 
   for (const round of ["started", "restarted"]) {
-    it(`${round}: 503 until the lists are in, then every model served holds all ${PODS} pods`, async (t) => {
+    it(`${round}: refused until the lists are in, then every model served holds all ${PODS} pods`, async (t) => {
       await run?.feed.stop();
       const watched = await startAndWatch(cluster, 3000);
       run = watched.run;
       const refused = watched.answers.filter((a) => a.status === 503).length;
       const served = watched.answers.filter((a) => a.status === 200);
-      t.diagnostic(`${round}: ${refused} answers 503 before the first model, then ${served.length} models served (versions ${[...new Set(served.map((a) => a.version))].join(", ")})`);
+      t.diagnostic(`${round}: ${watched.failures.length} polls refused and ${refused} answered 503 before the first model, then ${served.length} models served (versions ${[...new Set(served.map((a) => a.version))].join(", ")})`);
       assert.ok(watched.answers.every((a) => a.status === 200 || a.status === 503), `only 200 or 503: ${watched.answers.map((a) => a.status)}`);
+      // Nothing accepted a connection and then dropped it: before the model, nothing listened.
+      assert.deepEqual([...new Set(watched.failures)], watched.failures.length > 0 ? ["ECONNREFUSED"] : [], "how polls before the model failed");
       assert.ok(served.length >= 1);
-      assert.ok(refused >= 1, "the client asked while the lists were coming in, and got 503");
+      assert.ok(watched.failures.length + refused >= 1, "the client asked while the lists were coming in, and was refused");
       for (const a of served) {
         assert.equal(a.kind, "full");
         assert.equal(a.workloads, PODS, `version ${a.version} of epoch ${a.epoch} holds ${a.workloads} of ${PODS} pods`);
