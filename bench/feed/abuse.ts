@@ -51,7 +51,7 @@ export async function abuseBench(options: Partial<AbuseOptions> = {}): Promise<v
     try {
       const pid = feed.child.pid ?? 0;
       const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-      // Rest: one full message built (the model's own cost), then the lowest RSS over 10 s.
+      // Rest: one full message built (the model's own cost), then the lowest RSS over 20 s.
       const first = await fetch(`${feed.operator}/metrics`).then((r) => r.text());
       const rest = await restingRss(pid);
       // Read after the rest is taken: right after ready the feed still holds its start's garbage.

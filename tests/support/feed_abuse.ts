@@ -132,10 +132,11 @@ export function rssOf(pid: number): number {
 
 /**
  * The feed's resting RSS: the lowest of samples over `ms` after it turned ready. Right after
- * ready it still holds the garbage of its initial read until V8's memory reducer runs (seconds
- * later); a reading taken then would count that as "rest" and hide what an attack adds.
+ * ready it still holds the garbage of its initial read until V8's memory reducer runs (8-12 s
+ * later in the abuse bench's runs: 450 MB, then 290 MB); a reading taken before would count
+ * that as "rest" and hide what an attack adds.
  */
-export async function restingRss(pid: number, ms = 10_000): Promise<number> {
+export async function restingRss(pid: number, ms = 20_000): Promise<number> {
   let low = rssOf(pid);
   for (const until = Date.now() + ms; Date.now() < until; ) {
     await new Promise((done) => setTimeout(done, 250));
