@@ -49,8 +49,8 @@ export class AddrTable4 {
     return unchecked(this.slots[<i32>(slotOf(mix32(ip), this.capacity) << 1)]);
   }
 
-  /** The owner of `ip` on `network`, or -1. */
-  find(ip: u32, network: i32): i32 {
+  /** The slot of `ip`'s entry on `network` (its index in `slots`), or -1. */
+  @inline private entryAt(ip: u32, network: i32): i32 {
     const slots = this.slots;
     const capacity = this.capacity;
     const net = <u32>network;
@@ -59,12 +59,16 @@ export class AddrTable4 {
       const at = <i32>(i << 1);
       const packed = unchecked(slots[at + 1]);
       if (packed == 0) return -1;
-      if (unchecked(slots[at]) == ip && packed >> OWNER_BITS == net) {
-        return <i32>(packed & OWNER_MASK) - 1;
-      }
+      if (unchecked(slots[at]) == ip && packed >> OWNER_BITS == net) return at;
       i = i + 1 == capacity ? 0 : i + 1;
     }
     return -1;
+  }
+
+  /** The owner of `ip` on `network`, or -1. */
+  find(ip: u32, network: i32): i32 {
+    const at = this.entryAt(ip, network);
+    return at < 0 ? -1 : <i32>(unchecked(this.slots[at + 1]) & OWNER_MASK) - 1;
   }
 
   /**
@@ -101,21 +105,10 @@ export class AddrTable4 {
   take(ip: u32, owner: i32, network: i32): i32 {
     const added = this.insert(ip, owner, network);
     if (added == ADDED || added == FULL || added == owner) return added == owner ? ADDED : added;
-    const slots = this.slots;
-    const capacity = this.capacity;
-    const net = <u32>network;
-    let i = slotOf(mix32(ip), capacity);
-    for (let probes: u32 = 0; probes < capacity; probes++) {
-      const at = <i32>(i << 1);
-      const packed = unchecked(slots[at + 1]);
-      if (packed == 0) return FULL;
-      if (unchecked(slots[at]) == ip && packed >> OWNER_BITS == net) {
-        unchecked((slots[at + 1] = pack(owner, network)));
-        return ADDED;
-      }
-      i = i + 1 == capacity ? 0 : i + 1;
-    }
-    return FULL;
+    const at = this.entryAt(ip, network);
+    if (at < 0) return FULL;
+    unchecked((this.slots[at + 1] = pack(owner, network)));
+    return ADDED;
   }
 
   /**
@@ -214,7 +207,8 @@ export class AddrTable6 {
     return this.used;
   }
 
-  find(hi: u64, lo: u64, network: i32): i32 {
+  /** The slot of (hi, lo)'s entry on `network` (its index in `owners`), or -1. */
+  @inline private entryAt(hi: u64, lo: u64, network: i32): i32 {
     const keys = this.keys;
     const owners = this.owners;
     const mask = this.mask;
@@ -224,12 +218,15 @@ export class AddrTable6 {
       const packed = unchecked(owners[<i32>i]);
       if (packed == 0) return -1;
       const at = <i32>(i << 1);
-      if (packed >> OWNER_BITS == net && unchecked(keys[at]) == hi && unchecked(keys[at + 1]) == lo) {
-        return <i32>(packed & OWNER_MASK) - 1;
-      }
+      if (packed >> OWNER_BITS == net && unchecked(keys[at]) == hi && unchecked(keys[at + 1]) == lo) return <i32>i;
       i = (i + 1) & mask;
     }
     return -1;
+  }
+
+  find(hi: u64, lo: u64, network: i32): i32 {
+    const slot = this.entryAt(hi, lo, network);
+    return slot < 0 ? -1 : <i32>(unchecked(this.owners[slot]) & OWNER_MASK) - 1;
   }
 
   insert(hi: u64, lo: u64, owner: i32, network: i32): i32 {
@@ -251,22 +248,10 @@ export class AddrTable6 {
   take(hi: u64, lo: u64, owner: i32, network: i32): i32 {
     const added = this.insert(hi, lo, owner, network);
     if (added == ADDED || added == FULL || added == owner) return added == owner ? ADDED : added;
-    const keys = this.keys;
-    const owners = this.owners;
-    const mask = this.mask;
-    const net = <u32>network;
-    let i = <u32>mix64(hi ^ mix64(lo)) & mask;
-    for (let probes: u32 = 0; probes <= mask; probes++) {
-      const packed = unchecked(owners[<i32>i]);
-      if (packed == 0) return FULL;
-      const at = <i32>(i << 1);
-      if (packed >> OWNER_BITS == net && unchecked(keys[at]) == hi && unchecked(keys[at + 1]) == lo) {
-        unchecked((owners[<i32>i] = pack(owner, network)));
-        return ADDED;
-      }
-      i = (i + 1) & mask;
-    }
-    return FULL;
+    const slot = this.entryAt(hi, lo, network);
+    if (slot < 0) return FULL;
+    unchecked((this.owners[slot] = pack(owner, network)));
+    return ADDED;
   }
 
   /** Removes (hi, lo) on `network` when `owner` holds it (backward-shift deletion). */

@@ -137,6 +137,14 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     await secrets?.stop();
     await clusterSet.stop();
   };
+  /** A start that fails after the inputs began: everything it opened is closed before the error goes up. */
+  const abandonStart = async () => {
+    controller.stop();
+    await stopInputs();
+    await http?.close();
+    await channel?.close();
+    await health?.close();
+  };
   try {
     for (const c of config.clusters) clusterSet.add(c.id, "config", configClusterSource(c));
     // Elected while the caches fill: nothing is written before every cluster synced (controller.ts).
@@ -151,11 +159,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
     }
     await clusterSet.started();
   } catch (error) {
-    controller.stop();
-    await stopInputs();
-    await http?.close();
-    await channel?.close();
-    await health?.close();
+    await abandonStart();
     throw error;
   }
   reloader = new ConfigReloader(configPath, config, { clusters: clusterSet, setReaders: (t, r) => channel?.setReaders(t, r), recompute: () => controller.recompute(), metrics: controller.metrics, log });
@@ -171,11 +175,7 @@ export async function startFeed(configPath: string): Promise<RunningFeed> {
   try {
     if (listening && controller.noModel() === undefined) channelPort = (await listening).port;
   } catch (error) {
-    controller.stop();
-    await stopInputs();
-    await http?.close();
-    await channel?.close();
-    await health?.close();
+    await abandonStart();
     throw error;
   }
   void listening?.then((a) => (channelPort = a.port)).catch(() => undefined);
