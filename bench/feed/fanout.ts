@@ -25,6 +25,7 @@ import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { BulkWriter } from "./writer.js";
 import { PollerFleet } from "./fanout_fleet.js";
 import { ChurnObserver } from "./fanout_observer.js";
+import { cpuSplit, pinSelf } from "./fanout_cpus.js";
 import { FeedProcess, TARGET, writeFeedConfig, type FeedCluster } from "./fanout_feed.js";
 import { churnIp, churnPod, CHURN_NAMESPACE, createChurnPods, populateApiserver, writeMeshFiles } from "./fanout_mesh.js";
 import { inFlight, now } from "./fanout_poller.js";
@@ -54,6 +55,8 @@ export interface FanoutCase {
    * asked for its bucket digests, then repaired.
    */
   restartMissed?: number;
+  /** The feed's own CPUs (fanout_cpus.ts): undefined = CPU 0, the rest of the bench on the others; "none" = no split. */
+  feedCpus?: string;
 }
 
 /** The issue's targets. */
@@ -110,8 +113,12 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
   await writeDemoCerts();
   mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
   const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-fanout-"));
-  const base = { pods: c.pods, pollers: c.pollers, base: c.base };
-  say(`${c.pods} pods (${c.base}), ${c.pollers} pollers; load ${load()}`);
+  const split = cpuSplit(c.feedCpus);
+  // Before anything is started: the API server, etcd and the pollers' workers inherit it (and
+  // given back after the case: benches after this one run in this process).
+  const ownCpus = split ? pinSelf(split.rest) : undefined;
+  const base = { pods: c.pods, pollers: c.pollers, base: c.base, feedCpus: split ? split.feed : "shared" };
+  say(`${c.pods} pods (${c.base}), ${c.pollers} pollers; the feed on CPUs ${split ? `${split.feed}, the rest on ${split.rest}` : "shared with the rest"}; load ${load()}`);
   const cluster = await startKubeCluster({ name: `bench-fanout-${c.pods}`, apiserverArgs: ["--max-requests-inflight=800", "--max-mutating-requests-inflight=400"] });
   const writer = await BulkWriter.forCluster(cluster, 64);
   let feed: FeedProcess | undefined;
@@ -125,7 +132,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
     emit({ figure: "fanout_populate", ...base, seconds: round(seconds), podsPerSecond: Math.round(c.pods / seconds), load1: load() });
     const config = writeFeedConfig(dir, clusters);
     const log = join(dir, "feed.log");
-    feed = await FeedProcess.start(config, log, 30 * 60_000);
+    feed = await FeedProcess.start(config, log, 30 * 60_000, split?.feed);
     say(`feed ready in ${round((feed.readyAt - feed.spawnedAt) / 1000)} s; starting the pollers`);
     observer = new ChurnObserver(feed.channel, TARGET, (a) => a.startsWith("172."));
     const id = meshCert("sidecar");
@@ -173,6 +180,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
     await feed?.stop();
     writer.close();
     await cluster.stop();
+    if (ownCpus !== undefined) pinSelf(ownCpus);
   }
 }
 
@@ -330,7 +338,7 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
       return writer.setPodStatus(CHURN_NAMESPACE, churnPod(w, churnPods), { podIP: churnIp(w) }).catch(() => void missedErrors++);
     }),
   );
-  const next = await FeedProcess.start(config, log, 30 * 60_000);
+  const next = await FeedProcess.start(config, log, 30 * 60_000, cpuSplit(c.feedCpus)?.feed);
   started(next);
   const readySeconds = (next.readyAt - stoppedPerf) / 1000;
   const readyAt = stoppedAt + (next.readyAt - stoppedPerf);
@@ -398,9 +406,9 @@ export async function fanoutBench({ quick }: { quick: boolean }): Promise<void> 
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" }, "restart-missed": { type: "string" } } });
+  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" }, "restart-missed": { type: "string" }, "feed-cpus": { type: "string" } } });
   if (values.pods) {
     const base = values.base === "files" ? "files" : values.base === "apiserver" ? "apiserver" : Number(values.pods) > 10_000 ? "files" : "apiserver";
-    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600), restartMissed: Number(values["restart-missed"] ?? 0) });
+    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600), restartMissed: Number(values["restart-missed"] ?? 0), feedCpus: values["feed-cpus"] });
   } else await fanoutBench({ quick: values.quick === true });
 }

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { REPO_ROOT } from "../../tests/support/paths.js";
 import { feedChannelFiles, SIDECAR_PRINCIPAL } from "../../tests/support/feed_tls.js";
+import { onCpus } from "./fanout_cpus.js";
 
 export const CHANNEL_PORT = 19443;
 const OPERATOR_PORT = 19090;
@@ -46,12 +47,14 @@ export class FeedProcess {
   ) {}
 
   /** Spawns the feed and resolves once /readyz answers 200 (its stderr goes to `log`). */
-  static async start(configPath: string, log: string, timeoutMs: number): Promise<FeedProcess> {
+  static async start(configPath: string, log: string, timeoutMs: number, cpus?: string): Promise<FeedProcess> {
     const spawnedAt = performance.now();
     // FANOUT_FEED_PROFILE=<dir>: each feed process writes a V8 CPU profile there when it exits
     // (where the feed's time goes under the fan-out; NODE_OPTIONS does not take --cpu-prof).
     const profile = process.env.FANOUT_FEED_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.FANOUT_FEED_PROFILE}`] : [];
-    const child = spawn(process.execPath, [...profile, "--import", "tsx", "feed/src/main.ts", "--config", configPath], {
+    // `cpus`: the feed's own CPUs (fanout_cpus.ts), taskset exec'ing node so the pid is the feed's.
+    const [command, ...args] = onCpus(cpus, [process.execPath, ...profile, "--import", "tsx", "feed/src/main.ts", "--config", configPath]);
+    const child = spawn(command, args, {
       cwd: REPO_ROOT,
       env: { ...process.env, FEED_LOG_LEVEL: "warn" },
       stdio: ["ignore", "ignore", openSync(log, "a")],

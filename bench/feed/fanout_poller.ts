@@ -10,8 +10,8 @@
 // (fanout_protocol.ts) and counts the rest. Every answer taken is kept as
 // (time, epoch, version) so the bench can say, after the fact, when this poller first held a
 // given version.
-import { Agent, request } from "node:https";
 import type { SecureContext } from "node:tls";
+import { KeptAliveTls } from "./fanout_http.js";
 import * as Retry from "../../assembly/runtime/feed_retry.js";
 import { BucketTable, CONTENT_TYPE, FORMAT, HEADER_BYTES, holds, MAX_TRAILER_BYTES, NOTHING, pollPath, readHeader, rebases, take, type Position } from "./fanout_protocol.js";
 
@@ -94,7 +94,7 @@ export class Poller {
   private stoppingSpreadMs = 0;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
-  private readonly agent: Agent;
+  private readonly connection: KeptAliveTls;
   /** Each VM's retry ticks on their own phase. */
   private readonly tickPhase = Math.random() * RETRY_TICK_MS;
 
@@ -104,7 +104,7 @@ export class Poller {
     private readonly waitSeconds: number,
     tls: PollerTls,
   ) {
-    this.agent = new Agent({ keepAlive: true, maxSockets: 1, maxFreeSockets: 1, ...tls });
+    this.connection = new KeptAliveTls(url.hostname, Number(url.port), tls);
   }
 
   /** The first poll after `delayMs` (pollers of one sidecar start together, sidecars do not). */
@@ -115,7 +115,7 @@ export class Poller {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
-    this.agent.destroy();
+    this.connection.destroy();
   }
 
   /** The first time at or after `after` this poller held (epoch, version), or undefined. */
@@ -182,25 +182,28 @@ export class Poller {
     const posted = repair ? this.buckets.body() : undefined;
     const headers: Record<string, string> = { accept: CONTENT_TYPE };
     if (posted) headers["content-type"] = "application/octet-stream";
-    const req = request({ host: this.url.hostname, port: this.url.port, path, method: posted ? "POST" : "GET", agent: this.agent, headers });
     let settled = false;
     const fail = (refused: boolean, longBackoff = refused) => {
       if (settled) return;
       settled = true;
       this.failed(refused, longBackoff);
     };
-    req.setTimeout(this.waitSeconds * 1000 + CALL_MARGIN_MS, () => req.destroy(new Error("timeout")));
-    req.on("error", () => fail(false));
-    req.on("response", (res) => {
-      const type = res.headers["content-type"] ?? "";
-      const ok = res.statusCode === 200 && type.toLowerCase().startsWith(CONTENT_TYPE);
-      let head = Buffer.alloc(0);
-      let length = 0;
-      // The trailer (format 3: after the body the header bounds), kept; the records only counted.
-      let bodyEnd = Infinity;
-      const trailer: Buffer[] = [];
-      let trailerBytes = 0;
-      res.on("data", (chunk: Buffer) => {
+    let status = 0;
+    let ok = false;
+    let stopping = false;
+    let head = Buffer.alloc(0);
+    let length = 0;
+    // The trailer (format 3: after the body the header bounds), kept; the records only counted.
+    let bodyEnd = Infinity;
+    const trailer: Buffer[] = [];
+    let trailerBytes = 0;
+    this.connection.send(posted ? "POST" : "GET", path, headers, posted, this.waitSeconds * 1000 + CALL_MARGIN_MS, {
+      response: (code, h) => {
+        status = code;
+        ok = code === 200 && (h.get("content-type") ?? "").toLowerCase().startsWith(CONTENT_TYPE);
+        stopping = h.has(Retry.STOPPING_HEADER);
+      },
+      data: (chunk: Buffer) => {
         const from = length;
         length += chunk.length;
         if (head.length < HEADER_BYTES) {
@@ -212,15 +215,13 @@ export class Poller {
           trailer.push(part);
           trailerBytes += part.length;
         }
-      });
-      res.on("error", () => fail(false));
-      // The feed gone in the middle of an answer (a restart): a reset, as Envoy reports it.
-      res.on("close", () => (res.complete ? undefined : fail(false)));
-      res.on("end", () => {
+      },
+      // Not reached, reset, the feed gone in the middle of an answer (a restart), or a timeout: as Envoy reports them.
+      error: () => fail(false),
+      end: () => {
         if (settled) return;
         if (!ok) {
           // A 200 of another type is a bad message (a resync); a 4xx, a request the feed refused.
-          const status = res.statusCode ?? 0;
           return fail(status === 200, status === 200 || (status >= 400 && status < 500));
         }
         const header = readHeader(head, length);
@@ -233,7 +234,7 @@ export class Poller {
           if (this.at.epoch !== 0 && this.buckets.known && !this.sentBuckets) this.sendBuckets = true;
           else this.askFull = true;
           this.answered();
-          return this.next(res.headers[Retry.STOPPING_HEADER] !== undefined, now());
+          return this.next(stopping, now());
         }
         const next = take(this.at, header, this.sentBuckets);
         if (typeof next === "string") return fail(true);
@@ -266,10 +267,9 @@ export class Poller {
         this.record(t, sentAt);
         // A stopping feed (x-feed-stopping, its connection closing): again within a second, spread
         // (doubling to 5 s for marked answers in a row).
-        this.next(res.headers[Retry.STOPPING_HEADER] !== undefined, t, header.kind === "no-change" && t < sentAt + MIN_HOLD_MS);
-      });
+        this.next(stopping, t, header.kind === "no-change" && t < sentAt + MIN_HOLD_MS);
+      },
     });
-    req.end(posted);
   }
 
   /**

@@ -10,10 +10,16 @@
 //
 // prom-client wants a metric's label names when the metric is created; the callers name labels
 // at each call instead. So a metric is created on its first write with that write's label
-// names, and re-created with the union if a later write brings a new one (gauge and counter
-// values are replayed from the values kept here; a histogram's buckets restart). Nothing here
-// throws on a write: a write the metric's type cannot take (a counter going down, an observation
-// of a gauge, a value that is not a number) is dropped. set() on a counter replaces its value.
+// names, and re-created with the union if a later write brings a new one (a histogram's buckets
+// restart). Nothing here throws on a write: a write the metric's type cannot take (a counter
+// going down, an observation of a gauge, a value that is not a number) is dropped. set() on a
+// counter replaces its value.
+//
+// Gauges and counters are written on the channel's hot path (several per answer, 2,000 answers
+// per version at fan-out): a write only updates the value kept here, found by the labels as the
+// caller wrote them (no sorting or JSON per write), and prom-client reads the values when it is
+// scraped (each metric's `collect`). Histograms are observed into prom-client at once (their
+// buckets live there); they are written per render, not per answer.
 import client from "prom-client";
 
 type Labels = Record<string, string>;
@@ -28,8 +34,26 @@ interface Family {
   buckets: number[];
   labelNames: string[];
   metric?: client.Gauge | client.Counter | client.Histogram;
-  /** Gauge and counter values by series (histograms: observations), for get() and re-creation. */
-  series: Map<string, { labels: Labels; value: number }>;
+  /** Gauge and counter values by series (histograms: observations), for get() and scrapes. */
+  series: Map<string, Series>;
+  /**
+   * The same series by the labels as a call site wrote them (names and values in the caller's
+   * order: rawKey), so that a repeated write finds its series without sorting. Emptied whenever
+   * a series is removed or the metric re-created.
+   */
+  byRawKey: Map<string, Series>;
+}
+
+interface Series {
+  labels: Labels;
+  value: number;
+}
+
+/** The labels as written, names and values in the caller's order (\u0001 and \u0002 appear in no label). */
+function rawKey(labels: Labels): string {
+  let key = "";
+  for (const k in labels) key += `${k}\u0001${labels[k]}\u0002`;
+  return key;
 }
 
 /** The same labels with their names in order: prom-client prints them in the object's order. */
@@ -74,34 +98,21 @@ export class Metrics {
       return;
     }
     if (f) this.drop(name, f);
-    this.families.set(name, { type, help, buckets, labelNames: [], series: new Map() });
+    this.families.set(name, { type, help, buckets, labelNames: [], series: new Map(), byRawKey: new Map() });
   }
 
   set(name: string, rawLabels: Labels, value: number): void {
-    const labels = ordered(rawLabels);
     if (!Number.isFinite(value)) return;
     const f = this.family(name, "gauge");
     if (f.type === "histogram") return;
-    const k = seriesKey(labels);
-    const metric = this.ensure(name, f, labels);
-    f.series.set(k, { labels, value });
-    if (f.type === "gauge") (metric as client.Gauge).set(labels, value);
-    else {
-      (metric as client.Counter).remove(labels);
-      if (value > 0) (metric as client.Counter).inc(labels, value);
-    }
+    this.series(name, f, rawLabels).value = value;
   }
 
   add(name: string, rawLabels: Labels, delta = 1): void {
-    const labels = ordered(rawLabels);
     if (!Number.isFinite(delta)) return;
     const f = this.family(name, name.endsWith("_total") ? "counter" : "gauge");
     if (f.type === "histogram" || (f.type === "counter" && delta < 0)) return;
-    const k = seriesKey(labels);
-    const metric = this.ensure(name, f, labels);
-    f.series.set(k, { labels, value: (f.series.get(k)?.value ?? 0) + delta });
-    if (f.type === "gauge") (metric as client.Gauge).inc(labels, delta);
-    else (metric as client.Counter).inc(labels, delta);
+    this.series(name, f, rawLabels).value += delta;
   }
 
   /** One observation of a histogram (declared with declare(name, "histogram", ...)). */
@@ -112,7 +123,9 @@ export class Metrics {
     if (f.type !== "histogram") return;
     const k = seriesKey(labels);
     const metric = this.ensure(name, f, labels);
-    f.series.set(k, { labels, value: (f.series.get(k)?.value ?? 0) + 1 });
+    const s = f.series.get(k);
+    if (s) s.value++;
+    else f.series.set(k, { labels, value: 1 });
     (metric as client.Histogram).observe(labels, value);
   }
 
@@ -134,8 +147,9 @@ export class Metrics {
     for (const [k, s] of f.series) {
       if (!wanted.every(([l, v]) => s.labels[l] === v)) continue;
       f.series.delete(k);
-      f.metric?.remove(s.labels);
+      if (f.type === "histogram") f.metric?.remove(s.labels);
     }
+    f.byRawKey.clear();
   }
 
   /** Drops every series of `name` (e.g. gap reasons that no longer occur). */
@@ -143,6 +157,7 @@ export class Metrics {
     const f = this.families.get(name);
     if (!f) return;
     f.series.clear();
+    f.byRawKey.clear();
     // Removed rather than reset: a label-less metric would otherwise show 0 for "no value".
     if (f.metric) this.registry.removeSingleMetric(name);
     f.metric = undefined;
@@ -160,13 +175,33 @@ export class Metrics {
   private family(name: string, type: MetricType): Family {
     let f = this.families.get(name);
     if (!f) {
-      f = { type, help: name, buckets: SECONDS_BUCKETS, labelNames: [], series: new Map() };
+      f = { type, help: name, buckets: SECONDS_BUCKETS, labelNames: [], series: new Map(), byRawKey: new Map() };
       this.families.set(name, f);
     }
     return f;
   }
 
-  /** The prom-client metric for a write with these labels, (re-)created if needed. */
+  /** A gauge's or counter's series for these labels (created, with its metric, on first write). */
+  private series(name: string, f: Family, rawLabels: Labels): Series {
+    const raw = rawKey(rawLabels);
+    const known = f.byRawKey.get(raw);
+    if (known) return known;
+    const labels = ordered(rawLabels);
+    const k = seriesKey(labels);
+    this.ensure(name, f, labels);
+    let s = f.series.get(k);
+    if (!s) {
+      s = { labels, value: 0 };
+      f.series.set(k, s);
+    }
+    f.byRawKey.set(raw, s);
+    return s;
+  }
+
+  /**
+   * The prom-client metric for a write with these labels, (re-)created if needed. A gauge or
+   * counter reads its values from `f.series` when scraped; a histogram's buckets restart.
+   */
   private ensure(name: string, f: Family, labels: Labels): client.Gauge | client.Counter | client.Histogram {
     const missing = Object.keys(labels).filter((l) => !f.labelNames.includes(l));
     if (f.metric && missing.length === 0) return f.metric;
@@ -176,14 +211,23 @@ export class Metrics {
     if (f.type === "histogram") {
       f.metric = new client.Histogram({ ...common, buckets: f.buckets });
       f.series.clear();
+      f.byRawKey.clear();
     } else if (f.type === "counter") {
-      const c = new client.Counter(common);
-      for (const s of f.series.values()) if (s.value > 0) c.inc(s.labels, s.value);
-      f.metric = c;
+      f.metric = new client.Counter({
+        ...common,
+        collect(this: client.Counter) {
+          this.reset();
+          for (const s of f.series.values()) if (s.value > 0) this.inc(s.labels, s.value);
+        },
+      });
     } else {
-      const g = new client.Gauge(common);
-      for (const s of f.series.values()) g.set(s.labels, s.value);
-      f.metric = g;
+      f.metric = new client.Gauge({
+        ...common,
+        collect(this: client.Gauge) {
+          this.reset();
+          for (const s of f.series.values()) this.set(s.labels, s.value);
+        },
+      });
     }
     return f.metric;
   }
