@@ -54,6 +54,7 @@ export function chartRuntime(): NodeRuntime {
  * program on glibc's malloc: a figure taken then would not be jemalloc's.
  */
 export function hasLibraryMapped(pid: number, library: string): boolean {
+  if (!existsSync(library)) return false;
   const file = realpathSync(library);
   return readFileSync(`/proc/${pid}/maps`, "utf8").split("\n").some((line) => line.endsWith(` ${file}`));
 }
