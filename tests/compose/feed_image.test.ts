@@ -21,7 +21,7 @@ describe("the feed's image as a container (npm run test:compose)", { concurrency
     const { code, report, netns } = await runInner("tests/compose/feed_image.inner.ts");
     console.log(`# feed image: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     assert.equal(code, 0, "tests/compose/feed_image.inner.ts failed (its report is above)");
-    assert.match(report, /ℹ pass 3\b/, "the inner run did not pass all 3 of its tests");
+    assert.match(report, /ℹ pass 4\b/, "the inner run did not pass all 4 of its tests");
     assert.match(report, /ℹ skipped 0\b/);
     assert.ok(netns, "the run never entered a private network namespace");
     assert.deepEqual(await processesLeftIn(netns), [], `processes left in ${netns}`);

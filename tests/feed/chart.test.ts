@@ -80,11 +80,11 @@ describe("the feed's Helm chart", { concurrency: false }, () => {
     assert.deepEqual(spread.labelSelector.matchLabels, deployment.spec.selector.matchLabels);
     assert.deepEqual(find(objects, "PodDisruptionBudget").spec, { minAvailable: 1, selector: { matchLabels: deployment.spec.selector.matchLabels } });
     // Each replica names itself in the Lease by its pod name; the Lease is the release's, in its namespace.
-    // Node runs with the heap cap, young generation and malloc arenas the memory figure was measured with (values `node`).
+    // Node runs with the heap cap, young generation and jemalloc settings the memory figures were measured with (values `node`).
     assert.deepEqual(deployment.spec.template.spec.containers[0].env, [
       { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
       { name: "NODE_OPTIONS", value: "--max-old-space-size=768 --max-semi-space-size=2" },
-      { name: "MALLOC_ARENA_MAX", value: "2" },
+      { name: "MALLOC_CONF", value: "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0" },
     ]);
     assert.deepEqual(deployment.spec.template.spec.containers[0].resources, { requests: { cpu: "200m", memory: "512Mi" }, limits: { memory: "1280Mi" } });
     const le = feedConfigOf(objects).leaderElection;
@@ -165,6 +165,9 @@ describe("the feed's Helm chart", { concurrency: false }, () => {
     refused({ config: { clusters: [{ id: "c", kubeconfig: "in-cluster" }], targets: [], leaderElection: { namespace: "x" } } }, /config/);
     refused({ image: { repository: "r", digest: "sha256:nothex" } }, /digest/);
     refused({ replica: 2 }, /replica/);
+    // The allocator's settings go into the container's environment as one MALLOC_CONF string.
+    refused({ node: { mallocConf: "background_thread:true; rm -rf /" } }, /mallocConf/);
+    refused({ node: { mallocArenas: 2 } }, /mallocArenas/);
     // The chart sets these from its own values; setting them in config would be overwritten.
     refused({ config: { clusters: [{ id: "c", kubeconfig: "in-cluster" }], targets: [], channel: { port: 1 } } }, /config/);
   });

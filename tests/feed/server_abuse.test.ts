@@ -7,11 +7,11 @@
 // once per version however many callers ask. Timing bounds here are generous on purpose (a
 // loaded 2-core machine); the figures are the bench's (bench/feed/abuse.ts).
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { metricValue, neverReader, peerAddress, percentile, restingRss, startAbuseLoad, startFeedProcess, writeMesh, type FeedProcess } from "../support/feed_abuse.js";
-import { bundleFeed, chartRuntime } from "../support/feed_runtime.js";
+import { bundleFeed, chartRuntime, jemallocPin } from "../support/feed_runtime.js";
 import { REPO_ROOT } from "../support/paths.js";
 import { sleep } from "./harness.js";
 
@@ -20,6 +20,7 @@ describe("the feed under a flood of never-reading clients and epoch=0 polls", ()
   const SECONDS = 20;
   let dir: string;
   let feed: FeedProcess;
+  let runtime: ReturnType<typeof chartRuntime>;
   let result: {
     rest: number;
     peak: number;
@@ -29,7 +30,14 @@ describe("the feed under a flood of never-reading clients and epoch=0 polls", ()
     pollers: Array<{ deltas: number; errors: number }>;
     flood: { answers: number; errors: number };
     metrics: string;
+    allocator: { mapped: string[]; threads: string[] };
   };
+
+  /** The allocator in the feed's process: the files named libjemalloc* it maps, and its threads' names. */
+  const allocatorOf = (pid: number) => ({
+    mapped: [...new Set(readFileSync(`/proc/${pid}/maps`, "utf8").split("\n").map((line) => line.split(/\s+/).slice(5).join(" ")).filter((file) => file.includes("libjemalloc")))],
+    threads: readdirSync(`/proc/${pid}/task`).map((task) => readFileSync(`/proc/${pid}/task/${task}/comm`, "utf8").trim()),
+  });
 
   before(async () => {
     mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
@@ -39,9 +47,11 @@ describe("the feed under a flood of never-reading clients and epoch=0 polls", ()
     // sources through tsx, under Node's defaults, rest ~450 MB higher and move more).
     bundleFeed();
     // A short write timeout and buffer budget: the attack has to be dropped within the run.
-    feed = await startFeedProcess(dir, join(dir, "mesh"), { channel: 19443, operator: 19090, health: 19091 }, { bundle: true, runtime: chartRuntime(), channelLimits: { writeTimeoutMs: 3000, maxBufferedBytes: 16 << 20 } });
+    runtime = chartRuntime();
+    feed = await startFeedProcess(dir, join(dir, "mesh"), { channel: 19443, operator: 19090, health: 19091 }, { bundle: true, runtime, channelLimits: { writeTimeoutMs: 3000, maxBufferedBytes: 16 << 20 } });
     await fetch(`${feed.operator}/metrics`);
     const rest = await restingRss(feed.child.pid ?? 0);
+    const allocator = allocatorOf(feed.child.pid ?? 0);
     const load = startAbuseLoad(feed, join(dir, "mesh"), rest);
     const readers = [];
     // 25 per source address (12 peers), under the cap per peer: every one is admitted.
@@ -58,7 +68,7 @@ describe("the feed under a flood of never-reading clients and epoch=0 polls", ()
     }
     await sleep(3000);
     for (const r of readers) r.socket.destroy();
-    result = { rest, peak, closed, health: h, lags, pollers: p, flood: f, metrics };
+    result = { rest, peak, closed, health: h, lags, pollers: p, flood: f, metrics, allocator };
     console.log(
       `abuse: rss ${(rest / 1e6).toFixed(0)} -> peak ${(peak / 1e6).toFixed(0)} MB; never-readers dropped ${closed}/${NEVER_READERS}; ` +
         `healthz p99 ${percentile(h.ms, 99).toFixed(1)} ms (${h.ms.length} ok, ${h.failures} failed); ` +
@@ -78,6 +88,17 @@ describe("the feed under a flood of never-reading clients and epoch=0 polls", ()
   // + 100 MB target for 1,000 clients, which the bench reports met or missed.
   // Before bodies went out in slices, each never-reader held its own encrypted copy of the
   // message (measured: 300 of a 1.8 MB message, +400 MB, none dropped).
+  // ld.so only warns when a preload fails and the feed then runs on glibc's malloc: the figures
+  // below would not be the image's. The background threads exist only when jemalloc has read
+  // the chart's MALLOC_CONF (background_thread:true).
+  it("the feed runs on the image's allocator: the pinned jemalloc mapped, with the chart's MALLOC_CONF in force", () => {
+    const version = jemallocPin().split("=")[1];
+    assert.deepEqual(result.allocator.mapped, [realpathSync(runtime.env.LD_PRELOAD)]);
+    assert.ok(result.allocator.mapped[0].includes(`/jemalloc/${version}/`), `${result.allocator.mapped[0]} is not the unpacked libjemalloc2 ${version}`);
+    assert.match(runtime.env.MALLOC_CONF, /background_thread:true/);
+    assert.ok(result.allocator.threads.includes("jemalloc_bg_thd"), `no jemalloc background thread among ${result.allocator.threads.join(", ")}`);
+  });
+
   it("the feed's RSS stays within its resting RSS + 200 MB", () => {
     assert.ok(result.peak - result.rest <= 200e6, `rss ${result.rest} -> ${result.peak}`);
   });

@@ -15,7 +15,7 @@ import { connect, type TLSSocket } from "node:tls";
 import { stringify } from "yaml";
 import { SIDECAR_PRINCIPAL, feedChannelFiles, meshCert, MESH_CA_FILE, FEED_IDENTITY } from "./feed_tls.js";
 import { REPO_ROOT } from "./paths.js";
-import { FEED_BUNDLE, type NodeRuntime } from "./feed_runtime.js";
+import { FEED_BUNDLE, hasLibraryMapped, type NodeRuntime } from "./feed_runtime.js";
 
 const PODS_PER_FILE = 10_000;
 
@@ -104,13 +104,24 @@ export async function startFeedProcess(dir: string, meshDir: string, ports: { ch
       clearTimeout(t);
     },
   };
+  const ready = async () => {
+    try {
+      return (await fetch(`${p.health}/readyz`)).status === 200;
+    } catch {
+      return false; // not listening yet
+    }
+  };
   const started = Date.now();
   while (Date.now() - started < 120_000) {
     if (child.exitCode !== null) throw new Error(`the feed exited (${child.exitCode}) before it was ready`);
-    try {
-      if ((await fetch(`${p.health}/readyz`)).status === 200) return p;
-    } catch {
-      /* not listening yet */
+    if (await ready()) {
+      // A preload that failed leaves the feed on glibc's malloc with only a warning: refuse to measure that.
+      const preload = extra.runtime?.env.LD_PRELOAD;
+      if (preload && !hasLibraryMapped(child.pid ?? 0, preload)) {
+        await p.stop();
+        throw new Error(`the feed does not have ${preload} (LD_PRELOAD) mapped`);
+      }
+      return p;
     }
     await new Promise((done) => setTimeout(done, 200));
   }

@@ -1,8 +1,9 @@
 # Stand-in for node:20-bookworm-slim (and, for lack of Alpine here, node:20-alpine): the
 # machine's node 20 binary on a debootstrapped Debian bookworm, the `node` user (uid 1000).
-# No npm/npx/yarn, no curl. apt points at a local repository inside the image holding only
-# iptables and its dependencies, so `apt-get install iptables` in scripts/compose/app.Dockerfile
-# works offline here as it does online with the official image.
+# No npm/npx/yarn, no curl. apt points at a local repository inside the image holding only the
+# pinned packages the images built on it install: iptables and its dependencies
+# (scripts/compose/app.Dockerfile) and libjemalloc2 (feed/image/Dockerfile), so their
+# `apt-get install` works offline here as it does online with the official image.
 ARG BASE
 FROM ${BASE}
 RUN groupadd --gid 1000 node && useradd --uid 1000 --gid node --shell /bin/bash --create-home node
