@@ -25,7 +25,7 @@ import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { BulkWriter } from "./writer.js";
 import { PollerFleet } from "./fanout_fleet.js";
 import { ChurnObserver } from "./fanout_observer.js";
-import { cpuSplit, pinSelf } from "./fanout_cpus.js";
+import { clientCpus, pinSelf } from "./fanout_cpus.js";
 import { FeedProcess, TARGET, writeFeedConfig, type FeedCluster } from "./fanout_feed.js";
 import { churnIp, churnPod, CHURN_NAMESPACE, createChurnPods, populateApiserver, writeMeshFiles } from "./fanout_mesh.js";
 import { inFlight, now } from "./fanout_poller.js";
@@ -55,8 +55,8 @@ export interface FanoutCase {
    * asked for its bucket digests, then repaired.
    */
   restartMissed?: number;
-  /** The feed's own CPUs (fanout_cpus.ts): undefined = CPU 0, the rest of the bench on the others; "none" = no split. */
-  feedCpus?: string;
+  /** The clients' CPUs (fanout_cpus.ts): undefined = every CPU but CPU 0; "none" = no split. */
+  clientCpus?: string;
 }
 
 /** The issue's targets. */
@@ -113,13 +113,14 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
   await writeDemoCerts();
   mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
   const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-fanout-"));
-  const split = cpuSplit(c.feedCpus);
-  // Before anything is started: the API server, etcd and the pollers' workers inherit it (and
-  // given back after the case: benches after this one run in this process).
-  const ownCpus = split ? pinSelf(split.rest) : undefined;
-  const base = { pods: c.pods, pollers: c.pollers, base: c.base, feedCpus: split ? split.feed : "shared" };
-  say(`${c.pods} pods (${c.base}), ${c.pollers} pollers; the feed on CPUs ${split ? `${split.feed}, the rest on ${split.rest}` : "shared with the rest"}; load ${load()}`);
+  const clients = clientCpus(c.clientCpus);
+  const base = { pods: c.pods, pollers: c.pollers, base: c.base, clientCpus: clients ?? "shared" };
+  say(`${c.pods} pods (${c.base}), ${c.pollers} pollers; the clients on CPUs ${clients ?? "shared with the feed"}; load ${load()}`);
   const cluster = await startKubeCluster({ name: `bench-fanout-${c.pods}`, apiserverArgs: ["--max-requests-inflight=800", "--max-mutating-requests-inflight=400"] });
+  // After the API server and etcd started (they stay on every CPU: the control plane, as the
+  // feed, is not where its clients run), before the pollers' workers and the feed (the feed is
+  // spawned unpinned); given back after the case: benches after this one run in this process.
+  const ownCpus = clients ? pinSelf(clients) : undefined;
   const writer = await BulkWriter.forCluster(cluster, 64);
   let feed: FeedProcess | undefined;
   let fleet: PollerFleet | undefined;
@@ -132,7 +133,8 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
     emit({ figure: "fanout_populate", ...base, seconds: round(seconds), podsPerSecond: Math.round(c.pods / seconds), load1: load() });
     const config = writeFeedConfig(dir, clusters);
     const log = join(dir, "feed.log");
-    feed = await FeedProcess.start(config, log, 30 * 60_000, split?.feed);
+    // On the CPUs the driver had before the clients' pin: every one.
+    feed = await FeedProcess.start(config, log, 30 * 60_000, ownCpus);
     say(`feed ready in ${round((feed.readyAt - feed.spawnedAt) / 1000)} s; starting the pollers`);
     observer = new ChurnObserver(feed.channel, TARGET, (a) => a.startsWith("172."));
     const id = meshCert("sidecar");
@@ -173,7 +175,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
     await churn(c, base, feed, fleet, observer, writer);
     // The restart is the pollers' alone (the observer would be one more full message).
     await observer.stop();
-    await restart(c, base, feed, fleet, config, log, (next) => (feed = next), writer);
+    await restart(c, base, feed, fleet, config, log, (next) => (feed = next), writer, ownCpus);
   } finally {
     await observer?.stop();
     await fleet?.stop();
@@ -321,7 +323,7 @@ async function feedPath(feed: FeedProcess): Promise<{ renders: number; renderSec
 }
 
 /** The feed stopped and started again; → every poller holding the restarted feed's version. */
-async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, config: string, log: string, started: (next: FeedProcess) => void, writer: BulkWriter): Promise<void> {
+async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, config: string, log: string, started: (next: FeedProcess) => void, writer: BulkWriter, feedCpus: string | undefined): Promise<void> {
   const before = await fleet.counters();
   const pollerCpu = fleet.cpuMicros();
   const stoppedAt = now();
@@ -338,7 +340,7 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
       return writer.setPodStatus(CHURN_NAMESPACE, churnPod(w, churnPods), { podIP: churnIp(w) }).catch(() => void missedErrors++);
     }),
   );
-  const next = await FeedProcess.start(config, log, 30 * 60_000, cpuSplit(c.feedCpus)?.feed);
+  const next = await FeedProcess.start(config, log, 30 * 60_000, feedCpus);
   started(next);
   const readySeconds = (next.readyAt - stoppedPerf) / 1000;
   const readyAt = stoppedAt + (next.readyAt - stoppedPerf);
@@ -406,9 +408,9 @@ export async function fanoutBench({ quick }: { quick: boolean }): Promise<void> 
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" }, "restart-missed": { type: "string" }, "feed-cpus": { type: "string" } } });
+  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" }, "restart-missed": { type: "string" }, "client-cpus": { type: "string" } } });
   if (values.pods) {
     const base = values.base === "files" ? "files" : values.base === "apiserver" ? "apiserver" : Number(values.pods) > 10_000 ? "files" : "apiserver";
-    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600), restartMissed: Number(values["restart-missed"] ?? 0), feedCpus: values["feed-cpus"] });
+    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600), restartMissed: Number(values["restart-missed"] ?? 0), clientCpus: values["client-cpus"] });
   } else await fanoutBench({ quick: values.quick === true });
 }

@@ -1,37 +1,31 @@
-// Which CPUs the feed runs on, and which the rest of the bench (the pollers' worker processes,
-// the observer, the API server and etcd, the churn writer) shares. In a mesh the feed has its own
-// CPU (its Deployment's request) and its 2,000 clients are Envoys on other nodes; on a small
-// machine they would otherwise take the feed's CPU from it, and a figure would measure how the
-// kernel shares one machine between a server and its clients, not the feed. So by default the
-// feed gets CPU 0 to itself and everything else the other CPUs (`--feed-cpus=none`: no split, as
-// before; a machine with one CPU: no split). The figures say which (`feedCpus`).
+// Which CPUs the bench's clients run on: the pollers' worker processes and the driver with its
+// observer and churn writer. In a mesh the feed has its own CPU (its Deployment's request) and
+// its 2,000 clients are Envoys on other nodes; on a small machine the clients would take the
+// feed's CPU from it, and a figure would measure how the kernel shares one machine between a
+// server and its clients, not the feed. So by default the clients run on every CPU but the
+// first, and CPU 0 is left to the control plane: the feed, the API server and etcd stay on every
+// CPU (the feed is not pinned: its TLS handshakes and collector may use any free CPU, as in a
+// pod without a CPU limit). `--client-cpus=none`: no split, as before; a machine with one CPU: no
+// split. The figures say which (`clientCpus`).
 import { execFileSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 
-export interface CpuSplit {
-  /** taskset's list for the feed, e.g. "0". */
-  feed: string;
-  /** The other CPUs, e.g. "1" or "1-3". */
-  rest: string;
-}
-
-/** `option`: undefined (default: CPU 0 for the feed), "none", or a taskset CPU list ("0", "0-1", "0,2"). */
-export function cpuSplit(option: string | undefined, cpus = availableParallelism()): CpuSplit | undefined {
+/** `option`: undefined (default: CPUs 1 to n-1), "none", or a taskset CPU list ("1", "1-3", "1,3"). */
+export function clientCpus(option: string | undefined, cpus = availableParallelism()): string | undefined {
   if (option === "none" || cpus < 2) return undefined;
-  const feed = cpuList(option ?? "0", cpus);
-  const rest = [...Array(cpus).keys()].filter((c) => !feed.has(c));
-  if (rest.length === 0) throw new Error(`--feed-cpus=${option}: leaves no CPU for the pollers (the machine has ${cpus})`);
-  return { feed: [...feed].join(","), rest: rest.join(",") };
+  const list = cpuList(option ?? `1-${cpus - 1}`, cpus);
+  if (list.size === cpus) throw new Error(`--client-cpus=${option}: leaves no CPU to the feed alone (the machine has ${cpus})`);
+  return [...list].join(",");
 }
 
 function cpuList(text: string, cpus: number): Set<number> {
   const out = new Set<number>();
   for (const part of text.split(",")) {
     const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
-    if (!m) throw new Error(`--feed-cpus: "${part}" is not a CPU number or range`);
+    if (!m) throw new Error(`--client-cpus: "${part}" is not a CPU number or range`);
     const from = Number(m[1]);
     const to = m[2] === undefined ? from : Number(m[2]);
-    if (to < from || to >= cpus) throw new Error(`--feed-cpus: "${part}" is not within CPUs 0-${cpus - 1}`);
+    if (to < from || to >= cpus) throw new Error(`--client-cpus: "${part}" is not within CPUs 0-${cpus - 1}`);
     for (let c = from; c <= to; c++) out.add(c);
   }
   return out;

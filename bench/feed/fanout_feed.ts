@@ -52,7 +52,8 @@ export class FeedProcess {
     // FANOUT_FEED_PROFILE=<dir>: each feed process writes a V8 CPU profile there when it exits
     // (where the feed's time goes under the fan-out; NODE_OPTIONS does not take --cpu-prof).
     const profile = process.env.FANOUT_FEED_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.FANOUT_FEED_PROFILE}`] : [];
-    // `cpus`: the feed's own CPUs (fanout_cpus.ts), taskset exec'ing node so the pid is the feed's.
+    // `cpus`: the feed's CPUs (fanout_cpus.ts: all of them, while the driver is on the clients'),
+    // taskset exec'ing node so the pid is the feed's.
     const [command, ...args] = onCpus(cpus, [process.execPath, ...profile, "--import", "tsx", "feed/src/main.ts", "--config", configPath]);
     const child = spawn(command, args, {
       cwd: REPO_ROOT,

@@ -168,7 +168,14 @@ export interface DeltaConfig {
   /** Id limits a version may not pass (the filters' MAX_WORKLOADS / MAX_SERVICES, assembly/mesh/parse.ts). */
   maxWorkloads: number;
   maxServices: number;
-  /** Full builds for callers: a bucket of fullBuildBurst, one more per minFullIntervalMs; without one, the last built (delta/channel.ts servedFull). */
+  /**
+   * Full builds for callers: a bucket of fullBuildBurst, one more per minFullIntervalMs; without
+   * one, the last built (delta/channel.ts servedFull). 5 s by default: each build is a message of
+   * the mesh's size (5 MB at 20k pods) that becomes garbage a version later, and V8 collects such
+   * Buffers only after ~64 MB of them; at one build a second under an `epoch=0` flood that
+   * garbage alone took the feed's RSS past its + 100 MB bound (feed/docs/server-limits.md). A
+   * caller given an older one takes the delta from it on its next poll.
+   */
   minFullIntervalMs: number;
   fullBuildBurst: number;
 }
@@ -186,7 +193,7 @@ export const DEFAULT_DELTA: DeltaConfig = {
   journal: { maxRecords: 1_000_000, maxBytes: 64 << 20, minBytes: 1 << 20, maxVersions: 100_000 },
   maxWorkloads: 2_000_000,
   maxServices: 2_000_000,
-  minFullIntervalMs: 1000,
+  minFullIntervalMs: 5000,
   fullBuildBurst: 4,
 };
 

@@ -1,7 +1,7 @@
 // The channel's side of the feed's deltas: which network a target reads, its current version,
 // holding a long poll until the next version, and answering one (counted). The controller
 // builds and publishes the versions (controller.ts renderDeltas); this file only reads them.
-import type { DeltaChannel, ClientState, DeltaAnswer } from "./delta/channel.js";
+import { answerParts, type DeltaChannel, type ClientState, type DeltaAnswer } from "./delta/channel.js";
 import type { FilterShadow } from "./delta/filter_shadow.js";
 import type { NetworkView } from "./delta/network_view.js";
 import type { Metrics } from "./metrics.js";
@@ -71,7 +71,7 @@ export class DeltaEndpoints {
     const a = n.channel.answer(epoch, version, client);
     const kind = a.rebased ? "rebased" : (KIND_LABELS[a.kind] ?? "?");
     this.metrics.add("feed_delta_requests_total", { target, kind });
-    this.metrics.add("feed_delta_bytes_total", { target, kind }, a.body.length);
+    this.metrics.add("feed_delta_bytes_total", { target, kind }, answerParts(a).bytes);
     if (a.reason) {
       this.metrics.add("feed_delta_full_total", { target, reason: a.reason });
       this.metrics.set("feed_delta_full_builds", { target }, n.channel.fullBuilds);

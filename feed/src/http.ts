@@ -16,7 +16,7 @@
 // restart never matches one after it (a client holding it gets the full snapshot again).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { PREVIOUS_CLIENT, type ClientState, type DeltaAnswer } from "./delta/channel.js";
+import { answerParts, PREVIOUS_CLIENT, type ClientState, type DeltaAnswer } from "./delta/channel.js";
 import { BUCKET_COUNT, parseDigest } from "./delta/digest.js";
 import { FORMAT_VERSION, PREVIOUS_FORMAT } from "./delta/wire.js";
 import { admitBody, bodyProgress, ServerGuard, type ServerLimits } from "./server_guard.js";
@@ -159,11 +159,13 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, url: 
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "1" }).end(`nothing published yet for target ${JSON.stringify(target)}\n`);
       return;
     }
-    // A client that cannot take more is dropped instead (server_guard.ts).
-    if (req.method !== "HEAD" && !admitBody(res, a.body)) return;
+    // A client that cannot take more is dropped instead (server_guard.ts); the budget counts
+    // the shared body (one per version and format), not the per-answer head.
+    const out = answerParts(a);
+    if (req.method !== "HEAD" && !admitBody(res, out.shared)) return;
     const headers: Record<string, string> = {
       "content-type": DELTA_CONTENT_TYPE,
-      "content-length": String(a.body.length),
+      "content-length": String(out.bytes),
       "cache-control": "no-store",
       "x-feed-kind": a.rebased ? "rebased" : (KIND_NAMES[a.kind] ?? "?"),
       "x-feed-version": String(a.version),
@@ -174,7 +176,10 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, url: 
     }
     res.writeHead(200, headers);
     if (req.method === "HEAD") res.end();
-    else writeBody(res, a.body);
+    else {
+      if (out.head) res.write(out.head);
+      writeBody(res, out.shared);
+    }
   };
   const waitMs = Math.min(params.wait, maxWaitSeconds) * 1000;
   // A stopping feed holds nothing: the poll is answered now, marked (send).

@@ -10,7 +10,14 @@
 //     `idleTimeoutMs` above the longest wait), each response body taken within `writeTimeoutMs`,
 //     and no body left without progress (no slice taken) for `stallTimeoutMs`: a client that
 //     stops reading is dropped once the kernel's buffers are full and that long has passed,
-//     whatever the body's size (a stalled TLS write holds ~65 KB of the feed's memory);
+//     whatever the body's size (a stalled TLS write holds ~90 KB of the feed's memory outside
+//     its heap). Under pressure that time shrinks, as Envoy's overload manager scales its
+//     timeouts down (`reduce_timeouts`): past STALL_SCALE_FROM large bodies being written at once,
+//     a new one gets stallTimeoutMs × STALL_SCALE_FROM / their number, never under
+//     STALL_FLOOR_MS, so a thousand never-readers are let go in about a second each instead of
+//     five. A stall seen right after the event loop was held (a long render) is checked again
+//     after the loop has taken in the sockets' completed writes: only a body that still made
+//     no progress is dropped;
 //   - memory: a response body is the feed's shared Buffer of that version (delta/channel.ts), so
 //     a client that does not read pins it. A client whose bytes not yet taken from earlier
 //     responses pass `maxUnsentBytes` (pipelined requests) is dropped, and when the distinct
@@ -36,8 +43,18 @@ export interface ServerLimits {
   maxBufferedBytes: number;
 }
 
-/** Bodies under this size are never the reason for a drop under the budget (enforceBudget). */
+/** Bodies under this size are never the reason for a drop under the budget (enforceBudget), nor count as large below. */
 const SMALL_BODY = 64 << 10;
+/** Large bodies being written at once up to which each gets the whole stallTimeoutMs. */
+export const STALL_SCALE_FROM = 64;
+/** The shortest stall timeout the scaling gives (never above stallTimeoutMs itself). */
+export const STALL_FLOOR_MS = 1000;
+
+/** The stall timeout of a large body admitted while `large` of them (itself included) are being written. */
+export function scaledStallMs(stallTimeoutMs: number, large: number): number {
+  if (large <= STALL_SCALE_FROM) return stallTimeoutMs;
+  return Math.max(Math.min(stallTimeoutMs, STALL_FLOOR_MS), Math.floor((stallTimeoutMs * STALL_SCALE_FROM) / large));
+}
 
 export const CONNECTIONS_REFUSED = "feed_connections_refused_total";
 export const CLIENTS_DROPPED = "feed_clients_dropped_total";
@@ -56,6 +73,8 @@ interface SocketState {
 const guards = new WeakMap<ServerResponse, ServerGuard>();
 /** The stall timer of each response whose body is being written (refreshed on each slice taken). */
 const stallTimers = new WeakMap<ServerResponse, NodeJS.Timeout>();
+/** When each such response's socket last took a slice (performance.now()). */
+const lastProgress = new WeakMap<ServerResponse, number>();
 
 /**
  * Called by the handlers (http.ts) with the body they are about to write. Returns false when
@@ -69,7 +88,10 @@ export function admitBody(res: ServerResponse, body: Buffer): boolean {
 
 /** http.ts: the socket took another slice of `res`'s body (the client is reading). */
 export function bodyProgress(res: ServerResponse): void {
-  stallTimers.get(res)?.refresh();
+  const timer = stallTimers.get(res);
+  if (!timer) return;
+  timer.refresh();
+  lastProgress.set(res, performance.now());
 }
 
 export class ServerGuard {
@@ -77,6 +99,8 @@ export class ServerGuard {
   /** Bodies being written, oldest first, with the responses writing each. */
   private readonly bodies = new Map<Buffer, Set<InFlight>>();
   private bufferedBytes = 0;
+  /** Responses with a body of SMALL_BODY or more being written (scaledStallMs). */
+  private largeInFlight = 0;
   private readonly perCaller = new Map<string, number>();
   private readonly perPeer = new Map<string, number>();
   private open = 0;
@@ -190,17 +214,28 @@ export class ServerGuard {
     holders.add(entry);
     const timer = setTimeout(() => this.drop(socket, "write_timeout"), this.limits.writeTimeoutMs);
     timer.unref();
-    // Refreshed by bodyProgress each time the socket takes a slice (http.ts writeBody).
-    const stall = setTimeout(() => this.drop(socket, "stalled"), this.limits.stallTimeoutMs);
+    const large = body.length >= SMALL_BODY;
+    if (large) this.largeInFlight++;
+    // Refreshed by bodyProgress each time the socket takes a slice (http.ts writeBody). When it
+    // fires, the sockets' completed writes may still be waiting behind a loop that was held:
+    // decided after the loop's next turn for I/O (setImmediate runs after it), on progress.
+    const stall = setTimeout(() => {
+      const firedAt = performance.now();
+      setImmediate(() => {
+        if (!done && (lastProgress.get(res) ?? 0) < firedAt) this.drop(socket, "stalled");
+      });
+    }, large ? scaledStallMs(this.limits.stallTimeoutMs, this.largeInFlight) : this.limits.stallTimeoutMs);
     stall.unref();
     stallTimers.set(res, stall);
     let done = false;
     const finished = () => {
       if (done) return;
       done = true;
+      if (large) this.largeInFlight--;
       clearTimeout(timer);
       clearTimeout(stall);
       stallTimers.delete(res);
+      lastProgress.delete(res);
       s.unsent -= entry.bytes;
       const set = this.bodies.get(body);
       if (set) {

@@ -12,6 +12,7 @@ import { ClusterObjects } from "../../feed/src/cluster_objects.js";
 import { MeshComputer, type MeshOptions } from "../../feed/src/compute.js";
 import { DEFAULT_DELTA } from "../../feed/src/config.js";
 import { DeltaChannel } from "../../feed/src/delta/channel.js";
+import { asPreviousFormat } from "../../feed/src/delta/wire.js";
 import { FilterShadow } from "../../feed/src/delta/filter_shadow.js";
 import { NetworkView } from "../../feed/src/delta/network_view.js";
 import { NetworkResolver } from "../../feed/src/mesh_networks.js";
@@ -109,7 +110,13 @@ describe("feed delta: content versions and ids (resync by difference)", () => {
     assert.deepEqual(a.contents(), b.contents());
     // The header carries it, in format 3 only.
     assert.deepEqual(formatOf(a.channel.full()), { format: 3, digest: a.channel.contentDigest });
-    assert.deepEqual(formatOf(a.channel.full(2)), { format: 2, digest: 0n });
+    // A caller of the previous format gets the same records without the trailer, written as a
+    // header of its own and a view of the format-3 message (no copy), byte for byte the message
+    // asPreviousFormat makes.
+    const previous = a.channel.answer(0, 0, { format: 2 });
+    assert.ok(previous.parts && previous.parts.records.buffer === a.channel.full().buffer, "the records are a view of the built message");
+    assert.deepEqual(formatOf(previous.body), { format: 2, digest: 0n });
+    assert.ok(previous.body.equals(asPreviousFormat(a.channel.full())), "head + records = the previous format's message");
     // The same changes on both, in different orders, keep them equal; a different change does not.
     for (const f of [a, b]) {
       const order = f === a ? ["p-3", "p-400"] : ["p-400", "p-3"];

@@ -33,7 +33,8 @@ import {
   RECORD_SERVICE_REMOVE,
   RECORD_SERVICE_UPSERT,
   RECORD_WORKLOAD_REMOVE,
-  asPreviousFormat,
+  previousFormatParts,
+  type PreviousFormatParts,
   withBuckets,
   bucketTrailer,
   FORMAT_VERSION,
@@ -50,7 +51,13 @@ export type FullReason = "epoch" | "future" | "behind" | "smaller";
 
 export interface DeltaAnswer {
   kind: typeof KIND_FULL | typeof KIND_DELTA | typeof KIND_NO_CHANGE | typeof KIND_REPAIR | typeof KIND_ASK_BUCKETS;
+  /**
+   * The message. A full message in the previous format is `parts` (no copy of its records):
+   * its `body` is then joined on first read, for tests and tools; the channel's server writes
+   * the parts (answerParts) and never reads it.
+   */
   body: Buffer;
+  parts?: PreviousFormatParts;
   version: number;
   /** Why a full message was sent. */
   reason?: FullReason;
@@ -103,9 +110,9 @@ export class DeltaChannel {
   /** Objects changed since the last published version (kept when a version is refused). */
   private readonly pendingWorkloads = new Set<string>();
   private readonly pendingServices = new Set<string>();
-  private fullCache: { version: number; body: Buffer; previous?: Buffer } | undefined;
+  private fullCache: BuiltFull | undefined;
   /** The last full message built, kept past its version for servedFull (rate of full builds). */
-  private lastFull: { version: number; body: Buffer; previous?: Buffer } | undefined;
+  private lastFull: BuiltFull | undefined;
   /** Full builds servedFull may still start now (a bucket of delta.fullBuildBurst, one more per minFullIntervalMs). */
   private buildTokens: number;
   private tokensAt = Date.now();
@@ -332,7 +339,7 @@ export class DeltaChannel {
   }
 
   /** The full message of the current version (services first, so memberships name live ones). */
-  full(format: WireFormat = FORMAT_VERSION): Buffer {
+  full(): Buffer {
     if (this.fullCache?.version !== this.current) {
       this.builds++;
       const buckets = new Map<number, bigint>();
@@ -349,10 +356,7 @@ export class DeltaChannel {
       this.lastFull = this.fullCache;
       this.fullRatio = this.fullCache.body.length / (HEADER_BYTES + this.recordBytes);
     }
-    const cache = this.fullCache;
-    if (format === FORMAT_VERSION) return cache.body;
-    cache.previous ??= asPreviousFormat(cache.body);
-    return cache.previous;
+    return this.fullCache.body;
   }
 
   /**
@@ -372,12 +376,10 @@ export class DeltaChannel {
       this.buildTokens = Math.min(this.config.fullBuildBurst, this.buildTokens + (now - this.tokensAt) / this.config.minFullIntervalMs);
       this.tokensAt = now;
       if (this.buildTokens >= 1) this.buildTokens -= 1;
-      else if (this.journal.covers(last.version)) {
-        const body = format === FORMAT_VERSION ? last.body : (last.previous ??= asPreviousFormat(last.body));
-        return { kind: KIND_FULL, body, version: last.version, reason, records };
-      }
+      else if (this.journal.covers(last.version)) return fullAnswer(last, format, reason, records);
     }
-    return { kind: KIND_FULL, body: this.full(format), version: this.current, reason, records };
+    this.full();
+    return fullAnswer(this.fullCache as BuiltFull, format, reason, records);
   }
 
   /**
@@ -459,10 +461,10 @@ export class DeltaChannel {
     }
     const repairBytes = HEADER_BYTES + bytes + 4 + 12 * differing.size;
     // Close to the estimate: the full message itself decides (built once per version, shared).
-    const fullBytes = repairBytes * 2 >= this.fullEstimate() ? this.full(FORMAT_VERSION).length : this.fullEstimate();
+    const fullBytes = repairBytes * 2 >= this.fullEstimate() ? this.full().length : this.fullEstimate();
     if (differing.size === 0 || repairBytes >= fullBytes) {
       // (No bucket differs, yet the digest did: the client's table disagrees with its model.)
-      return { kind: KIND_FULL, body: this.full(FORMAT_VERSION), version: this.current, reason: differing.size === 0 ? "epoch" : "smaller", records: this.serviceRecords.size + this.workloadRecords.size };
+      return { kind: KIND_FULL, body: this.full(), version: this.current, reason: differing.size === 0 ? "epoch" : "smaller", records: this.serviceRecords.size + this.workloadRecords.size };
     }
     const body = withBuckets(
       assemble({ kind: KIND_REPAIR, epoch: this.epoch, base: 0, version: this.current, ...this.limits(), digest: this.digest.total }, [...services, ...workloads]),
@@ -542,4 +544,33 @@ function affected(pending: Iterable<string>, moves: IdMoves, ids: CanonicalIds):
   for (const k of pending) add(k);
   for (const k of moves.keys()) add(k);
   return out;
+}
+
+/** A full message built, and its previous-format parts once a caller of that format asked. */
+interface BuiltFull {
+  version: number;
+  body: Buffer;
+  previous?: PreviousFormatParts;
+}
+
+function fullAnswer(built: BuiltFull, format: WireFormat, reason: FullReason, records: number): DeltaAnswer {
+  if (format === FORMAT_VERSION) return { kind: KIND_FULL, body: built.body, version: built.version, reason, records };
+  const parts = (built.previous ??= previousFormatParts(built.body));
+  let whole: Buffer | undefined;
+  return {
+    kind: KIND_FULL,
+    parts,
+    get body() {
+      return (whole ??= Buffer.concat([parts.head, parts.records]));
+    },
+    version: built.version,
+    reason,
+    records,
+  };
+}
+
+/** What the server writes for an answer: an optional head, then the shared body (one per version and format). */
+export function answerParts(a: DeltaAnswer): { head?: Buffer; shared: Buffer; bytes: number } {
+  if (a.parts) return { head: a.parts.head, shared: a.parts.records, bytes: a.parts.head.length + a.parts.records.length };
+  return { shared: a.body, bytes: a.body.length };
 }

@@ -512,6 +512,26 @@ export function asPreviousFormat(message: Buffer, end = bodyEnd(message)): Buffe
   return out;
 }
 
+/** A format-3 message as format 2 in two parts, written one after the other (previousFormatParts). */
+export interface PreviousFormatParts {
+  /** Its own 56 bytes: the header with format 2's number and no digest. */
+  head: Buffer;
+  /** A view of the format-3 message's records (no copy; the trailer left out). */
+  records: Buffer;
+}
+
+/**
+ * The same message as asPreviousFormat gives, byte for byte once `head` and `records` are
+ * written in turn, without copying the records: a full message is the mesh's size, and a copy per
+ * build for the previous format's callers doubled the garbage a flood of them leaves.
+ */
+export function previousFormatParts(message: Buffer, end = bodyEnd(message)): PreviousFormatParts {
+  const head = Buffer.from(message.subarray(0, HEADER_BYTES));
+  head.writeUInt16LE(PREVIOUS_FORMAT, HEADER.format);
+  head.writeBigUInt64LE(0n, HEADER.reserved);
+  return { head, records: message.subarray(HEADER_BYTES, end) };
+}
+
 /** A whole message from already-encoded records (each one record's bytes). */
 export function assemble(h: Omit<MessageHeader, "recordCount">, records: Iterable<Buffer>, count?: number): Buffer {
   // A full message has tables and compact workload records: wire_full.ts builds it.
