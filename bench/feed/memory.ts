@@ -27,7 +27,7 @@ import { REPO_ROOT } from "../../tests/support/paths.js";
 import { feedChannelFiles, SIDECAR_PRINCIPAL } from "../../tests/support/feed_tls.js";
 import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { sleep, waitReady } from "./ready.js";
-import { bundleFeed, chartRuntime, FEED_BUNDLE, hasLibraryMapped, type NodeRuntime } from "../../tests/support/feed_runtime.js";
+import { bundleFeed, chartRuntime, FEED_BUNDLE, preloadMissing, type NodeRuntime } from "../../tests/support/feed_runtime.js";
 
 export type MemoryTarget = "delta" | "snapshot";
 export type MemoryRuntime = "chart" | "node-defaults";
@@ -52,9 +52,8 @@ export async function feedMemory(cluster: KubeCluster, pods: number, target: Mem
   const feed = spawn(process.execPath, [...node.args, FEED_BUNDLE, "--config", file], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, FEED_LOG_LEVEL: "warn", ...node.env } });
   try {
     await waitReady(`http://127.0.0.1:${operatorPort}`, feed, 30 * 60_000);
-    // A preload that failed (ld.so only warns) would measure glibc's malloc, not the image's allocator.
-    const preload = node.env.LD_PRELOAD;
-    if (preload && !hasLibraryMapped(feed.pid!, preload)) throw new Error(`the feed does not have ${preload} (LD_PRELOAD) mapped`);
+    const missing = preloadMissing(feed.pid ?? 0, node);
+    if (missing) throw new Error(missing);
     const syncSeconds = (performance.now() - started) / 1000;
     const atReady = rssMb(feed.pid!);
     await sleep(SETTLE_MS);

@@ -53,7 +53,6 @@ interface FileEntry {
   kind: Kind;
   key: string;
   json: string;
-  object: FileObject["object"];
   file: string;
 }
 
@@ -248,7 +247,7 @@ export class FileSource {
       this.hooks.log("warn", `cluster ${this.objects.clusterId}: ${file}: ${line}`);
       this.hooks.refused(this.objects.clusterId, "unknown_kind");
     }
-    const objects = read.objects.map((o) => ({ id: `${o.kind}/${o.key}`, kind: o.kind, key: o.key, json: JSON.stringify(o.object), object: o.object, file }));
+    const objects = read.objects.map((o) => ({ id: `${o.kind}/${o.key}`, kind: o.kind, key: o.key, json: JSON.stringify(o.object), file }));
     this.replaceFile(file, { stamp, objects }, touched);
   }
 

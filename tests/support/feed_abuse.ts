@@ -15,7 +15,7 @@ import { connect, type TLSSocket } from "node:tls";
 import { stringify } from "yaml";
 import { SIDECAR_PRINCIPAL, feedChannelFiles, meshCert, MESH_CA_FILE, FEED_IDENTITY } from "./feed_tls.js";
 import { REPO_ROOT } from "./paths.js";
-import { FEED_BUNDLE, hasLibraryMapped, type NodeRuntime } from "./feed_runtime.js";
+import { FEED_BUNDLE, preloadMissing, type NodeRuntime } from "./feed_runtime.js";
 
 const PODS_PER_FILE = 10_000;
 
@@ -115,11 +115,10 @@ export async function startFeedProcess(dir: string, meshDir: string, ports: { ch
   while (Date.now() - started < 120_000) {
     if (child.exitCode !== null) throw new Error(`the feed exited (${child.exitCode}) before it was ready`);
     if (await ready()) {
-      // A preload that failed leaves the feed on glibc's malloc with only a warning: refuse to measure that.
-      const preload = extra.runtime?.env.LD_PRELOAD;
-      if (preload && !hasLibraryMapped(child.pid ?? 0, preload)) {
+      const missing = preloadMissing(child.pid ?? 0, extra.runtime);
+      if (missing) {
         await p.stop();
-        throw new Error(`the feed does not have ${preload} (LD_PRELOAD) mapped`);
+        throw new Error(missing);
       }
       return p;
     }

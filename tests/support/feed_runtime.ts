@@ -59,6 +59,16 @@ export function hasLibraryMapped(pid: number, library: string): boolean {
   return readFileSync(`/proc/${pid}/maps`, "utf8").split("\n").some((line) => line.endsWith(` ${file}`));
 }
 
+/**
+ * Why process `pid`, started with `runtime`, is not on the allocator `runtime` preloads (the
+ * dynamic loader only warns when a preload fails, and a figure taken then is glibc's);
+ * undefined when it is, or when `runtime` preloads nothing.
+ */
+export function preloadMissing(pid: number, runtime: NodeRuntime | undefined): string | undefined {
+  const preload = runtime?.env.LD_PRELOAD;
+  return preload && !hasLibraryMapped(pid, preload) ? `the feed does not have ${preload} (LD_PRELOAD) mapped` : undefined;
+}
+
 /** Bundles the feed as its image does (esbuild, a few seconds), so what runs is the current code. */
 export function bundleFeed(): void {
   execFileSync(process.execPath, [join(REPO_ROOT, "feed", "image", "bundle.mjs")], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"] });

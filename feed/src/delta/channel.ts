@@ -340,6 +340,11 @@ export class DeltaChannel {
 
   /** The full message of the current version (services first, so memberships name live ones). */
   full(): Buffer {
+    return this.built().body;
+  }
+
+  /** The current version's full message, built on first demand and kept for that version. */
+  private built(): BuiltFull {
     if (this.fullCache?.version !== this.current) {
       this.builds++;
       const buckets = new Map<number, bigint>();
@@ -356,7 +361,7 @@ export class DeltaChannel {
       this.lastFull = this.fullCache;
       this.fullRatio = this.fullCache.body.length / (HEADER_BYTES + this.recordBytes);
     }
-    return this.fullCache.body;
+    return this.fullCache;
   }
 
   /**
@@ -378,8 +383,7 @@ export class DeltaChannel {
       if (this.buildTokens >= 1) this.buildTokens -= 1;
       else if (this.journal.covers(last.version)) return fullAnswer(last, format, reason, records);
     }
-    this.full();
-    return fullAnswer(this.fullCache as BuiltFull, format, reason, records);
+    return fullAnswer(this.built(), format, reason, records);
   }
 
   /**
