@@ -11,7 +11,7 @@
 // Each figure carries the load average (the machine is shared) and met/missed for its target.
 // Run inside the bench's network namespace:
 //   bash scripts/in-netns.sh node --import tsx bench/feed/fanout.ts [--quick]
-//   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N] [--spread=S] [--restart-wait=S] [--restart-missed=K]
+//   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N] [--spread=S] [--restart-wait=S] [--restart-missed=K] [--client-cpus=LIST|none] [--feed-runtime=chart|tsx]
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -26,7 +26,7 @@ import { BulkWriter } from "./writer.js";
 import { PollerFleet } from "./fanout_fleet.js";
 import { ChurnObserver } from "./fanout_observer.js";
 import { clientCpus, pinSelf } from "./fanout_cpus.js";
-import { FeedProcess, TARGET, writeFeedConfig, type FeedCluster } from "./fanout_feed.js";
+import { FeedProcess, TARGET, writeFeedConfig, type FeedCluster, type FeedRuntime } from "./fanout_feed.js";
 import { churnIp, churnPod, CHURN_NAMESPACE, createChurnPods, populateApiserver, writeMeshFiles } from "./fanout_mesh.js";
 import { inFlight, now } from "./fanout_poller.js";
 import type { PollerCounters } from "./fanout_poller.js";
@@ -47,6 +47,8 @@ export interface FanoutCase {
    * write timeout (README, measured): there the bench starts them as a rollout would, over minutes.
    */
   spreadSeconds?: number;
+  /** How the feed runs (default `chart`: as its image does; fanout_feed.ts). */
+  feedRuntime?: FeedRuntime;
   /** How long to wait for every poller after the restarted feed is ready (default 600 s). */
   restartWaitSeconds?: number;
   /**
@@ -114,7 +116,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
   mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
   const dir = mkdtempSync(join(REPO_ROOT, ".tmp", "bench-fanout-"));
   const clients = clientCpus(c.clientCpus);
-  const base = { pods: c.pods, pollers: c.pollers, base: c.base, clientCpus: clients ?? "shared" };
+  const base = { pods: c.pods, pollers: c.pollers, base: c.base, clientCpus: clients ?? "shared", feedRuntime: c.feedRuntime ?? "chart" };
   say(`${c.pods} pods (${c.base}), ${c.pollers} pollers; the clients on CPUs ${clients ?? "shared with the feed"}; load ${load()}`);
   const cluster = await startKubeCluster({ name: `bench-fanout-${c.pods}`, apiserverArgs: ["--max-requests-inflight=800", "--max-mutating-requests-inflight=400"] });
   // After the API server and etcd started (they stay on every CPU: the control plane, as the
@@ -134,7 +136,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
     const config = writeFeedConfig(dir, clusters);
     const log = join(dir, "feed.log");
     // On the CPUs the driver had before the clients' pin: every one.
-    feed = await FeedProcess.start(config, log, 30 * 60_000, ownCpus);
+    feed = await FeedProcess.start(config, log, 30 * 60_000, ownCpus, c.feedRuntime);
     say(`feed ready in ${round((feed.readyAt - feed.spawnedAt) / 1000)} s; starting the pollers`);
     observer = new ChurnObserver(feed.channel, TARGET, (a) => a.startsWith("172."));
     const id = meshCert("sidecar");
@@ -340,7 +342,7 @@ async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: Po
       return writer.setPodStatus(CHURN_NAMESPACE, churnPod(w, churnPods), { podIP: churnIp(w) }).catch(() => void missedErrors++);
     }),
   );
-  const next = await FeedProcess.start(config, log, 30 * 60_000, feedCpus);
+  const next = await FeedProcess.start(config, log, 30 * 60_000, feedCpus, c.feedRuntime);
   started(next);
   const readySeconds = (next.readyAt - stoppedPerf) / 1000;
   const readyAt = stoppedAt + (next.readyAt - stoppedPerf);
@@ -408,9 +410,9 @@ export async function fanoutBench({ quick }: { quick: boolean }): Promise<void> 
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" }, "restart-missed": { type: "string" }, "client-cpus": { type: "string" } } });
+  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" }, "restart-missed": { type: "string" }, "client-cpus": { type: "string" }, "feed-runtime": { type: "string" } } });
   if (values.pods) {
     const base = values.base === "files" ? "files" : values.base === "apiserver" ? "apiserver" : Number(values.pods) > 10_000 ? "files" : "apiserver";
-    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600), restartMissed: Number(values["restart-missed"] ?? 0), clientCpus: values["client-cpus"] });
+    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600), restartMissed: Number(values["restart-missed"] ?? 0), clientCpus: values["client-cpus"], feedRuntime: (values["feed-runtime"] ?? "chart") as FeedRuntime });
   } else await fanoutBench({ quick: values.quick === true });
 }

@@ -10,6 +10,21 @@ import { stringify } from "yaml";
 import { REPO_ROOT } from "../../tests/support/paths.js";
 import { feedChannelFiles, SIDECAR_PRINCIPAL } from "../../tests/support/feed_tls.js";
 import { onCpus } from "./fanout_cpus.js";
+import { bundleFeed, chartRuntime, FEED_BUNDLE, preloadMissing, type NodeRuntime } from "../../tests/support/feed_runtime.js";
+
+/**
+ * How the bench runs the feed: `chart` as its image does (the esbuild bundle under the chart's
+ * Node flags, on jemalloc: tests/support/feed_runtime.ts), the figures an operator gets; `tsx`
+ * the sources under Node's defaults (the layout of the figures before the bench ran the bundle).
+ */
+export type FeedRuntime = "chart" | "tsx";
+
+/** The command that runs the feed under `runtime` (the bundle is rebuilt from the current code first). */
+export function feedCommand(runtime: FeedRuntime): { node: NodeRuntime; entry: string[] } {
+  if (runtime === "tsx") return { node: { args: [], env: {} }, entry: ["--import", "tsx", "feed/src/main.ts"] };
+  bundleFeed();
+  return { node: chartRuntime(), entry: [FEED_BUNDLE] };
+}
 
 export const CHANNEL_PORT = 19443;
 const OPERATOR_PORT = 19090;
@@ -47,25 +62,35 @@ export class FeedProcess {
   ) {}
 
   /** Spawns the feed and resolves once /readyz answers 200 (its stderr goes to `log`). */
-  static async start(configPath: string, log: string, timeoutMs: number, cpus?: string): Promise<FeedProcess> {
+  static async start(configPath: string, log: string, timeoutMs: number, cpus?: string, runtime: FeedRuntime = "chart"): Promise<FeedProcess> {
+    const { node, entry } = feedCommand(runtime);
     const spawnedAt = performance.now();
     // FANOUT_FEED_PROFILE=<dir>: each feed process writes a V8 CPU profile there when it exits
     // (where the feed's time goes under the fan-out; NODE_OPTIONS does not take --cpu-prof).
     const profile = process.env.FANOUT_FEED_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.FANOUT_FEED_PROFILE}`] : [];
     // `cpus`: the feed's CPUs (fanout_cpus.ts: all of them, while the driver is on the clients'),
     // taskset exec'ing node so the pid is the feed's.
-    const [command, ...args] = onCpus(cpus, [process.execPath, ...profile, "--import", "tsx", "feed/src/main.ts", "--config", configPath]);
+    const [command, ...args] = onCpus(cpus, [process.execPath, ...profile, ...node.args, ...entry, "--config", configPath]);
     const child = spawn(command, args, {
       cwd: REPO_ROOT,
-      env: { ...process.env, FEED_LOG_LEVEL: "warn" },
+      env: { ...process.env, ...node.env, FEED_LOG_LEVEL: "warn" },
       stdio: ["ignore", "ignore", openSync(log, "a")],
     });
     while (performance.now() - spawnedAt < timeoutMs) {
       if (child.exitCode !== null) throw new Error(`the feed exited (${child.exitCode}) before it was ready: see ${log}`);
+      let ready = false;
       try {
-        if ((await fetch(`http://127.0.0.1:${HEALTH_PORT}/readyz`)).status === 200) return new FeedProcess(child, spawnedAt, performance.now());
+        ready = (await fetch(`http://127.0.0.1:${HEALTH_PORT}/readyz`)).status === 200;
       } catch {
         /* not listening yet */
+      }
+      if (ready) {
+        const missing = preloadMissing(child.pid ?? 0, node);
+        if (missing) {
+          child.kill("SIGKILL");
+          throw new Error(`${missing}: its figures would not be the image's`);
+        }
+        return new FeedProcess(child, spawnedAt, performance.now());
       }
       await new Promise((done) => setTimeout(done, 100));
     }

@@ -26,7 +26,7 @@ import type { PublishedSnapshot, SnapshotSource } from "./http.js";
 import { ClusterSyncMetrics, declareBuildInfo, declareFeedMetrics } from "./feed_metrics.js";
 import { Metrics } from "./metrics.js";
 import { ServingGate } from "./serving_gate.js";
-import { renderPluginConfig, type FilterName } from "./render.js";
+import type { FilterName } from "./render.js";
 import { WorkerValidator } from "./check_worker.js";
 import { FilterValidator } from "./validate.js";
 import { viewFor } from "./view.js";
@@ -388,17 +388,9 @@ export class FeedController implements SnapshotSource {
     this.oldestPending = 0;
     try {
       this.renderDeltas();
-      const mesh = this.computer.current;
-      const views = new Map<string, ReturnType<typeof viewFor>>();
       for (const state of this.targets) {
-        if (!state.eager) continue;
-        const t = state.target;
-        let view = views.get(t.network);
-        if (!view) {
-          view = viewFor(mesh, t.network);
-          views.set(t.network, view);
-        }
-        await this.renderTarget(state, view.snapshot, view.stats, changeSeen);
+        const n = this.networks.get(state.target.network);
+        if (state.eager && n) await this.renderTarget(state, n.view, changeSeen);
       }
     } catch (error) {
       // A bug or an unexpected object: nothing is published, the previous snapshots stay.
@@ -425,8 +417,7 @@ export class FeedController implements SnapshotSource {
     const render = (async () => {
       try {
         this.renderDeltas();
-        const view = viewFor(this.computer.current, state.target.network);
-        await this.checkAndKeep(state, view.snapshot, view.stats);
+        await this.checkAndKeep(state, n.view);
       } catch (error) {
         this.metrics.add("feed_render_errors_total", { target: state.target.name });
         this.log("error", `target ${state.target.name}: render failed, previous snapshot kept: ${(error as Error).stack ?? error}`);
@@ -438,15 +429,17 @@ export class FeedController implements SnapshotSource {
     return render;
   }
 
-  /** Renders and checks one target's snapshot; keeps it as published when the filter accepts it. */
-  private async checkAndKeep(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"]): Promise<{ version: string; text: string; bytes: number; digest: string; publishedAt: number } | undefined> {
+  /**
+   * Renders and checks one target's snapshot of its network's view (the JSON made in slices, the
+   * join and the check in the worker: check_worker.ts); keeps it as published when the filter
+   * accepts it.
+   */
+  private async checkAndKeep(state: TargetState, view: NetworkView): Promise<{ version: string; text: string; bytes: number; digest: string; publishedAt: number } | undefined> {
     const t = state.target;
-    const rendered = renderPluginConfig(t.filter, t.network, t.config, snapshot);
-    if (state.published?.digest === rendered.digest) return undefined;
-    // In the check worker: the event loop serves polls and deltas meanwhile.
-    const verdict = await this.validator.check(t.filter, rendered.text);
+    const { verdict, rendered, unchanged, stats } = await this.validator.render(t.filter, t.network, t.config, view, state.published?.digest);
+    if (unchanged) return undefined;
     this.metrics.observe("feed_check_seconds", { path: "snapshot" }, verdict.ms / 1000);
-    if (!verdict.ok) {
+    if (!verdict.ok || !rendered) {
       this.metrics.add("feed_render_errors_total", { target: t.name });
       const kept = state.published ? `version ${state.published.version} stays` : "nothing published yet";
       const message = `target ${t.name}: ${t.filter} refuses the new snapshot (${verdict.error}); not published, ${kept}`;
@@ -465,8 +458,8 @@ export class FeedController implements SnapshotSource {
     return { version, text: rendered.text, bytes: rendered.bytes, digest: rendered.digest, publishedAt: state.published.publishedAt };
   }
 
-  private async renderTarget(state: TargetState, snapshot: ReturnType<typeof viewFor>["snapshot"], stats: ReturnType<typeof viewFor>["stats"], changeSeen: number): Promise<void> {
-    const kept = await this.checkAndKeep(state, snapshot, stats);
+  private async renderTarget(state: TargetState, view: NetworkView, changeSeen: number): Promise<void> {
+    const kept = await this.checkAndKeep(state, view);
     if (!kept) return;
     // The oldest change this snapshot carries: its propagation is timed when a delivery lands.
     if (changeSeen > 0 && !this.changeSeenOf.has(state.target.name)) this.changeSeenOf.set(state.target.name, changeSeen);

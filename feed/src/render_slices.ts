@@ -1,0 +1,59 @@
+// A network's JSON snapshot made in slices on the event loop. Rendering a whole view at once
+// (view.ts, then JSON.stringify) held the event loop for about half a second at 100k pods:
+// every long poll, delta render and health probe waited behind it. Here:
+//   - the network's view (delta/network_view.ts, kept up to date by the delta path) is captured
+//     by reference in one step, O(objects): its objects are never changed in place (a change
+//     replaces them), so the capture is the view as it stands at this version, whatever the
+//     delta path does between slices;
+//   - each object's JSON is made a slice at a time (`sliceObjects` of them), the event loop
+//     turning between slices; each slice goes to `sink` as it is made;
+//   - the sorting by uid and hostname, the join and the digest are the receiver's
+//     (check_worker.ts runs them off the event loop, then checks the text).
+// A service's endpoints are limited to the workloads in the view, as view.ts does.
+import type { NetworkView } from "./delta/network_view.js";
+import type { Service } from "./schema.js";
+import type { ViewStats } from "./view.js";
+
+export type Section = "workloads" | "services";
+
+/** Receives one slice: the objects' sort keys (uid, hostname) and their JSON, in the same order. */
+export type SliceSink = (section: Section, keys: string[], texts: string[]) => void;
+
+export const SLICE_OBJECTS = 1000;
+
+/** The captured view's objects go to `sink`, `sliceObjects` per turn of the event loop; its stats at capture. */
+export async function renderViewInSlices(view: NetworkView, sink: SliceSink, sliceObjects = SLICE_OBJECTS): Promise<ViewStats> {
+  const stats = view.stats();
+  const workloads = new Map(view.workloads);
+  const services = [...view.services.values()];
+  let keys: string[] = [];
+  let texts: string[] = [];
+  const flush = async (section: Section) => {
+    sink(section, keys, texts);
+    keys = [];
+    texts = [];
+    await new Promise<void>((next) => setImmediate(next));
+  };
+  for (const [uid, w] of workloads) {
+    keys.push(uid);
+    texts.push(JSON.stringify(w));
+    if (keys.length >= sliceObjects) await flush("workloads");
+  }
+  if (keys.length > 0) await flush("workloads");
+  for (const s of services) {
+    keys.push(s.hostname);
+    texts.push(JSON.stringify(endpointsInView(s, workloads)));
+    if (keys.length >= sliceObjects) await flush("services");
+  }
+  if (keys.length > 0) await flush("services");
+  return stats;
+}
+
+/** The service with only the endpoints whose workload is in the view (none: no `endpoints`). */
+function endpointsInView(s: Service, inView: ReadonlyMap<string, unknown>): Service {
+  if (!s.endpoints?.some((e) => !inView.has(e.workload))) return s;
+  const endpoints = s.endpoints.filter((e) => inView.has(e.workload));
+  const out: Service = { ...s, endpoints };
+  if (endpoints.length === 0) delete out.endpoints;
+  return out;
+}
