@@ -13,6 +13,7 @@
 import { join } from "node:path";
 import { ClusterObjects } from "../../feed/src/cluster_objects.js";
 import { MeshComputer } from "../../feed/src/compute.js";
+import type { ComputedMesh } from "../../feed/src/mesh_model.js";
 import { DEFAULT_DELTA } from "../../feed/src/config.js";
 import { DeltaChannel } from "../../feed/src/delta/channel.js";
 import { FilterShadow } from "../../feed/src/delta/filter_shadow.js";
@@ -39,7 +40,7 @@ function percentile(values: number[], p: number): number {
 
 const round = (v: number) => +v.toFixed(3);
 
-export function deltaCosts(n: number, changes = 200, validateJson = true): { jsonText: string } {
+export function deltaCosts(n: number, changes = 200, validateJson = true): { jsonText: string; view: NetworkView; mesh: ComputedMesh } {
   const c = new ClusterObjects("cluster1");
   const podOf = (i: number, phase = "Running") => pod("bench", `p-${i}`, { ip: ip(i + 256), sa: `sa-${i % 1000}`, phase, labels: { app: `s-${Math.floor(i / PER_SERVICE)}`, "security.istio.io/tlsMode": "istio" } });
   for (let i = 0; i < n; i++) c.upsert("pods", podOf(i));
@@ -141,7 +142,7 @@ export function deltaCosts(n: number, changes = 200, validateJson = true): { jso
     jsonBytes: rendered.bytes,
     jsonValidateMs: validateMs === undefined ? undefined : round(validateMs),
   });
-  return { jsonText: rendered.text };
+  return { jsonText: rendered.text, view, mesh: computer.current };
 }
 
 /** The encoder alone: 1M workloads and 10k services into one full message. */

@@ -18,7 +18,7 @@ import { emit } from "../emit.js";
 import { BulkWriter } from "./writer.js";
 import { deltaPropagation } from "./delta_run.js";
 import { deltaCosts, wireEncode } from "./delta_micro.js";
-import { checkLoop } from "./check_loop.js";
+import { checkLoop, renderLoop } from "./check_loop.js";
 import { feedMemory } from "./memory.js";
 import { bundleFeed } from "../../tests/support/feed_runtime.js";
 import { resyncBytes } from "./resync.js";
@@ -193,9 +193,11 @@ export async function feedBench({ quick }: { quick: boolean }): Promise<void> {
   // In-process costs of the delta path and the encoder (delta_micro.ts), then the real runs.
   wireEncode(quick ? 100_000 : 1_000_000, quick ? 1000 : 10_000);
   for (const n of quick ? [1000, 10_000] : [1000, 10_000, 100_000]) {
-    const { jsonText } = deltaCosts(n);
-    // The same JSON checked on the event loop and in the check worker (check_loop.ts).
+    const { jsonText, view, mesh } = deltaCosts(n);
+    // The same JSON checked on the event loop and in the check worker, and the whole render
+    // made at once against in slices (check_loop.ts).
     await checkLoop(n, jsonText);
+    await renderLoop(n, view, mesh);
   }
   // What a VM receives after a feed restart, current or k changes behind (resync.ts).
   for (const n of quick ? [10_000] : [10_000, 100_000]) resyncBytes(n, [0, 1, 10, 100, 1000]);
