@@ -6,7 +6,8 @@
 //     the targets' compiled filters took it (delta/channel.ts, filter_shadow.ts); held long
 //     polls are answered;
 //   - the snapshot path (the `debounce` setting): for targets delivered by ECDS file or
-//     WasmPlugin, the whole view is rendered as JSON, checked in the compiled filter, and only
+//     WasmPlugin, the whole view is rendered as JSON (in slices on the event loop, joined and
+//     checked in the compiled filter in the check worker: render_slices.ts), and only
 //     then delivered. Targets without those deliveries render their JSON only when asked
 //     (GET /snapshot), so a mesh consumed through deltas never pays a full render per change.
 // A refused or failed render keeps the previous snapshot / version everywhere. Deliveries are

@@ -7,7 +7,8 @@
 //   - a render whose view changes between its slices is the view as it stood when it began;
 //   - the event loop turns between slices;
 //   - the worker's render publishes that same text, says `unchanged` for the digest already
-//     published, and a configuration the filter refuses comes back refused.
+//     published, and a configuration the filter refuses comes back refused; a render the worker
+//     dies in is refused (nothing to publish) and the next render gets a new worker.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { ClusterObjects } from "../../feed/src/cluster_objects.js";
@@ -180,6 +181,25 @@ describe("feed: the JSON snapshot made in slices", () => {
       const refused = await worker.render("passthrough_mtls", view.network, { ...OWN, mode: "sideways" }, view);
       assert.equal(refused.verdict.ok, false);
       assert.match(refused.verdict.error ?? "", /mode/);
+    });
+
+    it("refuses a render the worker stops in, and renders the next in a new worker", async () => {
+      const churn = new Churn(9);
+      for (let s = 0; s < 30; s++) churn.step();
+      const view = churn.views[0];
+      const own = new WorkerValidator((_filter: FilterName) => wasm);
+      try {
+        const held = own.render("passthrough_mtls", view.network, OWN, view);
+        await own.stop();
+        const outcome = await held;
+        assert.equal(outcome.verdict.ok, false);
+        assert.match(outcome.verdict.error ?? "", /stopping|exited/);
+        assert.equal(outcome.rendered, undefined);
+        const next = await own.render("passthrough_mtls", view.network, OWN, view);
+        assert.equal(next.rendered?.text, wholeRender(churn.clusters, view.network));
+      } finally {
+        await own.stop();
+      }
     });
   });
 });
