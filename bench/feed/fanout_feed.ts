@@ -68,13 +68,16 @@ export class FeedProcess {
     // FANOUT_FEED_PROFILE=<dir>: each feed process writes a V8 CPU profile there when it exits
     // (where the feed's time goes under the fan-out; NODE_OPTIONS does not take --cpu-prof).
     const profile = process.env.FANOUT_FEED_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.FANOUT_FEED_PROFILE}`] : [];
+    // FANOUT_FEED_TRACE_GC=<file>: V8's line per collection (--trace-gc, on stdout) appended there.
+    const traceGc = process.env.FANOUT_FEED_TRACE_GC;
+    if (traceGc) profile.push("--trace-gc");
     // `cpus`: the feed's CPUs (fanout_cpus.ts: all of them, while the driver is on the clients'),
     // taskset exec'ing node so the pid is the feed's.
     const [command, ...args] = onCpus(cpus, [process.execPath, ...profile, ...node.args, ...entry, "--config", configPath]);
     const child = spawn(command, args, {
       cwd: REPO_ROOT,
       env: { ...process.env, ...node.env, FEED_LOG_LEVEL: "warn" },
-      stdio: ["ignore", "ignore", openSync(log, "a")],
+      stdio: ["ignore", traceGc ? openSync(traceGc, "a") : "ignore", openSync(log, "a")],
     });
     while (performance.now() - spawnedAt < timeoutMs) {
       if (child.exitCode !== null) throw new Error(`the feed exited (${child.exitCode}) before it was ready: see ${log}`);
