@@ -119,6 +119,7 @@ describe("fan-out bench", () => {
       return f[0] as Record<string, number & string>;
     };
     const cold = one("fanout_cold");
+    assert.equal(cold.feedRuntime, "chart", "the feed runs as its image does unless asked otherwise");
     assert.equal(cold.holding, 50);
     assert.ok(cold.fullMessages >= 50, "every poller's first answer is a full message");
     assert.ok(cold.fullMessageBytes > 1000 * 50, `a full message of 1,000 pods: ${cold.fullMessageBytes} bytes`);
