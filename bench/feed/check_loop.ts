@@ -34,21 +34,13 @@ export async function checkLoop(pods: number, jsonText: string, rounds = 3): Pro
   try {
     if (!(await worker.check("passthrough_mtls", '{"workloads":[],"services":[]}')).ok) throw new Error("the check worker refused an empty mesh");
     for (let r = 0; r < rounds; r++) {
-      let t = performance.now();
+      const t = performance.now();
       const a = here.check("passthrough_mtls", jsonText);
       onLoopMs = Math.min(onLoopMs, performance.now() - t);
-      let last = performance.now();
-      let gap = 0;
-      const timer = setInterval(() => {
-        const now = performance.now();
-        gap = Math.max(gap, now - last);
-        last = now;
-      }, 1);
-      t = performance.now();
-      const b = await worker.check("passthrough_mtls", jsonText);
-      workerMs = Math.min(workerMs, performance.now() - t);
-      clearInterval(timer);
-      maxLoopGapMs = Math.min(maxLoopGapMs, Math.max(gap, performance.now() - last));
+      const inWorker = await loopGap(() => worker.check("passthrough_mtls", jsonText));
+      const b = inWorker.result;
+      workerMs = Math.min(workerMs, inWorker.ms);
+      maxLoopGapMs = Math.min(maxLoopGapMs, inWorker.maxGapMs);
       if (!a.ok || !b.ok) throw new Error(`the bench mesh was refused: ${a.error ?? b.error}`);
     }
   } finally {
