@@ -19,10 +19,16 @@ import { bundleFeed, chartRuntime, FEED_BUNDLE, preloadMissing, type NodeRuntime
  */
 export type FeedRuntime = "chart" | "tsx";
 
-/** The command that runs the feed under `runtime` (the bundle is rebuilt from the current code first). */
+let bundled = false;
+
+/**
+ * The command that runs the feed under `runtime`. The bundle is built from the current code once
+ * per bench process, so a restart's stop → ready does not count a rebuild.
+ */
 export function feedCommand(runtime: FeedRuntime): { node: NodeRuntime; entry: string[] } {
   if (runtime === "tsx") return { node: { args: [], env: {} }, entry: ["--import", "tsx", "feed/src/main.ts"] };
-  bundleFeed();
+  if (!bundled) bundleFeed();
+  bundled = true;
   return { node: chartRuntime(), entry: [FEED_BUNDLE] };
 }
 
