@@ -9,10 +9,9 @@
 //     JSON), the event loop turning between slices; each slice goes to `sink` as it is made;
 //   - the sorting by uid and hostname, the join and the digest are the receiver's
 //     (check_worker.ts runs them off the event loop, then checks the text).
-// A service's endpoints are limited to the workloads in the view, as view.ts does.
+// A service's endpoints are limited to the workloads in the view (view.ts endpointsInView).
 import type { NetworkView } from "./delta/network_view.js";
-import type { Service } from "./schema.js";
-import type { ViewStats } from "./view.js";
+import { endpointsInView, type ViewStats } from "./view.js";
 
 export type Section = "workloads" | "services";
 
@@ -57,13 +56,4 @@ export async function renderViewInSlices(view: NetworkView, sink: SliceSink, sli
   for (const s of services) if (add(s.hostname, JSON.stringify(endpointsInView(s, inView)))) await flush("services");
   if (keys.length > 0) await flush("services");
   return stats;
-}
-
-/** The service with only the endpoints whose workload is in the view (none: no `endpoints`). */
-function endpointsInView(s: Service, inView: ReadonlySet<string>): Service {
-  if (!s.endpoints?.some((e) => !inView.has(e.workload))) return s;
-  const endpoints = s.endpoints.filter((e) => inView.has(e.workload));
-  const out: Service = { ...s, endpoints };
-  if (endpoints.length === 0) delete out.endpoints;
-  return out;
 }

@@ -37,6 +37,15 @@ export function better(a: WorkloadInfo, b: WorkloadInfo): boolean {
   return a.workload.uid < b.workload.uid;
 }
 
+/** The service with only the endpoints whose workload is in the view (none left: no `endpoints`). */
+export function endpointsInView(s: Service, inView: ReadonlySet<string>): Service {
+  if (!s.endpoints?.some((e) => !inView.has(e.workload))) return s;
+  const endpoints = s.endpoints.filter((e) => inView.has(e.workload));
+  const out: Service = { ...s, endpoints };
+  if (endpoints.length === 0) delete out.endpoints;
+  return out;
+}
+
 export function viewFor(mesh: ComputedMesh, network: string): { snapshot: MeshSnapshot; stats: ViewStats } {
   const stats: ViewStats = { workloads: 0, services: 0, remoteWorkloads: 0, droppedNoGateway: 0, addressConflicts: 0, vipConflicts: 0 };
   const uids = [...mesh.workloads.keys()].sort();
@@ -82,12 +91,7 @@ export function viewFor(mesh: ComputedMesh, network: string): { snapshot: MeshSn
   const services: Service[] = [];
   for (const hostname of [...mesh.services.keys()].sort()) {
     const s = mesh.services.get(hostname)!;
-    let out = s;
-    if (s.endpoints?.some((e) => !kept.has(e.workload))) {
-      const endpoints = s.endpoints.filter((e) => kept.has(e.workload));
-      out = { ...out, endpoints };
-      if (endpoints.length === 0) delete out.endpoints;
-    }
+    let out = endpointsInView(s, kept);
     if (s.vips) {
       const vips = s.vips.filter((v) => {
         const key = `${v.network ?? ""}|${v.address}`;
