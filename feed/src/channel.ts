@@ -46,16 +46,31 @@ const ACCEPT_BACKLOG = 65_535;
 /** Distinct (caller, target) pairs logged on their first read; past it, no more such lines. */
 const MAX_READERS_LOGGED = 10_000;
 
-/** A channel request: which endpoint and which target (undefined for any other path). */
-function channelPath(rawUrl: string | undefined): { url: URL; endpoint: "delta" | "snapshot"; target: string } | undefined {
-  const url = new URL(rawUrl ?? "/", "https://feed");
-  const m = /^\/(delta|snapshot)\/([^/]+)$/.exec(url.pathname);
-  if (!m) return undefined;
-  try {
-    return { url, endpoint: m[1] as "delta" | "snapshot", target: decodeURIComponent(m[2]) };
-  } catch {
-    return undefined;
-  }
+/** A target's name as the configuration allows it (config.ts): the only spelling served. */
+const TARGET_NAME = /^[A-Za-z0-9._-]+$/;
+
+/** A channel request's endpoint, target and query, parsed once per request. */
+export interface ChannelPath {
+  endpoint: "delta" | "snapshot";
+  target: string;
+  query: URLSearchParams;
+}
+
+/**
+ * `/delta/<target>` or `/snapshot/<target>`, then an optional query; undefined for anything
+ * else. The target is taken as written, never decoded or normalized: a name has one spelling,
+ * so whoever decides who may read it and whoever serves it read the same name (the channel
+ * parses once, in handle, and passes the result on). No `URL` object: this runs for every poll.
+ */
+export function channelPath(rawUrl: string | undefined): ChannelPath | undefined {
+  if (rawUrl === undefined) return undefined;
+  const q = rawUrl.indexOf("?");
+  const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
+  const endpoint = path.startsWith("/delta/") ? "delta" : path.startsWith("/snapshot/") ? "snapshot" : undefined;
+  if (endpoint === undefined) return undefined;
+  const target = path.slice(endpoint.length + 2);
+  if (!TARGET_NAME.test(target)) return undefined;
+  return { endpoint, target, query: new URLSearchParams(q < 0 ? "" : rawUrl.slice(q + 1)) };
 }
 
 /**
@@ -64,8 +79,8 @@ function channelPath(rawUrl: string | undefined): { url: URL; endpoint: "delta" 
  * channel decides who may read with the same parse (channelPath), so the target authorized is
  * the target served.
  */
-export function routeChannel(source: SnapshotSource & DeltaSource, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
-  const path = channelPath(req.url);
+export function routeChannel(source: SnapshotSource & DeltaSource, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number, parsed?: ChannelPath): void {
+  const path = parsed ?? channelPath(req.url);
   // POST only on /delta: a filter's bucket digests (feed/docs/deltas.md, "Repair").
   const post = req.method === "POST" && path?.endpoint === "delta";
   if (req.method !== "GET" && req.method !== "HEAD" && !post) {
@@ -76,7 +91,7 @@ export function routeChannel(source: SnapshotSource & DeltaSource, req: Incoming
     res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
     return;
   }
-  if (path.endpoint === "delta") handleDelta(source, path.target, path.url, req, res, maxWaitSeconds);
+  if (path.endpoint === "delta") handleDelta(source, path.target, path.query, req, res, maxWaitSeconds);
   else handleSnapshot(source, path.target, req, res).catch(() => res.destroy());
 }
 
@@ -165,7 +180,7 @@ export class FeedChannelServer {
       answerNotServing(res, down);
       return;
     }
-    routeChannel(this.source, req, res, this.maxWaitSeconds);
+    routeChannel(this.source, req, res, this.maxWaitSeconds, path);
   }
 
   /** Whether the channel accepts connections now (main.ts: once the feed has a model). */

@@ -77,13 +77,13 @@ export const DELTA_CONTENT_TYPE = "application/x-mesh-delta";
 const KIND_NAMES: Record<number, string> = { 1: "full", 2: "delta", 3: "no-change", 4: "repair", 5: "ask-buckets" };
 
 /** A query parameter as a non-negative safe integer; undefined when absent; NaN when malformed. */
-function uintParam(url: URL, name: string): number | undefined {
-  const v = url.searchParams.get(name);
+function uintParam(query: URLSearchParams, name: string): number | undefined {
+  const v = query.get(name);
   if (v === null || v === "") return undefined;
   return /^\d{1,16}$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : NaN;
 }
 
-export function handleDelta(source: SnapshotSource & DeltaSource, target: string, url: URL, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
+export function handleDelta(source: SnapshotSource & DeltaSource, target: string, query: URLSearchParams, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
   if (req.method === "POST") {
     // A client's bucket digests (format 3, after KIND_ASK_BUCKETS): read whole, bounded, then answered at once.
     readBuckets(req, (buckets, error) => {
@@ -91,11 +91,11 @@ export function handleDelta(source: SnapshotSource & DeltaSource, target: string
         res.writeHead(error.status, { "content-type": "text/plain", connection: "close" }).end(`${error.text}\n`);
         return;
       }
-      answerDelta(source, target, url, req, res, maxWaitSeconds, buckets);
+      answerDelta(source, target, query, req, res, maxWaitSeconds, buckets);
     });
     return;
   }
-  answerDelta(source, target, url, req, res, maxWaitSeconds);
+  answerDelta(source, target, query, req, res, maxWaitSeconds);
 }
 
 /** The POST body of a repair poll: BUCKET_COUNT little-endian u64 digests, nothing more. */
@@ -128,24 +128,24 @@ function readBuckets(req: IncomingMessage, done: (buckets: BigUint64Array, error
   });
 }
 
-function answerDelta(source: SnapshotSource & DeltaSource, target: string, url: URL, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number, buckets?: BigUint64Array): void {
+function answerDelta(source: SnapshotSource & DeltaSource, target: string, query: URLSearchParams, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number, buckets?: BigUint64Array): void {
   if (!source.hasTarget(target)) {
     res.writeHead(404, { "content-type": "text/plain" }).end(`no target ${JSON.stringify(target)}\n`);
     return;
   }
-  const params = { epoch: uintParam(url, "epoch") ?? 0, version: uintParam(url, "version") ?? 0, wait: uintParam(url, "wait") ?? 0 };
+  const params = { epoch: uintParam(query, "epoch") ?? 0, version: uintParam(query, "version") ?? 0, wait: uintParam(query, "wait") ?? 0 };
   for (const [name, v] of Object.entries(params)) {
     if (Number.isNaN(v)) {
       res.writeHead(400, { "content-type": "text/plain" }).end(`${name}: expected a non-negative integer\n`);
       return;
     }
   }
-  const parsed = clientState(url);
+  const parsed = clientState(query);
   if (typeof parsed === "string") {
     res.writeHead(400, { "content-type": "text/plain" }).end(`${parsed}\n`);
     return;
   }
-  if (buckets && (parsed.format < FORMAT_VERSION || parsed.digest === undefined || url.searchParams.get("repair") !== "1")) {
+  if (buckets && (parsed.format < FORMAT_VERSION || parsed.digest === undefined || query.get("repair") !== "1")) {
     res.writeHead(400, { "content-type": "text/plain" }).end("repair: a POST of bucket digests needs format=3, digest and repair=1\n");
     return;
   }
@@ -205,12 +205,12 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, url: 
  * A format newer than this feed's is served this feed's (the filters read the previous one too).
  * A string: the one-line error for a 400.
  */
-export function clientState(url: URL): ClientState | string {
-  const f = url.searchParams.get("format");
+export function clientState(query: URLSearchParams): ClientState | string {
+  const f = query.get("format");
   if (f === null) return PREVIOUS_CLIENT;
   if (!/^\d{1,5}$/.test(f) || Number(f) < PREVIOUS_FORMAT) return `format: expected a wire format number >= ${PREVIOUS_FORMAT}`;
   const format = Number(f) >= FORMAT_VERSION ? FORMAT_VERSION : PREVIOUS_FORMAT;
-  const d = url.searchParams.get("digest");
+  const d = query.get("digest");
   if (d === null || format < FORMAT_VERSION) return { format };
   const digest = parseDigest(d);
   if (digest === undefined) return "digest: expected 16 lowercase hex digits";

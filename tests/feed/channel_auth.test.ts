@@ -119,6 +119,23 @@ describe("the feed's channel: mutual TLS, each caller only its targets", () => {
     assert.equal(await refused("not_reader"), before + 4);
   });
 
+  it("a target has one spelling: encoded, dot-segment, absolute-form and nested spellings are 404, never another target's answer", async () => {
+    // The other workload may read "other", not "mesh": no spelling of "mesh" reaches it.
+    for (const path of ["/delta/%6Desh?epoch=0&version=0", "/delta/other/../mesh?epoch=0&version=0", "/delta/./mesh", "/delta//mesh", "/delta/other%2F..%2Fmesh", "/delta/mesh/"]) {
+      const a = await channelGet(run.channel, impostors.meshOtherIdentity, {}, undefined, path);
+      assert.equal(a.status, 404, `${path}: ${a.status} ${a.body.toString().slice(0, 80)}`);
+    }
+    // Nor does the sidecar reach "other" by another spelling, or "mesh" in absolute form.
+    for (const path of ["/delta/%6Fther?epoch=0&version=0", "/snapshot/mesh/../other", "https://feed/delta/mesh?epoch=0&version=0"]) {
+      const a = await channelGet(run.channel, meshCert("sidecar"), {}, undefined, path);
+      assert.equal(a.status, 404, `${path}: ${a.status}`);
+    }
+    // The query is read as written: a wait that is not a number is refused by name.
+    const bad = await as(meshCert("sidecar"), "/delta/mesh?epoch=0&version=0&wait=3%30x");
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.toString(), /^wait: expected a non-negative integer/);
+  });
+
   it("the operator's plain port serves every snapshot and the metrics, never /delta", async () => {
     assert.equal((await fetch(`${run.base}/delta/mesh?epoch=0&version=0`)).status, 404);
     assert.equal((await fetch(`${run.base}/snapshot/other`)).status, 200);

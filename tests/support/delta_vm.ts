@@ -58,7 +58,7 @@ export class ChannelVm {
   pump(channel: DeltaChannel): DeltaAnswer {
     const call = this.pending();
     const url = new URL(call.path, "http://feed");
-    let client = clientState(url);
+    let client = clientState(url.searchParams);
     if (typeof client === "string") throw new Error(`${this.name}: the feed would answer 400: ${client}`);
     this.methods.push(call.method);
     if (call.method === "POST") {

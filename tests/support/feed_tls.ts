@@ -88,10 +88,12 @@ export interface ChannelAnswer {
  * no client certificate), trusting only the mesh CA and checking the feed's SPIFFE id as
  * Envoy's mesh_feed cluster does. Rejects on a refused handshake.
  */
-/** A GET on the channel, or a POST of `body` when given (a filter's bucket digests). */
-export function channelGet(url: string, identity: PemPair | null = meshCert("sidecar"), headers: Record<string, string> = {}, body?: Buffer): Promise<ChannelAnswer> {
+/** A GET on the channel, or a POST of `body` when given (a filter's bucket digests); `rawPath` replaces the URL's path unnormalized. */
+export function channelGet(url: string, identity: PemPair | null = meshCert("sidecar"), headers: Record<string, string> = {}, body?: Buffer, rawPath?: string): Promise<ChannelAnswer> {
   return new Promise((done, fail) => {
     const req = request(url, {
+      // Sent as written (a URL string is normalized first: dot segments, case of escapes).
+      ...(rawPath !== undefined && { path: rawPath }),
       method: body ? "POST" : "GET",
       headers,
       ca: readFileSync(MESH_CA_FILE),
