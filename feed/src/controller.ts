@@ -559,7 +559,7 @@ export class FeedController implements SnapshotSource {
   hasTarget = (target: string): boolean => this.deltas.hasTarget(target);
   deltaVersion = (target: string): number => this.deltas.deltaVersion(target);
   deltaUpToDate = (target: string, epoch: number, version: number): boolean => this.deltas.deltaUpToDate(target, epoch, version);
-  waitForDelta = (target: string, ms: number): { done: Promise<void>; cancel: () => void } => this.deltas.waitForDelta(target, ms);
+  waitForDelta = (target: string, ms: number, woken: () => void): (() => void) => this.deltas.waitForDelta(target, ms, woken);
   deltaAnswer = (target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined => this.deltas.deltaAnswer(target, epoch, version, client);
   heldChanged = (delta: number): void => this.deltas.heldChanged(delta);
 

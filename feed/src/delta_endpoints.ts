@@ -46,23 +46,28 @@ export class DeltaEndpoints {
     return this.channelOf(target)?.channel.upToDate(epoch, version) ?? false;
   }
 
-  /** Resolves on the target's next version, or after `ms`; returns a cancel function too. */
-  waitForDelta(target: string, ms: number): { done: Promise<void>; cancel: () => void } {
+  /**
+   * Calls `woken` once, on the target's next version or after `ms`, always in a microtask of
+   * its own (after the publication that woke it has finished); returns a cancel function, which
+   * wakes it too. A callback, not a Promise: thousands of polls are held at once.
+   */
+  waitForDelta(target: string, ms: number, woken: () => void): () => void {
     const n = this.channelOf(target);
-    let finish: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => (finish = resolve));
     if (!n) {
-      finish();
-      return { done, cancel: () => undefined };
+      queueMicrotask(woken);
+      return () => undefined;
     }
-    const timer = setTimeout(() => wake(), ms);
+    let done = false;
     const wake = () => {
+      if (done) return;
+      done = true;
       clearTimeout(timer);
       n.waiters.delete(wake);
-      finish();
+      queueMicrotask(woken);
     };
+    const timer = setTimeout(wake, ms);
     n.waiters.add(wake);
-    return { done, cancel: wake };
+    return wake;
   }
 
   deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined {

@@ -45,7 +45,8 @@ export interface DeltaSource {
   hasTarget(target: string): boolean;
   deltaVersion(target: string): number;
   deltaUpToDate(target: string, epoch: number, version: number): boolean;
-  waitForDelta(target: string, ms: number): { done: Promise<void>; cancel: () => void };
+  /** `woken` once, in a microtask, on the next version or after `ms`; returns a cancel function. */
+  waitForDelta(target: string, ms: number, woken: () => void): () => void;
   deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined;
   heldChanged(delta: number): void;
   /** The feed is stopping (SIGTERM): every poll is answered at once and marked (STOPPING_HEADER). */
@@ -188,15 +189,13 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
     return;
   }
   // Up to date: hold the request until the next version or the wait runs out (then no-change).
-  const hold = source.waitForDelta(target, waitMs);
-  source.heldChanged(1);
-  const gone = () => hold.cancel();
-  res.on("close", gone);
-  void hold.done.then(() => {
+  const cancel = source.waitForDelta(target, waitMs, () => {
     source.heldChanged(-1);
-    res.off("close", gone);
+    res.off("close", cancel);
     if (!res.destroyed && !res.writableEnded) send();
   });
+  source.heldChanged(1);
+  res.on("close", cancel);
 }
 
 /**

@@ -206,6 +206,7 @@ export class ServerGuard {
     const entry: InFlight = { socket, bytes: body.length };
     s.unsent += body.length;
     let holders = this.bodies.get(body);
+    const firstHolder = !holders;
     if (!holders) {
       holders = new Set();
       this.bodies.set(body, holders);
@@ -243,14 +244,17 @@ export class ServerGuard {
         if (set.size === 0) {
           this.bodies.delete(body);
           this.bufferedBytes -= body.length;
+          this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
         }
       }
-      this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
     };
     res.once("finish", finished);
     res.once("close", finished);
+    // The gauge changes when a body is first held or the budget let one go, not per answer
+    // (thousands of polls answered with one version's body).
+    const before = this.bufferedBytes;
     this.enforceBudget(body);
-    this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
+    if (firstHolder || this.bufferedBytes !== before) this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
     return true;
   }
 
