@@ -4,7 +4,7 @@
 import { answerParts, type DeltaChannel, type ClientState, type DeltaAnswer } from "./delta/channel.js";
 import type { FilterShadow } from "./delta/filter_shadow.js";
 import type { NetworkView } from "./delta/network_view.js";
-import type { Metrics } from "./metrics.js";
+import type { Labels, Metrics } from "./metrics.js";
 
 /** One network's delta state: its incremental view and channel (shared by its targets). */
 export interface NetworkDelta {
@@ -18,6 +18,8 @@ export interface NetworkDelta {
 }
 
 const KIND_LABELS = ["", "full", "delta", "no_change", "repair", "ask_buckets"];
+/** Frozen: Metrics finds the series of a frozen label object without building a key (metrics.ts). */
+const NO_LABELS: Labels = Object.freeze({});
 
 export class DeltaEndpoints {
   /** `networkOf(target)`: the network a configured target reads (undefined: no such target). */
@@ -70,13 +72,30 @@ export class DeltaEndpoints {
     return wake;
   }
 
+  /** One frozen {target, kind} per pair, written on every answer. */
+  private readonly answerLabels = new Map<string, Map<string, Labels>>();
+
+  private labelsOf(target: string, kind: string): Labels {
+    let byKind = this.answerLabels.get(target);
+    if (!byKind) {
+      byKind = new Map();
+      this.answerLabels.set(target, byKind);
+    }
+    let labels = byKind.get(kind);
+    if (!labels) {
+      labels = Object.freeze({ target, kind });
+      byKind.set(kind, labels);
+    }
+    return labels;
+  }
+
   deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined {
     const n = this.channelOf(target);
     if (!n || n.channel.version === 0) return undefined;
     const a = n.channel.answer(epoch, version, client);
-    const kind = a.rebased ? "rebased" : (KIND_LABELS[a.kind] ?? "?");
-    this.metrics.add("feed_delta_requests_total", { target, kind });
-    this.metrics.add("feed_delta_bytes_total", { target, kind }, answerParts(a).bytes);
+    const labels = this.labelsOf(target, a.rebased ? "rebased" : (KIND_LABELS[a.kind] ?? "?"));
+    this.metrics.add("feed_delta_requests_total", labels);
+    this.metrics.add("feed_delta_bytes_total", labels, answerParts(a).bytes);
     if (a.reason) {
       this.metrics.add("feed_delta_full_total", { target, reason: a.reason });
       this.metrics.set("feed_delta_full_builds", { target }, n.channel.fullBuilds);
@@ -86,7 +105,7 @@ export class DeltaEndpoints {
 
   /** Long polls held now (metrics). */
   heldChanged(delta: number): void {
-    this.metrics.add("feed_delta_held", {}, delta);
-    if (delta > 0) this.metrics.add("feed_delta_held_total", {});
+    this.metrics.add("feed_delta_held", NO_LABELS, delta);
+    if (delta > 0) this.metrics.add("feed_delta_held_total", NO_LABELS);
   }
 }

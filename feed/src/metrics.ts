@@ -22,7 +22,7 @@
 // buckets live there); they are written per render, not per answer.
 import client from "prom-client";
 
-type Labels = Record<string, string>;
+export type Labels = Record<string, string>;
 export type MetricType = "gauge" | "counter" | "histogram";
 
 /** Buckets for durations measured in seconds, from 1 ms to 60 s (a render at 100k pods takes seconds). */
@@ -42,6 +42,12 @@ interface Family {
    * a series is removed or the metric re-created.
    */
   byRawKey: Map<string, Series>;
+  /**
+   * The same series by a frozen label object, for call sites that write on every request and
+   * keep their label objects (frozenLabels): no key is built. Replaced whenever byRawKey is
+   * emptied.
+   */
+  byFrozen: WeakMap<Labels, Series>;
 }
 
 interface Series {
@@ -98,7 +104,7 @@ export class Metrics {
       return;
     }
     if (f) this.drop(name, f);
-    this.families.set(name, { type, help, buckets, labelNames: [], series: new Map(), byRawKey: new Map() });
+    this.families.set(name, { type, help, buckets, labelNames: [], series: new Map(), byRawKey: new Map(), byFrozen: new WeakMap() });
   }
 
   set(name: string, rawLabels: Labels, value: number): void {
@@ -150,6 +156,7 @@ export class Metrics {
       if (f.type === "histogram") f.metric?.remove(s.labels);
     }
     f.byRawKey.clear();
+    f.byFrozen = new WeakMap();
   }
 
   /** Drops every series of `name` (e.g. gap reasons that no longer occur). */
@@ -158,6 +165,7 @@ export class Metrics {
     if (!f) return;
     f.series.clear();
     f.byRawKey.clear();
+    f.byFrozen = new WeakMap();
     // Removed rather than reset: a label-less metric would otherwise show 0 for "no value".
     if (f.metric) this.registry.removeSingleMetric(name);
     f.metric = undefined;
@@ -175,7 +183,7 @@ export class Metrics {
   private family(name: string, type: MetricType): Family {
     let f = this.families.get(name);
     if (!f) {
-      f = { type, help: name, buckets: SECONDS_BUCKETS, labelNames: [], series: new Map(), byRawKey: new Map() };
+      f = { type, help: name, buckets: SECONDS_BUCKETS, labelNames: [], series: new Map(), byRawKey: new Map(), byFrozen: new WeakMap() };
       this.families.set(name, f);
     }
     return f;
@@ -183,9 +191,17 @@ export class Metrics {
 
   /** A gauge's or counter's series for these labels (created, with its metric, on first write). */
   private series(name: string, f: Family, rawLabels: Labels): Series {
+    const frozen = Object.isFrozen(rawLabels);
+    if (frozen) {
+      const hit = f.byFrozen.get(rawLabels);
+      if (hit) return hit;
+    }
     const raw = rawKey(rawLabels);
     const known = f.byRawKey.get(raw);
-    if (known) return known;
+    if (known) {
+      if (frozen) f.byFrozen.set(rawLabels, known);
+      return known;
+    }
     const labels = ordered(rawLabels);
     const k = seriesKey(labels);
     this.ensure(name, f, labels);
@@ -195,6 +211,7 @@ export class Metrics {
       f.series.set(k, s);
     }
     f.byRawKey.set(raw, s);
+    if (frozen) f.byFrozen.set(rawLabels, s);
     return s;
   }
 
@@ -212,6 +229,7 @@ export class Metrics {
       f.metric = new client.Histogram({ ...common, buckets: f.buckets });
       f.series.clear();
       f.byRawKey.clear();
+      f.byFrozen = new WeakMap();
     } else if (f.type === "counter") {
       f.metric = new client.Counter({
         ...common,

@@ -83,6 +83,26 @@ describe("feed metrics API", () => {
     assert.deepEqual(samples(await m.text(), "feed_watch_errors_total"), ['feed_watch_errors_total{cluster="west",kind="pods"} 1']);
   });
 
+
+  it("a frozen label object kept by its caller writes the same series as fresh objects, and survives clear, remove and a new label name", async () => {
+    const m = new Metrics(false);
+    const pods = Object.freeze({ cluster: "east", kind: "pods" });
+    m.add("feed_watch_errors_total", pods);
+    m.add("feed_watch_errors_total", { kind: "pods", cluster: "east" });
+    m.add("feed_watch_errors_total", pods, 2);
+    assert.equal(m.get("feed_watch_errors_total", { cluster: "east", kind: "pods" }), 4);
+    // Removed: the kept object starts a new series, not the removed one's value.
+    m.remove("feed_watch_errors_total", { cluster: "east" });
+    m.add("feed_watch_errors_total", pods);
+    assert.deepEqual(samples(await m.text(), "feed_watch_errors_total"), ['feed_watch_errors_total{cluster="east",kind="pods"} 1']);
+    m.clear("feed_watch_errors_total");
+    m.add("feed_watch_errors_total", pods, 5);
+    assert.equal(m.get("feed_watch_errors_total", { cluster: "east", kind: "pods" }), 5);
+    // A label name first seen later: the series the kept object writes stays the one served.
+    m.add("feed_watch_errors_total", { cluster: "west", kind: "pods", reason: "gone" });
+    m.add("feed_watch_errors_total", pods);
+    assert.deepEqual(samples(await m.text(), "feed_watch_errors_total"), ['feed_watch_errors_total{cluster="east",kind="pods"} 6', 'feed_watch_errors_total{cluster="west",kind="pods",reason="gone"} 1']);
+  });
   it("label values are escaped", async () => {
     const m = new Metrics(false);
     m.set("feed_odd", { cluster: 'a"b\\c\nd' }, 1);
