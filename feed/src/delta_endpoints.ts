@@ -48,15 +48,19 @@ export class DeltaEndpoints {
     return this.channelOf(target)?.channel.upToDate(epoch, version) ?? false;
   }
 
+  /** Polls woken and not yet answered: answered together in one microtask (flushWoken). */
+  private woken: Array<() => void> = [];
+
   /**
-   * Calls `woken` once, on the target's next version or after `ms`, always in a microtask of
-   * its own (after the publication that woke it has finished); returns a cancel function, which
-   * wakes it too. A callback, not a Promise: thousands of polls are held at once.
+   * Calls `woken` once, on the target's next version or after `ms`, always in a microtask (after
+   * the publication that woke it has finished); returns a cancel function, which wakes it too.
+   * A callback, not a Promise, and one microtask for all the polls a version wakes: thousands
+   * are held at once, and Node's queueMicrotask costs an async resource per call.
    */
   waitForDelta(target: string, ms: number, woken: () => void): () => void {
     const n = this.channelOf(target);
     if (!n) {
-      queueMicrotask(woken);
+      this.defer(woken);
       return () => undefined;
     }
     let done = false;
@@ -65,11 +69,30 @@ export class DeltaEndpoints {
       done = true;
       clearTimeout(timer);
       n.waiters.delete(wake);
-      queueMicrotask(woken);
+      this.defer(woken);
     };
     const timer = setTimeout(wake, ms);
     n.waiters.add(wake);
     return wake;
+  }
+
+  private defer(woken: () => void): void {
+    if (this.woken.push(woken) === 1) queueMicrotask(() => this.flushWoken());
+  }
+
+  private flushWoken(): void {
+    const batch = this.woken;
+    this.woken = [];
+    for (const woken of batch) {
+      try {
+        woken();
+      } catch (error) {
+        // Raised on its own, as a rejected hold would have been; the other polls are answered.
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
   }
 
   /** One frozen {target, kind} per pair, written on every answer. */
