@@ -62,7 +62,7 @@ export interface ChannelPath {
  * so whoever decides who may read it and whoever serves it read the same name (the channel
  * parses once, in handle, and passes the result on). No `URL` object: this runs for every poll.
  */
-export function channelPath(rawUrl: string | undefined): ChannelPath | undefined {
+function channelPath(rawUrl: string | undefined): ChannelPath | undefined {
   if (rawUrl === undefined) return undefined;
   const q = rawUrl.indexOf("?");
   const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
