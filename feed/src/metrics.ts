@@ -44,7 +44,7 @@ interface Family {
   byRawKey: Map<string, Series>;
   /**
    * The same series by a frozen label object, for call sites that write on every request and
-   * keep their label objects (frozenLabels): no key is built. Replaced whenever byRawKey is
+   * keep their label objects, frozen (Object.freeze): no key is built. Replaced whenever byRawKey is
    * emptied.
    */
   byFrozen: WeakMap<Labels, Series>;
