@@ -203,10 +203,12 @@ export class ServerGuard {
       return false;
     }
     const s = state;
+    // The gauge is written when the distinct bodies change (a body first held, or let go by the
+    // budget), not per answer: thousands of polls are answered with one version's body.
+    const bufferedBefore = this.bufferedBytes;
     const entry: InFlight = { socket, bytes: body.length };
     s.unsent += body.length;
     let holders = this.bodies.get(body);
-    const firstHolder = !holders;
     if (!holders) {
       holders = new Set();
       this.bodies.set(body, holders);
@@ -250,11 +252,8 @@ export class ServerGuard {
     };
     res.once("finish", finished);
     res.once("close", finished);
-    // The gauge changes when a body is first held or the budget let one go, not per answer
-    // (thousands of polls answered with one version's body).
-    const before = this.bufferedBytes;
     this.enforceBudget(body);
-    if (firstHolder || this.bufferedBytes !== before) this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
+    if (this.bufferedBytes !== bufferedBefore) this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
     return true;
   }
 

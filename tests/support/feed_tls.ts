@@ -86,9 +86,9 @@ export interface ChannelAnswer {
 /**
  * GET on the feed's channel as a caller holding `identity` (default: the demo sidecar; null:
  * no client certificate), trusting only the mesh CA and checking the feed's SPIFFE id as
- * Envoy's mesh_feed cluster does. Rejects on a refused handshake.
+ * Envoy's mesh_feed cluster does; a POST of `body` when given (a filter's bucket digests).
+ * `rawPath` replaces the URL's path as written. Rejects on a refused handshake.
  */
-/** A GET on the channel, or a POST of `body` when given (a filter's bucket digests); `rawPath` replaces the URL's path unnormalized. */
 export function channelGet(url: string, identity: PemPair | null = meshCert("sidecar"), headers: Record<string, string> = {}, body?: Buffer, rawPath?: string): Promise<ChannelAnswer> {
   return new Promise((done, fail) => {
     const req = request(url, {
