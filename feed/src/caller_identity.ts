@@ -10,7 +10,6 @@
 //
 // A caller is a mesh workload when its certificate chains to the mesh's root and carries exactly
 // one URI SAN that is a SPIFFE id (the X.509-SVID rule); anything else is refused, by reason.
-import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { parseXfcc, valuesOf } from "./xfcc.js";
 // @peculiar/x509 resolves its services through tsyringe, which needs the Reflect metadata polyfill.
@@ -71,12 +70,10 @@ function fromSocket(socket: TLSSocket): CallerIdentity {
   return { ok: true, spiffeId: uris[0] };
 }
 
-/** The caller of this request on the channel (a TLS connection that asked for a client certificate). */
-export function callerIdentity(req: IncomingMessage): CallerIdentity {
-  return socketIdentity(req.socket as TLSSocket);
-}
-
-/** The caller on this connection, once its handshake is done (channel.ts caps connections by it). */
+/**
+ * The caller on this connection, once its handshake is done: channel.ts caps connections by it
+ * and judges every request on the connection by it.
+ */
 export function socketIdentity(socket: TLSSocket): CallerIdentity {
   if (typeof socket.getPeerCertificate !== "function") return { ok: false, reason: "no_certificate", detail: "not a TLS connection" };
   let id = known.get(socket);
@@ -99,12 +96,10 @@ export function peerAddress(socket: { remoteAddress?: string }): string {
  * sidecar appended last to x-forwarded-client-cert. Elements before it are whatever the caller
  * sent and are never read.
  */
-export function forwardedIdentity(req: IncomingMessage, sidecarAddresses: readonly string[]): CallerIdentity {
-  const from = peerAddress(req.socket);
+export function forwardedIdentity(socket: { remoteAddress?: string }, header: string | undefined, sidecarAddresses: readonly string[]): CallerIdentity {
+  const from = peerAddress(socket);
   if (!sidecarAddresses.includes(from)) return { ok: false, reason: "not_sidecar", detail: `connection from ${from}, not from the sidecar (${sidecarAddresses.join(", ")})` };
-  // Several header lines arrive joined by Node with ", ": the sidecar's element is still last.
-  const raw = req.headers["x-forwarded-client-cert"];
-  const header = Array.isArray(raw) ? raw.join(",") : raw;
+  // Several header lines arrive joined with "," (channel_http.ts): the sidecar's element is still last.
   if (header === undefined || header === "") return { ok: false, reason: "no_forwarded_identity", detail: "no x-forwarded-client-cert: the sidecar verified no client certificate (is PeerAuthentication STRICT?)" };
   const parsed = parseXfcc(header);
   if (!parsed.ok) return { ok: false, reason: "bad_forwarded_identity", detail: `x-forwarded-client-cert: ${parsed.detail}` };

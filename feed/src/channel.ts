@@ -22,14 +22,14 @@
 // Refusals are 403 with a one-line reason and `connection: close`; the TLS layer itself accepts
 // any client certificate so that the refusal can say why and be counted (istiod refuses in the
 // handshake; a caller here learns nothing more than the reason).
-import { createServer as createTlsServer, type Server as TlsServer } from "node:https";
-import { createServer as createPlainServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import type { TLSSocket } from "node:tls";
-import { callerIdentity, forwardedIdentity, socketIdentity, type CallerIdentity } from "./caller_identity.js";
+import { createServer as createPlainServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { createServer as createTlsServer, type Server as TlsServer, type TLSSocket } from "node:tls";
+import { forwardedIdentity, socketIdentity, type CallerIdentity } from "./caller_identity.js";
+import { ChannelConnection, type ChannelHttpOptions, type ChannelRequest } from "./channel_http.js";
 import type { ChannelConfig } from "./config.js";
 import type { Logger } from "./controller.js";
-import { answerNotServing, handleDelta, handleSnapshot, type DeltaSource, type SnapshotSource } from "./http.js";
+import { answerNotServing, BUCKETS_BODY_BYTES, handleDelta, handleSnapshot, type DeltaSource, type SnapshotSource } from "./http.js";
+import type { Reply } from "./reply.js";
 import type { Metrics } from "./metrics.js";
 import { mayRead } from "./readers.js";
 import { ServerGuard } from "./server_guard.js";
@@ -79,7 +79,7 @@ function channelPath(rawUrl: string | undefined): ChannelPath | undefined {
  * channel decides who may read with the same parse (channelPath), so the target authorized is
  * the target served.
  */
-export function routeChannel(source: SnapshotSource & DeltaSource, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number, parsed?: ChannelPath): void {
+export function routeChannel(source: SnapshotSource & DeltaSource, req: ChannelRequest, res: Reply, maxWaitSeconds: number, parsed?: ChannelPath): void {
   const path = parsed ?? channelPath(req.url);
   // POST only on /delta: a filter's bucket digests (feed/docs/deltas.md, "Repair").
   const post = req.method === "POST" && path?.endpoint === "delta";
@@ -97,6 +97,8 @@ export function routeChannel(source: SnapshotSource & DeltaSource, req: Incoming
 
 export class FeedChannelServer {
   private server: Server | undefined;
+  /** Open connections (closed at once by close()). */
+  private readonly sockets = new Set<Socket>();
   /** tls only: the certificate files, watched for rotation. */
   private readonly files: TlsFiles | undefined;
   private readonly readers: Map<string, readonly string[]>;
@@ -142,16 +144,16 @@ export class FeedChannelServer {
     });
   }
 
-  private refuse(res: ServerResponse, reason: string, detail: string): void {
+  private refuse(res: Reply, reason: string, detail: string): void {
     this.metrics.add(REFUSED, { reason });
     res.writeHead(403, { "content-type": "text/plain", connection: "close" }).end(`refused (${reason}): ${detail}\n`);
   }
 
-  private identify(req: IncomingMessage): CallerIdentity {
-    return this.config.identityFrom === "istio-sidecar" ? forwardedIdentity(req, this.config.sidecarAddresses) : callerIdentity(req);
+  private identify(req: ChannelRequest): CallerIdentity {
+    return this.config.identityFrom === "istio-sidecar" ? forwardedIdentity(req.socket, req.headers["x-forwarded-client-cert"], this.config.sidecarAddresses) : socketIdentity(req.socket as TLSSocket);
   }
 
-  private handle(req: IncomingMessage, res: ServerResponse): void {
+  private handle(req: ChannelRequest, res: Reply): void {
     const caller = this.identify(req);
     if (!caller.ok) {
       this.refuse(res, caller.reason, caller.detail);
@@ -191,32 +193,45 @@ export class FeedChannelServer {
   /**
    * Builds the server (the certificate files are read here: a bad set fails the start at once)
    * without listening: the feed listens once it has a model to serve (main.ts, listen()).
+   * Each connection speaks the channel's own HTTP/1.1 (channel_http.ts).
    */
   prepare(): Server {
     if (this.server) return this.server;
-    const handler = this.guard.wrap((req, res) => {
+    const handler = this.guard.wrap((req: ChannelRequest, res: Reply) => {
       try {
         this.handle(req, res);
       } catch (error) {
-        res.writeHead(500, { "content-type": "text/plain" }).end(`${(error as Error).message}\n`);
+        if (!res.writableEnded) res.writeHead(500, { "content-type": "text/plain" }).end(`${(error as Error).message}\n`);
       }
     });
+    const l = this.config.limits;
+    const options: ChannelHttpOptions = {
+      headersTimeoutMs: l.headersTimeoutMs,
+      idleTimeoutMs: l.idleTimeoutMs,
+      maxBodyBytes: BUCKETS_BODY_BYTES,
+      dropped: (reason) => this.guard.clientDropped(reason),
+    };
+    const serve = (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.once("close", () => this.sockets.delete(socket));
+      new ChannelConnection(socket, handler, options);
+    };
     const files = this.files;
     let server: Server;
     if (!files) {
       // Behind the sidecar: plain HTTP on the pod port, every request judged by its peer address
       // and forwarded identity (the sidecar pools callers on its connections: no cap per caller).
-      server = createPlainServer(this.guard.serverOptions(), handler);
-      this.guard.attach(server);
+      server = createPlainServer(serve);
+      this.guard.attachConnections(server);
     } else {
       // Ask every caller for a certificate; judge it in the request (counted, with a reason).
-      const tls = createTlsServer({ ...this.guard.serverOptions(), ...files.load(), requestCert: true, rejectUnauthorized: false, minVersion: "TLSv1.2" }, handler);
-      this.guard.attach(tls);
+      const tls = createTlsServer({ ...files.load(), requestCert: true, rejectUnauthorized: false, minVersion: "TLSv1.2", handshakeTimeout: l.headersTimeoutMs });
+      this.guard.attachConnections(tls);
       // The cap per caller: its identity is known once the handshake is done (callers without a
       // mesh identity share one bucket, so they cannot crowd out the mesh's own).
       tls.on("secureConnection", (socket: TLSSocket) => {
         const id = socketIdentity(socket);
-        this.guard.callerConnected(socket, id.ok ? id.spiffeId : "");
+        if (this.guard.callerConnected(socket, id.ok ? id.spiffeId : "")) serve(socket);
       });
       tls.on("tlsClientError", (_error, socket) => {
         this.metrics.add(REFUSED, { reason: "handshake" });
@@ -243,7 +258,7 @@ export class FeedChannelServer {
     this.files?.stop();
     const s = this.server;
     if (!s) return;
-    s.closeAllConnections();
+    for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((done) => s.close(() => done()));
   }
 }

@@ -238,11 +238,16 @@ function known(r: Reader, o: Record<string, unknown>, at: string, fields: string
   for (const k of Object.keys(o)) if (!fields.includes(k)) r.fail(`${at}${k}`, `unknown field (known: ${fields.join(", ")})`);
 }
 
-/** `limits` of the channel or the operator port; `perCaller` only where callers have identities. */
-function limitsOf(r: Reader, v: unknown, at: string, defaults: ServerLimits, perCaller: boolean): ServerLimits {
+/**
+ * `limits` of the channel or the operator port; `perCaller` only where callers have identities;
+ * `maxUnsentBytes` only on the operator port (node:http answers pipelined requests at once, the
+ * channel's own HTTP layer one at a time: channel_http.ts).
+ */
+function limitsOf(r: Reader, v: unknown, at: string, defaults: ServerLimits, perCaller: boolean, channel: boolean): ServerLimits {
   if (v === undefined) return defaults;
   const o = obj(r, v, at.slice(0, -1));
-  const fields = ["maxConnections", "idleTimeoutMs", "headersTimeoutMs", "writeTimeoutMs", "stallTimeoutMs", "maxUnsentBytes", "maxBufferedBytes"];
+  if (channel && "maxUnsentBytes" in o) r.fail(`${at}maxUnsentBytes`, "not a channel limit: the channel answers a connection's requests one at a time, so a client that does not read holds one answer and is dropped by stallTimeoutMs");
+  const fields = ["maxConnections", "idleTimeoutMs", "headersTimeoutMs", "writeTimeoutMs", "stallTimeoutMs", "maxBufferedBytes", ...(channel ? [] : ["maxUnsentBytes"])];
   known(r, o, at, perCaller ? [...fields, "maxConnectionsPerCaller", "maxConnectionsPerPeer"] : fields);
   const l: ServerLimits = {
     maxConnections: int(r, o, "maxConnections", at, 1, 1_000_000, defaults.maxConnections),
@@ -319,7 +324,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
     operator = {
       address: str(r, h, "address", "operator.", "127.0.0.1"),
       port: int(r, h, "port", "operator.", 0, 65535, 9090),
-      limits: limitsOf(r, h.limits, "operator.limits.", DEFAULT_OPERATOR_LIMITS, false),
+      limits: limitsOf(r, h.limits, "operator.limits.", DEFAULT_OPERATOR_LIMITS, false, false),
     };
   }
   let health: HealthConfig | undefined;
@@ -363,7 +368,7 @@ export function parseFeedConfig(text: string, path = "feed config"): FeedConfig 
       keyFile: file("keyFile"),
       caFile: file("caFile"),
       reloadMs: sidecar ? 0 : int(r, c, "reloadMs", "channel.", 50, 3_600_000, 1000),
-      limits: limitsOf(r, c.limits, "channel.limits.", sidecar ? { ...DEFAULT_CHANNEL_LIMITS, maxConnectionsPerCaller: 0, maxConnectionsPerPeer: 0 } : DEFAULT_CHANNEL_LIMITS, !sidecar),
+      limits: limitsOf(r, c.limits, "channel.limits.", sidecar ? { ...DEFAULT_CHANNEL_LIMITS, maxConnectionsPerCaller: 0, maxConnectionsPerPeer: 0 } : DEFAULT_CHANNEL_LIMITS, !sidecar, true),
     };
     // A held long poll sends nothing until it is answered: it must not count as idle.
     if (channel.limits.idleTimeoutMs <= delta.maxWaitSeconds * 1000) r.fail("channel.limits.idleTimeoutMs", `must be above delta.maxWaitSeconds (${delta.maxWaitSeconds} s): a held long poll is not idle`);

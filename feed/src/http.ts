@@ -20,6 +20,7 @@ import { answerParts, PREVIOUS_CLIENT, type ClientState, type DeltaAnswer } from
 import { BUCKET_COUNT, parseDigest } from "./delta/digest.js";
 import { FORMAT_VERSION, PREVIOUS_FORMAT } from "./delta/wire.js";
 import { admitBody, bodyProgress, ServerGuard, type ServerLimits } from "./server_guard.js";
+import type { Reply, RequestHead } from "./reply.js";
 import { Metrics } from "./metrics.js";
 import { DEFAULT_OPERATOR_LIMITS } from "./config.js";
 
@@ -60,7 +61,7 @@ export interface DeltaSource {
  * connection is closed, so that the next poll opens a new one, which a Service balances anew
  * (kube-proxy places connections, not requests; a kept-alive one would come back here).
  */
-export function answerNotServing(res: ServerResponse, why: string): void {
+export function answerNotServing(res: Reply, why: string): void {
   res.writeHead(503, { "content-type": "text/plain", "retry-after": "1", connection: "close" }).end(`not serving: ${why}\n`);
 }
 
@@ -84,52 +85,39 @@ function uintParam(query: URLSearchParams, name: string): number | undefined {
   return /^\d{1,16}$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : NaN;
 }
 
-export function handleDelta(source: SnapshotSource & DeltaSource, target: string, query: URLSearchParams, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number): void {
+/** The request as /delta reads it: its method and, for a POST, the whole body (the channel's HTTP layer bounds it). */
+export interface DeltaRequest {
+  readonly method: string;
+  readonly body: Buffer | undefined;
+}
+
+/** The largest body the channel takes: a repair's bucket digests (channel_http.ts refuses more with 413). */
+export const BUCKETS_BODY_BYTES = BUCKET_COUNT * 8;
+
+export function handleDelta(source: SnapshotSource & DeltaSource, target: string, query: URLSearchParams, req: DeltaRequest, res: Reply, maxWaitSeconds: number): void {
   if (req.method === "POST") {
-    // A client's bucket digests (format 3, after KIND_ASK_BUCKETS): read whole, bounded, then answered at once.
-    readBuckets(req, (buckets, error) => {
-      if (error !== undefined) {
-        res.writeHead(error.status, { "content-type": "text/plain", connection: "close" }).end(`${error.text}\n`);
-        return;
-      }
-      answerDelta(source, target, query, req, res, maxWaitSeconds, buckets);
-    });
+    // A client's bucket digests (format 3, after KIND_ASK_BUCKETS), answered at once.
+    const buckets = parseBuckets(req.body);
+    if (typeof buckets === "string") {
+      res.writeHead(400, { "content-type": "text/plain", connection: "close" }).end(`${buckets}\n`);
+      return;
+    }
+    answerDelta(source, target, query, req, res, maxWaitSeconds, buckets);
     return;
   }
   answerDelta(source, target, query, req, res, maxWaitSeconds);
 }
 
-/** The POST body of a repair poll: BUCKET_COUNT little-endian u64 digests, nothing more. */
-function readBuckets(req: IncomingMessage, done: (buckets: BigUint64Array, error?: { status: number; text: string }) => void): void {
-  const want = BUCKET_COUNT * 8;
-  const body = Buffer.alloc(want);
-  let got = 0;
-  let over = false;
-  req.on("data", (chunk: Buffer) => {
-    if (over) return;
-    if (got + chunk.length > want) {
-      // Answered at once with connection: close (the socket goes after the answer); the rest
-      // of the body is not kept.
-      over = true;
-      done(new BigUint64Array(0), { status: 413, text: `body: more than ${want} bytes (${BUCKET_COUNT} bucket digests)` });
-      return;
-    }
-    chunk.copy(body, got);
-    got += chunk.length;
-  });
-  req.on("end", () => {
-    if (over) return;
-    if (got !== want) {
-      done(new BigUint64Array(0), { status: 400, text: `body: ${got} bytes, expected ${want} (${BUCKET_COUNT} bucket digests, 8 bytes each)` });
-      return;
-    }
-    const buckets = new BigUint64Array(BUCKET_COUNT);
-    for (let i = 0; i < BUCKET_COUNT; i++) buckets[i] = body.readBigUInt64LE(i * 8);
-    done(buckets);
-  });
+/** The POST body of a repair poll: BUCKET_COUNT little-endian u64 digests, nothing more; a string is the 400's line. */
+function parseBuckets(body: Buffer | undefined): BigUint64Array | string {
+  const got = body?.length ?? 0;
+  if (!body || got !== BUCKETS_BODY_BYTES) return `body: ${got} bytes, expected ${BUCKETS_BODY_BYTES} (${BUCKET_COUNT} bucket digests, 8 bytes each)`;
+  const buckets = new BigUint64Array(BUCKET_COUNT);
+  for (let i = 0; i < BUCKET_COUNT; i++) buckets[i] = body.readBigUInt64LE(i * 8);
+  return buckets;
 }
 
-function answerDelta(source: SnapshotSource & DeltaSource, target: string, query: URLSearchParams, req: IncomingMessage, res: ServerResponse, maxWaitSeconds: number, buckets?: BigUint64Array): void {
+function answerDelta(source: SnapshotSource & DeltaSource, target: string, query: URLSearchParams, req: DeltaRequest, res: Reply, maxWaitSeconds: number, buckets?: BigUint64Array): void {
   if (!source.hasTarget(target)) {
     res.writeHead(404, { "content-type": "text/plain" }).end(`no target ${JSON.stringify(target)}\n`);
     return;
@@ -228,7 +216,7 @@ const CHUNK = 16 << 10;
  * guard's write timeout and budgets bound. Each slice taken is progress: a client that takes
  * none for the guard's stall timeout is dropped.
  */
-function writeBody(res: ServerResponse, body: Buffer): void {
+function writeBody(res: Reply, body: Buffer): void {
   let at = 0;
   const more = (): void => {
     bodyProgress(res);
@@ -297,7 +285,7 @@ function handleOperator(source: SnapshotSource, req: IncomingMessage, res: Serve
 }
 
 /** GET /snapshot/<target>: the published JSON with its ETag (304 when the client holds it). */
-export async function handleSnapshot(source: SnapshotSource, target: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function handleSnapshot(source: SnapshotSource, target: string, req: RequestHead, res: Reply): Promise<void> {
   const snap = await source.snapshot(target);
   // The client may have gone while a lazy target was checked.
   if (res.destroyed) return;
@@ -351,7 +339,7 @@ export class FeedHttpServer {
   async listen(port: number, host: string): Promise<AddressInfo> {
     const server = createServer(
       this.guard.serverOptions(),
-      this.guard.wrap((req, res) => {
+      this.guard.wrap((req: IncomingMessage, res: ServerResponse) => {
         try {
           handleOperator(this.source, req, res);
         } catch (error) {

@@ -25,9 +25,10 @@
 //     dropped (never the newest: the current version is always served; never one under 64 KiB:
 //     a delta or no-change answer of an honest poller).
 // Every refusal and drop is counted by server and reason.
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import type { Socket } from "node:net";
+import type { Server } from "node:http";
+import type { Server as NetServer, Socket } from "node:net";
 import type { Metrics } from "./metrics.js";
+import type { Reply } from "./reply.js";
 
 export interface ServerLimits {
   maxConnections: number;
@@ -70,24 +71,24 @@ interface SocketState {
 }
 
 /** The guard of each response (http.ts asks it before writing a body). */
-const guards = new WeakMap<ServerResponse, ServerGuard>();
+const guards = new WeakMap<Reply, ServerGuard>();
 /** The stall timer of each response whose body is being written (refreshed on each slice taken). */
-const stallTimers = new WeakMap<ServerResponse, NodeJS.Timeout>();
+const stallTimers = new WeakMap<Reply, NodeJS.Timeout>();
 /** When each such response's socket last took a slice (performance.now()). */
-const lastProgress = new WeakMap<ServerResponse, number>();
+const lastProgress = new WeakMap<Reply, number>();
 
 /**
  * Called by the handlers (http.ts) with the body they are about to write. Returns false when
  * the client was dropped instead (the handler writes nothing). Unguarded responses (in-process
  * tests) always go on.
  */
-export function admitBody(res: ServerResponse, body: Buffer): boolean {
+export function admitBody(res: Reply, body: Buffer): boolean {
   const g = guards.get(res);
   return g ? g.admit(res, body) : true;
 }
 
 /** http.ts: the socket took another slice of `res`'s body (the client is reading). */
-export function bodyProgress(res: ServerResponse): void {
+export function bodyProgress(res: Reply): void {
   const timer = stallTimers.get(res);
   if (!timer) return;
   timer.refresh();
@@ -132,8 +133,12 @@ export class ServerGuard {
     };
   }
 
-  /** Caps, idle timeout and counting on a server that is about to listen. */
-  attach(server: Server): void {
+  /**
+   * The total cap and the count of open connections, on any server about to listen (the
+   * channel's own HTTP layer, channel_http.ts, keeps its timeouts itself and counts its drops
+   * with clientDropped).
+   */
+  attachConnections(server: NetServer): void {
     server.maxConnections = this.limits.maxConnections;
     server.on("drop", () => this.metrics.add(CONNECTIONS_REFUSED, { server: this.name, reason: "total" }));
     server.on("connection", (socket: Socket) => {
@@ -144,6 +149,16 @@ export class ServerGuard {
         this.metrics.set("feed_connections", { server: this.name }, this.open);
       });
     });
+  }
+
+  /** A client dropped by the server's HTTP layer itself (the socket is closed there). */
+  clientDropped(reason: "idle" | "header_timeout" | "bad_request"): void {
+    this.metrics.add(CLIENTS_DROPPED, { server: this.name, reason });
+  }
+
+  /** Caps, idle timeout and counting on a node:http server that is about to listen (the operator port). */
+  attach(server: Server): void {
+    this.attachConnections(server);
     server.setTimeout(this.limits.idleTimeoutMs, (socket: Socket) => this.drop(socket, "idle"));
     // Node reports a request not received within headersTimeoutMs (and unparsable ones) here.
     server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
@@ -181,14 +196,14 @@ export class ServerGuard {
   }
 
   /** Wraps a request handler so that its responses are guarded. */
-  wrap(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
+  wrap<Q, R extends Reply>(handler: (req: Q, res: R) => void): (req: Q, res: R) => void {
     return (req, res) => {
       guards.set(res, this);
       handler(req, res);
     };
   }
 
-  admit(res: ServerResponse, body: Buffer): boolean {
+  admit(res: Reply, body: Buffer): boolean {
     // The request's socket: a pipelined response has none of its own until those before it end.
     const socket = res.req.socket;
     if (socket.destroyed) return false;

@@ -103,6 +103,7 @@ describe("feed: configuration", () => {
     ["a per-caller cap above the total", { channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { maxConnections: 10, maxConnectionsPerCaller: 11 } } }, /channel\.limits\.maxConnectionsPerCaller: must be at most maxConnections/],
     ["a per-peer cap above the per-caller cap", { channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { maxConnectionsPerCaller: 8, maxConnectionsPerPeer: 9 } } }, /channel\.limits\.maxConnectionsPerPeer: must be at most maxConnectionsPerCaller/],
     ["a per-peer cap on the operator port (no identities there)", { operator: { limits: { maxConnectionsPerPeer: 5 } } }, /operator\.limits\.maxConnectionsPerPeer: unknown field/],
+    ["maxUnsentBytes on the channel (it answers one request at a time)", { channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { maxUnsentBytes: 0 } } }, /channel\.limits\.maxUnsentBytes: not a channel limit: the channel answers a connection's requests one at a time/],
     ["a stall timeout below 100 ms", { channel: { certFile: "c", keyFile: "k", caFile: "a", limits: { stallTimeoutMs: 50 } } }, /channel\.limits\.stallTimeoutMs: expected an integer in \[100, 3600000\]/],
     ["an empty full-build bucket", { delta: { fullBuildBurst: 0 } }, /delta\.fullBuildBurst: expected an integer in \[1, 1000\]/],
     ["a full-build interval given as text", { delta: { minFullIntervalMs: "1s" } }, /delta\.minFullIntervalMs: expected an integer in \[0, 600000\]/],

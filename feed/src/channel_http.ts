@@ -1,0 +1,450 @@
+// The channel's own HTTP/1.1, server side, on the sockets the channel accepts (mutual TLS, or
+// plain behind the feed's Istio sidecar). Not node:http: the channel holds a long poll per
+// filter VM (thousands), and node:http keeps a request and a response object with their stream
+// states per poll, ~2.2 KB of heap that lives until the next version and is copied by every
+// young-generation collection on the way (bench/feed/FANOUT.md, held_request_heap.ts). Here a
+// held poll is a small request, a small reply and the closures of its wait.
+//
+// What it takes is the narrow HTTP/1.1 that Envoy and the filters speak, and nothing that two
+// parsers could read two ways (a proxy in front, the feed's own sidecar, must never see one
+// request where the feed sees another). Anything else is answered with one line naming the
+// field, the connection closed, counted feed_clients_dropped_total{reason="bad_request"}:
+//   - a request line `METHOD SP target SP HTTP/1.1` (another version: 505);
+//   - header lines `name: value` ending in CRLF: a bare LF, a folded line (starting with a
+//     space or tab), a name that is no token (a space before the colon), a control character
+//     in a value: 400;
+//   - at most MAX_HEADER_BYTES of head and MAX_HEADER_LINES header lines: 431;
+//   - exactly one host: 400;
+//   - a body only by content-length, digits, one value: 400; above `maxBodyBytes`: 413;
+//     transfer-encoding in any form: 501 (the filters' one body, a repair's bucket digests, has
+//     its length: Envoy sends it with content-length);
+//   - the whole request within headersTimeoutMs of its first byte: else 408, counted
+//     header_timeout. A connection with no request for idleTimeoutMs is closed, counted idle.
+// A connection's requests are answered one at a time, as Envoy's HTTP/1 codec serves them: the
+// next one is parsed only once the answer before it has been written to the socket, so a client
+// that pipelines and never reads holds one answer at most, and the guard's stall timeout drops it
+// (server_guard.ts). Bytes read ahead are bounded (MAX_HEADER_BYTES + maxBodyBytes, then the
+// socket is paused) and kept in one growing buffer: any input costs linear time and memory.
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { Reply } from "./reply.js";
+
+export const MAX_HEADER_BYTES = 16 << 10;
+/** Envoy's own default (max_headers_count). */
+export const MAX_HEADER_LINES = 100;
+
+/** A request as the channel's handler sees it: the headers it reads, each one value. */
+export interface ChannelRequest {
+  readonly method: string;
+  /** The request-target exactly as sent (channel.ts parses it once). */
+  readonly url: string;
+  readonly headers: ChannelHeaders;
+  /** The whole body (only ever a repair's bucket digests); undefined without one. */
+  readonly body: Buffer | undefined;
+  readonly socket: Socket;
+}
+
+export interface ChannelHeaders {
+  "if-none-match"?: string;
+  /** Several lines are joined with "," (Envoy appends its element to what it received). */
+  "x-forwarded-client-cert"?: string;
+}
+
+export interface ChannelHttpOptions {
+  headersTimeoutMs: number;
+  idleTimeoutMs: number;
+  maxBodyBytes: number;
+  /** A client this layer dropped: a refused request, one not received in time, an idle connection. */
+  dropped(reason: "bad_request" | "header_timeout" | "idle"): void;
+}
+
+export type ChannelHandler = (req: ChannelRequest, res: ChannelReply) => void;
+
+interface Head {
+  method: string;
+  url: string;
+  contentLength: number;
+  close: boolean;
+  headers: ChannelHeaders;
+}
+
+interface HeadError {
+  status: number;
+  text: string;
+}
+
+const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) ([\x21-\x7e]+) HTTP\/(\d)\.(\d)$/;
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Control characters but the tab (CR and LF included): never inside a field value. */
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
+const DIGITS = /^\d{1,15}$/;
+const CRLFCRLF = Buffer.from("\r\n\r\n");
+
+/**
+ * The request line and header lines (the head without its final CRLF CRLF), or the refusal.
+ * Exported for its unit tests; the connection below is its only caller.
+ */
+export function parseHead(text: string, maxBodyBytes: number): Head | HeadError {
+  const lines = text.split("\r\n");
+  if (lines.length - 1 > MAX_HEADER_LINES) return { status: 431, text: `request head: more than ${MAX_HEADER_LINES} header lines` };
+  const m = REQUEST_LINE.exec(lines[0]);
+  if (!m) return { status: 400, text: "request line: expected METHOD SP request-target SP HTTP/1.1, ending in CRLF" };
+  if (m[3] !== "1" || m[4] !== "1") return { status: 505, text: `request line: HTTP/${m[3]}.${m[4]}, the channel speaks HTTP/1.1` };
+  const headers: ChannelHeaders = {};
+  let hosts = 0;
+  let contentLength: string | undefined;
+  let close = false;
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i];
+    const first = line.charCodeAt(0);
+    if (first === 0x20 || first === 0x09) return { status: 400, text: "request head: a folded header line (a line may not start with a space or tab)" };
+    const colon = line.indexOf(":");
+    const name = colon < 0 ? line : line.slice(0, colon);
+    if (colon <= 0 || !TOKEN.test(name)) return { status: 400, text: `request head: ${JSON.stringify(name.slice(0, 40))} is no header name followed by a colon` };
+    const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, "");
+    const lower = name.toLowerCase();
+    if (CONTROL.test(value)) return { status: 400, text: `${lower}: a control character in the value (a line ends in CRLF only)` };
+    switch (lower) {
+      case "host":
+        hosts++;
+        break;
+      case "content-length":
+        if (contentLength !== undefined) return { status: 400, text: "content-length: more than one" };
+        if (!DIGITS.test(value)) return { status: 400, text: "content-length: expected digits" };
+        contentLength = value;
+        break;
+      case "transfer-encoding":
+        return { status: 501, text: "transfer-encoding: not taken by the channel (send the body with content-length)" };
+      case "connection":
+        for (const token of value.split(",")) if (token.trim().toLowerCase() === "close") close = true;
+        break;
+      case "x-forwarded-client-cert":
+        headers[lower] = headers[lower] === undefined ? value : `${headers[lower]},${value}`;
+        break;
+      case "if-none-match":
+        headers[lower] = headers[lower] === undefined ? value : `${headers[lower]}, ${value}`;
+        break;
+    }
+  }
+  if (hosts !== 1) return { status: 400, text: hosts === 0 ? "host: missing" : "host: more than one" };
+  const length = contentLength === undefined ? 0 : Number(contentLength);
+  if (length > maxBodyBytes) return { status: 413, text: `content-length: ${length} bytes, the channel takes at most ${maxBodyBytes}` };
+  return { method: m[1], url: m[2], contentLength: length, close, headers };
+}
+
+/** Whether `data` from `from` on holds an LF not preceded by CR (a bare LF line end). */
+function bareLf(data: Buffer, from: number): boolean {
+  for (let i = data.indexOf(0x0a, from); i >= 0; i = data.indexOf(0x0a, i + 1)) if (i === 0 || data[i - 1] !== 0x0d) return true;
+  return false;
+}
+
+/** One connection of the channel: its requests parsed and answered one at a time. */
+export class ChannelConnection {
+  /** Bytes received and not parsed yet (a growing buffer; `length` of it are used). */
+  private pending: Buffer | undefined;
+  private length = 0;
+  /** Where the search for the head's end resumes (what was searched does not hold it). */
+  private scanFrom = 0;
+  private head: Head | undefined;
+  /** The answer being written: the next request waits for it. */
+  private reply: ChannelReply | undefined;
+  /** The request's deadline, from its first byte to its last. */
+  private deadline: NodeJS.Timeout | undefined;
+  /** Whether `pending` is the connection's own buffer (else a view of a chunk received). */
+  private owned = false;
+  private paused = false;
+  private refused = false;
+
+  constructor(
+    readonly socket: Socket,
+    private readonly handler: ChannelHandler,
+    private readonly options: ChannelHttpOptions,
+  ) {
+    socket.setTimeout(options.idleTimeoutMs, () => {
+      if (socket.destroyed) return;
+      options.dropped("idle");
+      socket.destroy();
+    });
+    socket.on("data", (chunk: Buffer) => this.received(chunk));
+    socket.on("close", () => this.closed());
+    // A reset or a write after the peer left: "close" follows, which ends the reply.
+    socket.on("error", () => undefined);
+  }
+
+  private received(chunk: Buffer): void {
+    if (this.refused) return;
+    if (this.length === 0) {
+      // The common case, a whole poll in one chunk: parsed from the chunk itself, no copy.
+      this.pending = chunk;
+      this.length = chunk.length;
+      this.owned = false;
+    } else this.append(chunk);
+    if (this.reply) {
+      // Read ahead while an answer is written: kept, bounded, then the socket waits.
+      this.own();
+      if (this.length > MAX_HEADER_BYTES + this.options.maxBodyBytes && !this.paused) {
+        this.paused = true;
+        this.socket.pause();
+      }
+      return;
+    }
+    this.parse();
+  }
+
+  /** Adds a chunk to the bytes kept: a buffer that doubles, so any input is copied linearly. */
+  private append(chunk: Buffer): void {
+    const need = this.length + chunk.length;
+    if (!this.pending || !this.owned || need > this.pending.length) {
+      const grown = Buffer.allocUnsafe(Math.max(need, 2 * this.length, 1024));
+      this.pending?.copy(grown, 0, 0, this.length);
+      this.pending = grown;
+      this.owned = true;
+    }
+    chunk.copy(this.pending, this.length);
+    this.length = need;
+  }
+
+  /** Bytes kept past this turn are the connection's own, never a view of a chunk received. */
+  private own(): void {
+    if (this.pending && !this.owned) this.append(Buffer.alloc(0));
+  }
+
+  /** Drops the first `n` bytes parsed. */
+  private consume(n: number): void {
+    const rest = this.length - n;
+    this.scanFrom = 0;
+    if (rest <= 0 || !this.pending) {
+      this.pending = undefined;
+      this.length = 0;
+      return;
+    }
+    this.pending = this.pending.subarray(n, this.length);
+    this.length = rest;
+    // A view: of the chunk received (the fast path) or of the connection's buffer; copied when kept.
+    this.owned = false;
+  }
+
+  private parse(): void {
+    while (!this.reply && !this.refused && !this.socket.destroyed && (this.length > 0 || this.head)) {
+      const data = this.pending ? this.pending.subarray(0, this.length) : Buffer.alloc(0);
+      if (!this.head) {
+        const end = data.indexOf(CRLFCRLF, this.scanFrom);
+        if (end < 0) {
+          if (bareLf(data, Math.max(0, this.scanFrom - 1))) return this.refuse(400, "request head: a line ends in LF without CR");
+          if (data.length > MAX_HEADER_BYTES) return this.refuse(431, `request head: more than ${MAX_HEADER_BYTES} bytes`);
+          this.scanFrom = Math.max(0, data.length - 3);
+          this.own();
+          return this.startDeadline();
+        }
+        if (end + 4 > MAX_HEADER_BYTES) return this.refuse(431, `request head: more than ${MAX_HEADER_BYTES} bytes`);
+        if (bareLf(data.subarray(0, end + 4), 0)) return this.refuse(400, "request head: a line ends in LF without CR");
+        const head = parseHead(data.toString("latin1", 0, end), this.options.maxBodyBytes);
+        if ("status" in head) return this.refuse(head.status, head.text);
+        this.head = head;
+        this.consume(end + 4);
+        continue;
+      }
+      if (this.length < this.head.contentLength) {
+        this.own();
+        return this.startDeadline();
+      }
+      const head = this.head;
+      this.head = undefined;
+      const body = head.contentLength > 0 ? Buffer.from(data.subarray(0, head.contentLength)) : undefined;
+      this.consume(head.contentLength);
+      this.stopDeadline();
+      this.dispatch(head, body);
+    }
+    // Bytes left behind an answer being written (a pipelined request) are kept as the connection's own.
+    this.own();
+  }
+
+  private dispatch(head: Head, body: Buffer | undefined): void {
+    const reply = new ChannelReply(this, head.method === "HEAD", head.close);
+    this.reply = reply;
+    this.handler({ method: head.method, url: head.url, headers: head.headers, body, socket: this.socket }, reply);
+  }
+
+  /** The reply's last bytes were written: the connection closes, or the next request is read. */
+  replied(close: boolean): void {
+    this.reply = undefined;
+    if (close) {
+      this.socket.end();
+      setTimeout(() => this.socket.destroy(), 1000).unref();
+      return;
+    }
+    if (this.paused) {
+      this.paused = false;
+      this.socket.resume();
+    }
+    this.parse();
+  }
+
+  private startDeadline(): void {
+    this.deadline ??= setTimeout(() => this.refuse(408, `the request was not received within ${this.options.headersTimeoutMs} ms`, "header_timeout"), this.options.headersTimeoutMs);
+  }
+
+  private stopDeadline(): void {
+    if (this.deadline) clearTimeout(this.deadline);
+    this.deadline = undefined;
+  }
+
+  private refuse(status: number, text: string, reason: "bad_request" | "header_timeout" = "bad_request"): void {
+    this.stopDeadline();
+    this.refused = true;
+    this.pending = undefined;
+    this.length = 0;
+    this.options.dropped(reason);
+    if (this.socket.destroyed || !this.socket.writable) {
+      this.socket.destroy();
+      return;
+    }
+    const line = `${text}\n`;
+    this.socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(line)}\r\nconnection: close\r\n\r\n${line}`);
+    setTimeout(() => this.socket.destroy(), 1000).unref();
+  }
+
+  private closed(): void {
+    this.stopDeadline();
+    this.pending = undefined;
+    this.length = 0;
+    this.reply?.socketClosed();
+  }
+}
+
+/** One answer on a channel connection: the surface of node:http's ServerResponse the handlers use. */
+export class ChannelReply implements Reply {
+  writableEnded = false;
+  /** The status line and headers until the first bytes go out with them. */
+  private head: string | undefined;
+  private status = 0;
+  private hasLength = false;
+  private done = false;
+  private finishListeners: (() => void)[] | undefined;
+  private closeListeners: (() => void)[] | undefined;
+
+  constructor(
+    private readonly connection: ChannelConnection,
+    /** A HEAD request: headers only, whatever the handler writes. */
+    private readonly headOnly: boolean,
+    /** Close after this answer (the request asked, or the handler says `connection: close`). */
+    private close: boolean,
+  ) {}
+
+  get req(): { readonly socket: Socket } {
+    return this.connection;
+  }
+
+  get destroyed(): boolean {
+    return this.connection.socket.destroyed;
+  }
+
+  writeHead(status: number, headers?: Record<string, string>): this {
+    let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n`;
+    if (headers) {
+      for (const name in headers) {
+        if (name === "connection") {
+          if (headers[name] === "close") this.close = true;
+          continue;
+        }
+        if (name === "content-length") this.hasLength = true;
+        text += `${name}: ${headers[name]}\r\n`;
+      }
+    }
+    this.status = status;
+    this.head = text;
+    return this;
+  }
+
+  /** The head with its framing: content-length for a body known whole, else close-delimited. */
+  private headBytes(wholeBody: number | undefined): string {
+    let text = this.head ?? `HTTP/1.1 200 OK\r\n`;
+    this.head = undefined;
+    if (!this.hasLength && this.status !== 304 && this.status !== 204) {
+      if (wholeBody === undefined) this.close = true;
+      else text += `content-length: ${wholeBody}\r\n`;
+    }
+    if (this.close) text += "connection: close\r\n";
+    return `${text}\r\n`;
+  }
+
+  write(chunk: Buffer): boolean {
+    const socket = this.connection.socket;
+    if (this.head !== undefined || this.status === 0) {
+      socket.cork();
+      socket.write(this.headBytes(undefined), "latin1");
+      const taken = this.headOnly || socket.write(chunk);
+      socket.uncork();
+      return taken;
+    }
+    return this.headOnly || socket.write(chunk);
+  }
+
+  end(chunk?: Buffer | string): this {
+    if (this.writableEnded) return this;
+    this.writableEnded = true;
+    const socket = this.connection.socket;
+    if (socket.destroyed) return this;
+    const finished = () => this.finished();
+    const body = this.headOnly || this.status === 304 || this.status === 204 ? undefined : chunk;
+    if (this.head !== undefined || this.status === 0) {
+      const bytes = chunk === undefined ? 0 : typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
+      const head = this.headBytes(bytes);
+      if (body === undefined || body.length === 0) socket.write(head, "latin1", finished);
+      else if (typeof body === "string") socket.write(head + body, "utf8", finished);
+      else {
+        socket.cork();
+        socket.write(head, "latin1");
+        socket.write(body, finished);
+        socket.uncork();
+      }
+      return this;
+    }
+    if (body !== undefined && body.length > 0) socket.write(body, finished);
+    else socket.write(Buffer.alloc(0), finished);
+    return this;
+  }
+
+  private finished(): void {
+    if (this.done) return;
+    this.done = true;
+    const finish = this.finishListeners;
+    const close = this.closeListeners;
+    this.finishListeners = undefined;
+    this.closeListeners = undefined;
+    if (finish) for (const f of finish) f();
+    if (close) for (const f of close) f();
+    if (!this.connection.socket.destroyed) this.connection.replied(this.close);
+  }
+
+  /** The connection closed before the answer was written (or while it was held). */
+  socketClosed(): void {
+    if (this.done) return;
+    this.done = true;
+    const close = this.closeListeners;
+    this.finishListeners = undefined;
+    this.closeListeners = undefined;
+    if (close) for (const f of close) f();
+  }
+
+  once(event: "drain" | "finish" | "close", listener: () => void): this {
+    if (event === "drain") this.connection.socket.once("drain", listener);
+    else if (!this.done) (event === "finish" ? (this.finishListeners ??= []) : (this.closeListeners ??= [])).push(listener);
+    return this;
+  }
+
+  on(event: "close", listener: () => void): this {
+    return this.once(event, listener);
+  }
+
+  off(_event: "close", listener: () => void): this {
+    const at = this.closeListeners?.indexOf(listener) ?? -1;
+    if (at >= 0) this.closeListeners?.splice(at, 1);
+    return this;
+  }
+
+  destroy(): this {
+    this.connection.socket.destroy();
+    return this;
+  }
+}
