@@ -211,11 +211,7 @@ export class FeedChannelServer {
       maxBodyBytes: BUCKETS_BODY_BYTES,
       dropped: (reason) => this.guard.clientDropped(reason),
     };
-    const serve = (socket: Socket) => {
-      this.sockets.add(socket);
-      socket.once("close", () => this.sockets.delete(socket));
-      new ChannelConnection(socket, handler, options);
-    };
+    const serve = (socket: Socket) => new ChannelConnection(socket, handler, options);
     const files = this.files;
     let server: Server;
     if (!files) {
@@ -239,6 +235,11 @@ export class FeedChannelServer {
       });
       server = tls;
     }
+    // Every accepted connection (before TLS too), so that close() ends a handshake under way.
+    server.on("connection", (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.once("close", () => this.sockets.delete(socket));
+    });
     this.server = server;
     // Watched from now: a rotation during a long start is in force when the channel listens.
     files?.watch(this.config.reloadMs);

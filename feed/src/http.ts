@@ -122,13 +122,16 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
     res.writeHead(404, { "content-type": "text/plain" }).end(`no target ${JSON.stringify(target)}\n`);
     return;
   }
-  const params = { epoch: uintParam(query, "epoch") ?? 0, version: uintParam(query, "version") ?? 0, wait: uintParam(query, "wait") ?? 0 };
-  for (const [name, v] of Object.entries(params)) {
-    if (Number.isNaN(v)) {
-      res.writeHead(400, { "content-type": "text/plain" }).end(`${name}: expected a non-negative integer\n`);
-      return;
-    }
+  const epoch = uintParam(query, "epoch") ?? 0;
+  const version = uintParam(query, "version") ?? 0;
+  const wait = uintParam(query, "wait") ?? 0;
+  const malformed = Number.isNaN(epoch) ? "epoch" : Number.isNaN(version) ? "version" : Number.isNaN(wait) ? "wait" : undefined;
+  if (malformed !== undefined) {
+    res.writeHead(400, { "content-type": "text/plain" }).end(`${malformed}: expected a non-negative integer\n`);
+    return;
   }
+  // What the answer needs of the request, so that a held poll keeps nothing else of it.
+  const headOnly = req.method === "HEAD";
   const parsed = clientState(query);
   if (typeof parsed === "string") {
     res.writeHead(400, { "content-type": "text/plain" }).end(`${parsed}\n`);
@@ -143,7 +146,7 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
     // A held poll released because this replica stopped serving (serving_gate.ts).
     const down = source.notServing?.(true);
     if (down !== undefined) return answerNotServing(res, down);
-    const a = source.deltaAnswer(target, params.epoch, params.version, client);
+    const a = source.deltaAnswer(target, epoch, version, client);
     if (!a) {
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "1" }).end(`nothing published yet for target ${JSON.stringify(target)}\n`);
       return;
@@ -151,7 +154,7 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
     // A client that cannot take more is dropped instead (server_guard.ts); the budget counts
     // the shared body (one per version and format), not the per-answer head.
     const out = answerParts(a);
-    if (req.method !== "HEAD" && !admitBody(res, out.shared)) return;
+    if (!headOnly && !admitBody(res, out.shared)) return;
     const headers: Record<string, string> = {
       "content-type": DELTA_CONTENT_TYPE,
       "content-length": String(out.bytes),
@@ -164,15 +167,15 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
       headers.connection = "close";
     }
     res.writeHead(200, headers);
-    if (req.method === "HEAD") res.end();
+    if (headOnly) res.end();
     else {
       if (out.head) res.write(out.head);
       writeBody(res, out.shared);
     }
   };
-  const waitMs = Math.min(params.wait, maxWaitSeconds) * 1000;
+  const waitMs = Math.min(wait, maxWaitSeconds) * 1000;
   // A stopping feed holds nothing: the poll is answered now, marked (send).
-  if (waitMs === 0 || buckets || source.stopping?.() === true || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, params.epoch, params.version)) {
+  if (waitMs === 0 || buckets || source.stopping?.() === true || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, epoch, version)) {
     send();
     return;
   }
