@@ -339,6 +339,10 @@ export class ChannelReply implements Reply {
     return this.connection.socket.destroyed;
   }
 
+  get closing(): boolean {
+    return this.close;
+  }
+
   writeHead(status: number, headers?: Record<string, string>): this {
     let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n`;
     if (headers) {
@@ -403,6 +407,15 @@ export class ChannelReply implements Reply {
     if (body !== undefined && body.length > 0) socket.write(body, finished);
     else socket.write(Buffer.alloc(0), finished);
     return this;
+  }
+
+  sendFramed(response: Buffer): void {
+    if (this.writableEnded) return;
+    this.writableEnded = true;
+    this.head = undefined;
+    const socket = this.connection.socket;
+    if (socket.destroyed) return;
+    socket.write(response, () => this.finished());
   }
 
   private finished(): void {

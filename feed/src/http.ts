@@ -151,18 +151,22 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "1" }).end(`nothing published yet for target ${JSON.stringify(target)}\n`);
       return;
     }
+    const stopping = source.stopping?.() === true;
+    // The common answer, framed once for every poller it goes to (below): one write of one
+    // shared Buffer, nothing built per answer. The guard counts that Buffer.
+    const framed = !headOnly && !stopping && res.sendFramed && res.closing !== true ? framedAnswer(a) : undefined;
+    if (framed && res.sendFramed) {
+      if (!admitBody(res, framed)) return;
+      bodyProgress(res);
+      res.sendFramed(framed);
+      return;
+    }
     // A client that cannot take more is dropped instead (server_guard.ts); the budget counts
     // the shared body (one per version and format), not the per-answer head.
     const out = answerParts(a);
     if (!headOnly && !admitBody(res, out.shared)) return;
-    const headers: Record<string, string> = {
-      "content-type": DELTA_CONTENT_TYPE,
-      "content-length": String(out.bytes),
-      "cache-control": "no-store",
-      "x-feed-kind": a.rebased ? "rebased" : (KIND_NAMES[a.kind] ?? "?"),
-      "x-feed-version": String(a.version),
-    };
-    if (source.stopping?.() === true) {
+    const headers = answerHeaders(a, out.bytes);
+    if (stopping) {
       headers[STOPPING_HEADER] = "1";
       headers.connection = "close";
     }
@@ -187,6 +191,41 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
   });
   source.heldChanged(1);
   res.on("close", cancel);
+}
+
+function answerHeaders(a: DeltaAnswer, bytes: number): Record<string, string> {
+  return {
+    "content-type": DELTA_CONTENT_TYPE,
+    "content-length": String(bytes),
+    "cache-control": "no-store",
+    "x-feed-kind": a.rebased ? "rebased" : (KIND_NAMES[a.kind] ?? "?"),
+    "x-feed-version": String(a.version),
+  };
+}
+
+/** Answers up to this size go out framed whole, in one write; larger ones in slices (writeBody). */
+const FRAMED_MAX = 16 << 10;
+
+/** Each answer's whole response (status line, headers, body), built on its first send. */
+const framedAnswers = new WeakMap<DeltaAnswer, Buffer>();
+
+/**
+ * The whole HTTP/1.1 response of an answer up to FRAMED_MAX bytes, the same bytes for every
+ * poller it goes to: after a version, thousands of polls get one cached delta (delta/channel.ts),
+ * and each used to build its own headers, status line and write list, all alive until the
+ * socket took them (a scavenge or two later, so copied and promoted: bench/feed/FANOUT.md).
+ * Undefined for a larger answer.
+ */
+function framedAnswer(a: DeltaAnswer): Buffer | undefined {
+  const cached = framedAnswers.get(a);
+  if (cached) return cached;
+  const out = answerParts(a);
+  if (out.bytes > FRAMED_MAX) return undefined;
+  let head = "HTTP/1.1 200 OK\r\n";
+  for (const [name, value] of Object.entries(answerHeaders(a, out.bytes))) head += `${name}: ${value}\r\n`;
+  const framed = Buffer.concat([Buffer.from(`${head}\r\n`, "latin1"), ...(out.head ? [out.head] : []), out.shared]);
+  framedAnswers.set(a, framed);
+  return framed;
 }
 
 /**

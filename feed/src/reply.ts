@@ -24,4 +24,11 @@ export interface Reply {
   on(event: "close", listener: () => void): unknown;
   off(event: "close", listener: () => void): unknown;
   destroy(): unknown;
+  /**
+   * The channel's own replies (channel_http.ts): writes a whole response, status line, headers
+   * and body already framed, in one write; the reply ends with it. node:http has no such call.
+   */
+  sendFramed?(response: Buffer): void;
+  /** The channel's replies: the connection closes after this one (its response must say so). */
+  readonly closing?: boolean;
 }

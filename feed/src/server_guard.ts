@@ -60,10 +60,18 @@ export function scaledStallMs(stallTimeoutMs: number, large: number): number {
 export const CONNECTIONS_REFUSED = "feed_connections_refused_total";
 export const CLIENTS_DROPPED = "feed_clients_dropped_total";
 
-/** A response being written: its body, and how to drop its client. */
+/** A response being written: its body, how to drop its client, and its deadlines. */
 interface InFlight {
   socket: Socket;
-  bytes: number;
+  state: SocketState;
+  body: Buffer;
+  large: boolean;
+  /** performance.now() past which the whole response took too long (writeTimeoutMs). */
+  writeBy: number;
+  stallMs: number;
+  /** When the socket last took a slice of the body (performance.now()). */
+  progressAt: number;
+  done: boolean;
 }
 
 interface SocketState {
@@ -72,10 +80,11 @@ interface SocketState {
 
 /** The guard of each response (http.ts asks it before writing a body). */
 const guards = new WeakMap<Reply, ServerGuard>();
-/** The stall timer of each response whose body is being written (refreshed on each slice taken). */
-const stallTimers = new WeakMap<Reply, NodeJS.Timeout>();
-/** When each such response's socket last took a slice (performance.now()). */
-const lastProgress = new WeakMap<Reply, number>();
+/** Each response whose body is being written. */
+const inFlight = new WeakMap<Reply, InFlight>();
+
+/** How often a guard with responses being written checks their deadlines. */
+const SWEEP_MS = 100;
 
 /**
  * Called by the handlers (http.ts) with the body they are about to write. Returns false when
@@ -89,10 +98,8 @@ export function admitBody(res: Reply, body: Buffer): boolean {
 
 /** http.ts: the socket took another slice of `res`'s body (the client is reading). */
 export function bodyProgress(res: Reply): void {
-  const timer = stallTimers.get(res);
-  if (!timer) return;
-  timer.refresh();
-  lastProgress.set(res, performance.now());
+  const e = inFlight.get(res);
+  if (e) e.progressAt = performance.now();
 }
 
 export class ServerGuard {
@@ -102,6 +109,8 @@ export class ServerGuard {
   private bufferedBytes = 0;
   /** Responses with a body of SMALL_BODY or more being written (scaledStallMs). */
   private largeInFlight = 0;
+  /** Checks the deadlines while responses are being written (sweep). */
+  private sweeper: NodeJS.Timeout | undefined;
   private readonly perCaller = new Map<string, number>();
   private readonly perPeer = new Map<string, number>();
   private open = 0;
@@ -217,12 +226,25 @@ export class ServerGuard {
       this.drop(socket, "unsent_bytes");
       return false;
     }
-    const s = state;
     // The gauge is written when the distinct bodies change (a body first held, or let go by the
     // budget), not per answer: thousands of polls are answered with one version's body.
     const bufferedBefore = this.bufferedBytes;
-    const entry: InFlight = { socket, bytes: body.length };
-    s.unsent += body.length;
+    const large = body.length >= SMALL_BODY;
+    if (large) this.largeInFlight++;
+    const now = performance.now();
+    // No timers per response: one sweep per guard checks the deadlines (sweep), as thousands of
+    // answers go out after each version and each timer would live until its response is taken.
+    const entry: InFlight = {
+      socket,
+      state,
+      body,
+      large,
+      writeBy: now + this.limits.writeTimeoutMs,
+      stallMs: large ? scaledStallMs(this.limits.stallTimeoutMs, this.largeInFlight) : this.limits.stallTimeoutMs,
+      progressAt: now,
+      done: false,
+    };
+    state.unsent += body.length;
     let holders = this.bodies.get(body);
     if (!holders) {
       holders = new Set();
@@ -230,46 +252,58 @@ export class ServerGuard {
       this.bufferedBytes += body.length;
     }
     holders.add(entry);
-    const timer = setTimeout(() => this.drop(socket, "write_timeout"), this.limits.writeTimeoutMs);
-    timer.unref();
-    const large = body.length >= SMALL_BODY;
-    if (large) this.largeInFlight++;
-    // Refreshed by bodyProgress each time the socket takes a slice (http.ts writeBody). When it
-    // fires, the sockets' completed writes may still be waiting behind a loop that was held:
-    // decided after the loop's next turn for I/O (setImmediate runs after it), on progress.
-    const stall = setTimeout(() => {
-      const firedAt = performance.now();
-      setImmediate(() => {
-        if (!done && (lastProgress.get(res) ?? 0) < firedAt) this.drop(socket, "stalled");
-      });
-    }, large ? scaledStallMs(this.limits.stallTimeoutMs, this.largeInFlight) : this.limits.stallTimeoutMs);
-    stall.unref();
-    stallTimers.set(res, stall);
-    let done = false;
-    const finished = () => {
-      if (done) return;
-      done = true;
-      if (large) this.largeInFlight--;
-      clearTimeout(timer);
-      clearTimeout(stall);
-      stallTimers.delete(res);
-      lastProgress.delete(res);
-      s.unsent -= entry.bytes;
-      const set = this.bodies.get(body);
-      if (set) {
-        set.delete(entry);
-        if (set.size === 0) {
-          this.bodies.delete(body);
-          this.bufferedBytes -= body.length;
-          this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
-        }
-      }
-    };
+    inFlight.set(res, entry);
+    this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
+    const finished = () => this.finished(res, entry);
     res.once("finish", finished);
     res.once("close", finished);
     this.enforceBudget(body);
     if (this.bufferedBytes !== bufferedBefore) this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
     return true;
+  }
+
+  private finished(res: Reply, e: InFlight): void {
+    if (e.done) return;
+    e.done = true;
+    if (e.large) this.largeInFlight--;
+    inFlight.delete(res);
+    e.state.unsent -= e.body.length;
+    const set = this.bodies.get(e.body);
+    if (!set) return;
+    set.delete(e);
+    if (set.size > 0) return;
+    this.bodies.delete(e.body);
+    this.bufferedBytes -= e.body.length;
+    this.metrics.set("feed_buffered_bytes", { server: this.name }, this.bufferedBytes);
+  }
+
+  /**
+   * The deadlines of the responses being written: past writeTimeoutMs the client is dropped; a
+   * body of which no slice was taken for its stall time is decided after the loop's next turn
+   * for I/O (setImmediate runs after it): when the loop was held (a long render), the sockets'
+   * completed writes may still be waiting behind it, so only one that still made no progress
+   * is dropped.
+   */
+  private sweep(): void {
+    if (this.bodies.size === 0) {
+      if (this.sweeper) clearInterval(this.sweeper);
+      this.sweeper = undefined;
+      return;
+    }
+    const now = performance.now();
+    let stalled: InFlight[] | undefined;
+    for (const holders of this.bodies.values()) {
+      for (const e of holders) {
+        if (now >= e.writeBy) this.drop(e.socket, "write_timeout");
+        else if (now - e.progressAt >= e.stallMs) (stalled ??= []).push(e);
+      }
+    }
+    if (stalled) {
+      const suspects = stalled;
+      setImmediate(() => {
+        for (const e of suspects) if (!e.done && e.progressAt <= now) this.drop(e.socket, "stalled");
+      });
+    }
   }
 
   /** Drops the clients holding the oldest bodies until the distinct bodies fit the budget. */
