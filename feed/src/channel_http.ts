@@ -171,6 +171,11 @@ export class ChannelConnection {
     socket.on("error", () => undefined);
   }
 
+  /** Bytes received and not parsed yet: bounded while an answer is written (then the socket is paused). */
+  get readAhead(): number {
+    return this.length;
+  }
+
   private received(chunk: Buffer): void {
     if (this.refused) return;
     if (this.length === 0) {

@@ -20,7 +20,8 @@
 //     no progress is dropped;
 //   - memory: a response body is the feed's shared Buffer of that version (delta/channel.ts), so
 //     a client that does not read pins it. A client whose bytes not yet taken from earlier
-//     responses pass `maxUnsentBytes` (pipelined requests) is dropped, and when the distinct
+//     responses pass `maxUnsentBytes` (pipelined requests, on the operator port: the channel
+//     answers a connection's requests one at a time, channel_http.ts) is dropped, and when the distinct
 //     bodies still being written pass `maxBufferedBytes` the clients holding the oldest ones are
 //     dropped (never the newest: the current version is always served; never one under 64 KiB:
 //     a delta or no-change answer of an honest poller).

@@ -189,6 +189,29 @@ describe("the channel's HTTP/1.1 layer", () => {
     assert.equal(second.destroyed, true);
   });
 
+  it("bounded read-ahead: a client pipelining megabytes behind a held answer is read no further than a head and a body past the bound", async () => {
+    const s = connect(port, "127.0.0.1");
+    s.on("error", () => undefined);
+    s.write(GET("/hold"));
+    while (held.length === 0) await new Promise((r) => setTimeout(r, 10));
+    const reply = held.pop() as ChannelReply;
+    const connection = reply.req as ChannelConnection;
+    // 16 MB of pipelined requests: more than the kernel's buffers take from a peer that stopped reading.
+    const junk = GET("/more").repeat(Math.ceil((16 << 20) / GET("/more").length));
+    s.write(junk);
+    let last = -1;
+    for (let i = 0; i < 100 && s.writableLength !== last; i++) {
+      last = s.writableLength;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(s.writableLength > 0, "the client's writes back up: the server stopped reading");
+    // The bound, plus at most one chunk read before the pause took effect.
+    assert.ok(connection.readAhead <= MAX_HEADER_BYTES + MAX_BODY + (64 << 10), `read ahead ${connection.readAhead} bytes`);
+    // A paused socket sees no reset from its peer: the server ends it (as the idle timeout would).
+    reply.destroy();
+    s.destroy();
+  });
+
   it("parseHead: the fields it reads, each one value; names in any case", () => {
     const h = parseHead("POST /delta/mesh?x=1 HTTP/1.1\r\nHost: feed\r\nContent-Length: 3\r\nIf-None-Match: \"a\"\r\nif-none-match: \"b\"\r\nX-Other: \t spaced \t", 10);
     assert.ok(!("status" in h));
