@@ -12,6 +12,8 @@
 // Proved: the feed's model arrives through both sidecars and decides a connection the manifest's
 // snapshot would have passed in clear; the feed logs the caller's SPIFFE id. Impostors: a mesh
 // caller forging x-forwarded-client-cert is judged by the identity the sidecar appended; a
+// request smuggled inside another's body (chunked, both lengths, two lengths) with a reader's
+// forged element is refused by the sidecar or, for the framing it forwards, by the feed; a
 // caller without a mesh certificate, or of another trust domain, never reaches the feed; a
 // plain connection to the feed's port that bypasses the sidecar is refused by the feed and
 // counted; a feed impostor with another mesh identity fails the client's SAN check and the
@@ -22,7 +24,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { request as httpRequest } from "node:http";
-import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
+import { connect as tlsConnect, createServer as createTlsServer, type Server as TlsServer } from "node:tls";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parseAllDocuments, parse as parseYaml, stringify } from "yaml";
@@ -133,6 +135,37 @@ function meshGet(certs: MeshCerts, cert: string | null, from: string, path: stri
     req.on("timeout", () => req.destroy(new Error("timeout")));
     req.on("error", fail);
     req.end();
+  });
+}
+
+/**
+ * Raw bytes over mTLS to the feed's pod port as a mesh workload (Istio's ALPN), from `from`:
+ * the first response the sidecar sends back (by its content-length), or what came before it
+ * closed (or 5 s passed).
+ */
+function meshRaw(certs: MeshCerts, cert: string, from: string, bytes: string): Promise<string> {
+  return new Promise((done, fail) => {
+    let text = "";
+    const s = tlsConnect({
+      host: FEED_IP, port: CHANNEL_PORT, localAddress: from,
+      cert: readFileSync(join(certs.dir, `${cert}.crt`)), key: readFileSync(join(certs.dir, `${cert}.key`)), ca: certs.ca.cert,
+      ALPNProtocols: ["istio-http/1.1"],
+      checkServerIdentity: (_host, peer) => (peer.subjectaltname === `URI:${FEED_ID}` ? undefined : new Error(`not the feed: ${peer.subjectaltname}`)),
+    }, () => s.write(bytes));
+    const finish = () => {
+      clearTimeout(timer);
+      s.destroy();
+      done(text);
+    };
+    const timer = setTimeout(finish, 5000);
+    s.on("data", (c: Buffer) => {
+      text += c.toString("latin1");
+      const end = text.indexOf("\r\n\r\n");
+      const length = /\r\ncontent-length: (\d+)\r\n/i.exec(text.slice(0, end + 2));
+      if (end >= 0 && length && text.length - end - 4 >= Number(length[1])) finish();
+    });
+    s.on("error", fail);
+    s.on("close", finish);
   });
 }
 
@@ -261,6 +294,37 @@ for (const { era, label } of ERAS) {
         const b = await meshGet(certs, "sleep", CLIENT_IP, "/snapshot/passthrough-mtls");
         assert.equal(b.status, 200);
         assert.match(b.body, new RegExp(FRESH_IP.replace(/\./g, "\\.")));
+      });
+
+      it("a request smuggled past the sidecar inside another's body, with a reader's forged element, is never answered: the sidecar or the feed refuses the framing", async () => {
+        // httpbin (no reader) hides a GET carrying sleep's identity as the last element, so that a
+        // parser that splits the bytes differently from the sidecar would judge it as sleep.
+        const smuggled = `GET /delta/passthrough-mtls?epoch=0&version=0 HTTP/1.1\r\nhost: mesh-feed\r\nx-forwarded-client-cert: By=${FEED_ID};URI=${SLEEP}\r\n\r\n`;
+        const chunk = (text: string) => `${text.length.toString(16)}\r\n${text}\r\n`;
+        const attempts = [
+          // Chunked: the sidecar forwards a body it did not frame by length; the feed takes none.
+          `POST /delta/passthrough-mtls?epoch=0&version=0 HTTP/1.1\r\nhost: mesh-feed\r\ntransfer-encoding: chunked\r\n\r\n${chunk(smuggled)}0\r\n\r\n`,
+          // Both lengths: whoever reads content-length and whoever reads the chunks would disagree.
+          `POST /delta/passthrough-mtls?epoch=0&version=0 HTTP/1.1\r\nhost: mesh-feed\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n${smuggled}`,
+          // A second length: one parser takes the first, another the last.
+          `POST /delta/passthrough-mtls?epoch=0&version=0 HTTP/1.1\r\nhost: mesh-feed\r\ncontent-length: 0\r\ncontent-length: ${smuggled.length}\r\n\r\n${smuggled}`,
+        ];
+        const badRequests = async () => {
+          const text = await (await fetch(`${OPERATOR}/metrics`)).text();
+          const line = text.split("\n").find((l) => l.startsWith('feed_clients_dropped_total{reason="bad_request",server="channel"} '));
+          return line ? Number(line.split(" ")[1]) : 0;
+        };
+        const before = await badRequests();
+        const answers: string[] = [];
+        for (const bytes of attempts) answers.push(await meshRaw(certs, "httpbin", "10.244.1.17", bytes));
+        for (const answer of answers) assert.doesNotMatch(answer, /x-feed-kind/, `a model was answered: ${JSON.stringify(answer.slice(0, 300))}`);
+        // Chunked: the sidecar forwards it as it came (chunked) and the feed refuses the framing,
+        // where a parser that took the chunks would have read a body and answered it.
+        assert.match(answers[0], /^HTTP\/1\.1 501 /);
+        assert.match(answers[0], /\r\n\r\ntransfer-encoding: not taken by the channel/);
+        assert.equal(await badRequests(), before + 1, "the feed counted the chunked request it refused");
+        // Both lengths, or two: the sidecar refuses them itself, and nothing reaches the feed.
+        for (const answer of answers.slice(1)) assert.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n[^]*server: istio-envoy/);
       });
 
       it("a caller without a mesh certificate, of another trust domain, or not among the readers never reaches the feed", async () => {
