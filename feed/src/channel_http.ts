@@ -369,6 +369,8 @@ export class ChannelReply implements Reply {
   private headBytes(wholeBody: number | undefined): string {
     let text = this.head ?? `HTTP/1.1 200 OK\r\n`;
     this.head = undefined;
+    // Sent: a write or end without writeHead is a 200, once.
+    this.status ||= 200;
     if (!this.hasLength && this.status !== 304 && this.status !== 204) {
       if (wholeBody === undefined) this.close = true;
       else text += `content-length: ${wholeBody}\r\n`;
