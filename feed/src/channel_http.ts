@@ -132,6 +132,17 @@ export function parseHead(text: string, maxBodyBytes: number): Head | HeadError 
   return { method: m[1], url: m[2], contentLength: length, close, headers };
 }
 
+/**
+ * A response's status line and header lines, each ending in CRLF, without the empty line that
+ * ends the head: the one way the channel writes a head, whether per reply (ChannelReply) or
+ * once for an answer every poller gets (http.ts framedAnswer).
+ */
+export function headLines(status: number, headers: Record<string, string>): string {
+  let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n`;
+  for (const name in headers) text += `${name}: ${headers[name]}\r\n`;
+  return text;
+}
+
 /** Whether `data` from `from` on holds an LF not preceded by CR (a bare LF line end). */
 function bareLf(data: Buffer, from: number): boolean {
   for (let i = data.indexOf(0x0a, from); i >= 0; i = data.indexOf(0x0a, i + 1)) if (i === 0 || data[i - 1] !== 0x0d) return true;
@@ -348,20 +359,13 @@ export class ChannelReply implements Reply {
     return this.close;
   }
 
-  writeHead(status: number, headers?: Record<string, string>): this {
-    let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n`;
-    if (headers) {
-      for (const name in headers) {
-        if (name === "connection") {
-          if (headers[name] === "close") this.close = true;
-          continue;
-        }
-        if (name === "content-length") this.hasLength = true;
-        text += `${name}: ${headers[name]}\r\n`;
-      }
-    }
+  writeHead(status: number, headers: Record<string, string> = {}): this {
+    // `connection` is this layer's to write (headBytes), with the framing.
+    const { connection, ...rest } = headers;
+    if (connection === "close") this.close = true;
+    this.hasLength = "content-length" in rest;
     this.status = status;
-    this.head = text;
+    this.head = headLines(status, rest);
     return this;
   }
 

@@ -21,6 +21,7 @@ import { BUCKET_COUNT, parseDigest } from "./delta/digest.js";
 import { FORMAT_VERSION, PREVIOUS_FORMAT } from "./delta/wire.js";
 import { admitBody, bodyProgress, ServerGuard, type ServerLimits } from "./server_guard.js";
 import type { Reply, RequestHead } from "./reply.js";
+import { headLines } from "./channel_http.js";
 import { Metrics } from "./metrics.js";
 import { DEFAULT_OPERATOR_LIMITS } from "./config.js";
 
@@ -221,9 +222,8 @@ function framedAnswer(a: DeltaAnswer): Buffer | undefined {
   if (cached) return cached;
   const out = answerParts(a);
   if (out.bytes > FRAMED_MAX) return undefined;
-  let head = "HTTP/1.1 200 OK\r\n";
-  for (const [name, value] of Object.entries(answerHeaders(a, out.bytes))) head += `${name}: ${value}\r\n`;
-  const framed = Buffer.concat([Buffer.from(`${head}\r\n`, "latin1"), ...(out.head ? [out.head] : []), out.shared]);
+  const head = `${headLines(200, answerHeaders(a, out.bytes))}\r\n`;
+  const framed = Buffer.concat([Buffer.from(head, "latin1"), ...(out.head ? [out.head] : []), out.shared]);
   framedAnswers.set(a, framed);
   return framed;
 }
