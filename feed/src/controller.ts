@@ -292,6 +292,8 @@ export class FeedController implements SnapshotSource {
       for (const w of [...n.waiters]) w();
       n.channel.close();
     }
+    // Every held poll is answered (marked stopping) before the channel's sockets close.
+    this.deltas.answerAllNow();
   }
 
   /** Resolves after the next render finishes. */
@@ -560,6 +562,7 @@ export class FeedController implements SnapshotSource {
   deltaVersion = (target: string): number => this.deltas.deltaVersion(target);
   deltaUpToDate = (target: string, epoch: number, version: number): boolean => this.deltas.deltaUpToDate(target, epoch, version);
   waitForDelta = (target: string, ms: number, woken: () => void): (() => void) => this.deltas.waitForDelta(target, ms, woken);
+  answerInTurn = (answer: () => void): void => this.deltas.answerInTurn(answer);
   deltaAnswer = (target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined => this.deltas.deltaAnswer(target, epoch, version, client);
   heldChanged = (delta: number): void => this.deltas.heldChanged(delta);
 

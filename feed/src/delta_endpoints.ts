@@ -20,6 +20,8 @@ export interface NetworkDelta {
 const KIND_LABELS = ["", "full", "delta", "no_change", "repair", "ask_buckets"];
 /** Frozen: Metrics finds the series of a frozen label object without building a key (metrics.ts). */
 const NO_LABELS: Labels = Object.freeze({});
+/** Longest the channel answers polls before the loop's I/O and timers run (DeltaEndpoints.answerInTurn). */
+const ANSWER_SLICE_MS = 4;
 
 export class DeltaEndpoints {
   /** `networkOf(target)`: the network a configured target reads (undefined: no such target). */
@@ -48,19 +50,29 @@ export class DeltaEndpoints {
     return this.channelOf(target)?.channel.upToDate(epoch, version) ?? false;
   }
 
-  /** Polls woken and not yet answered: answered together in one microtask (flushWoken). */
-  private woken: Array<() => void> = [];
+  /**
+   * Answers waiting their turn, oldest first: the polls a version woke and the polls that came in
+   * behind the current version. They are answered a slice at a time (ANSWER_SLICE_MS), with the
+   * loop's I/O and timers between slices, so that a burst of thousands of answers does not hold
+   * back the next version (its watch events and its publication wait for no more than a slice),
+   * and every answer carries the version current when its turn comes. One queue for both kinds
+   * keeps it fair: a poller answered early in a burst and back at once waits behind the rest of
+   * the burst instead of going round again ahead of it.
+   */
+  private queue: Array<(() => void) | undefined> = [];
+  private head = 0;
+  /** The turn that answers the next slice (undefined: nothing queued). */
+  private turn: NodeJS.Immediate | undefined;
 
   /**
-   * Calls `woken` once, on the target's next version or after `ms`, always in a microtask (after
-   * the publication that woke it has finished); returns a cancel function, which wakes it too.
-   * A callback, not a Promise, and one microtask for all the polls a version wakes: thousands
-   * are held at once, and Node's queueMicrotask costs an async resource per call.
+   * Calls `woken` once, on the target's next version or after `ms`, in its turn (answerInTurn),
+   * so never within the publication that woke it; returns a cancel function, which wakes it too.
+   * A callback, not a Promise: thousands are held at once.
    */
   waitForDelta(target: string, ms: number, woken: () => void): () => void {
     const n = this.channelOf(target);
     if (!n) {
-      this.defer(woken);
+      this.answerInTurn(woken);
       return () => undefined;
     }
     let done = false;
@@ -69,30 +81,61 @@ export class DeltaEndpoints {
       done = true;
       clearTimeout(timer);
       n.waiters.delete(wake);
-      this.defer(woken);
+      this.answerInTurn(woken);
     };
     const timer = setTimeout(wake, ms);
     n.waiters.add(wake);
     return wake;
   }
 
-  private defer(woken: () => void): void {
-    if (this.woken.push(woken) === 1) queueMicrotask(() => this.flushWoken());
+  /** Runs `answer` after every answer queued before it, in a later turn of the loop. */
+  answerInTurn(answer: () => void): void {
+    this.queue.push(answer);
+    this.turn ??= setImmediate(this.drain);
   }
 
-  private flushWoken(): void {
-    const batch = this.woken;
-    this.woken = [];
-    for (const woken of batch) {
+  /**
+   * Answers everything queued now, in order: a stopping feed answers every held poll before its
+   * channel closes (controller.ts stop), as it did when all were answered in one go.
+   */
+  answerAllNow(): void {
+    clearImmediate(this.turn);
+    this.turn = undefined;
+    this.drainFor(Infinity);
+  }
+
+  private readonly drain = (): void => {
+    this.turn = undefined;
+    this.drainFor(ANSWER_SLICE_MS);
+  };
+
+  private drainFor(sliceMs: number): void {
+    if (this.head >= this.queue.length) return;
+    const until = performance.now() + sliceMs;
+    const q = this.queue;
+    do {
+      const answer = q[this.head];
+      q[this.head++] = undefined;
       try {
-        woken();
+        answer?.();
       } catch (error) {
         // Raised on its own, as a rejected hold would have been; the other polls are answered.
         queueMicrotask(() => {
           throw error;
         });
       }
+    } while (this.head < q.length && performance.now() < until);
+    if (this.head === q.length) {
+      this.queue = [];
+      this.head = 0;
+      return;
     }
+    // The answered front is dropped once it is most of the array (amortised O(1) per answer).
+    if (this.head > 1024 && this.head * 2 > q.length) {
+      this.queue = q.slice(this.head);
+      this.head = 0;
+    }
+    this.turn ??= setImmediate(this.drain);
   }
 
   /** One frozen {target, kind} per pair, written on every answer. */

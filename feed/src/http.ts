@@ -47,8 +47,10 @@ export interface DeltaSource {
   hasTarget(target: string): boolean;
   deltaVersion(target: string): number;
   deltaUpToDate(target: string, epoch: number, version: number): boolean;
-  /** `woken` once, in a microtask, on the next version or after `ms`; returns a cancel function. */
+  /** `woken` once, in its turn (answerInTurn), on the next version or after `ms`; returns a cancel function. */
   waitForDelta(target: string, ms: number, woken: () => void): () => void;
+  /** Runs `answer` after every answer queued before it, in a later turn of the loop (one queue for all polls). */
+  answerInTurn?(answer: () => void): void;
   deltaAnswer(target: string, epoch: number, version: number, client?: ClientState): DeltaAnswer | undefined;
   heldChanged(delta: number): void;
   /** The feed is stopping (SIGTERM): every poll is answered at once and marked (STOPPING_HEADER). */
@@ -181,7 +183,10 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
   const waitMs = Math.min(wait, maxWaitSeconds) * 1000;
   // A stopping feed holds nothing: the poll is answered now, marked (send).
   if (waitMs === 0 || buckets || source.stopping?.() === true || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, epoch, version)) {
-    send();
+    // In turn behind the polls already waiting for an answer (a version's burst), with the
+    // version current then.
+    if (source.answerInTurn) source.answerInTurn(() => !res.destroyed && !res.writableEnded && send());
+    else send();
     return;
   }
   // Up to date: hold the request until the next version or the wait runs out (then no-change).
