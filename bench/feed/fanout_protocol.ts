@@ -113,7 +113,8 @@ export function holds(at: Position, epoch: number, version: number): boolean {
  * digest is refused with its message. 64 KiB per poller once it has had a format-3 message.
  */
 export class BucketTable {
-  private digests: BigUint64Array | undefined;
+  /** Each bucket's digest as two u32 halves (low, high): a BigInt per entry cost the pollers more than any other step of an answer. */
+  private digests: Uint32Array | undefined;
   private total = 0n;
   known = false;
 
@@ -127,27 +128,39 @@ export class BucketTable {
     const count = trailer.readUInt32LE(0);
     if (count > BUCKET_COUNT || trailer.length !== 4 + count * BUCKET_ENTRY_BYTES) return `trailer: ${trailer.length} bytes for ${count} buckets`;
     if (!full && !this.known) return "trailer: a delta or repair, but no bucket digests held";
-    let sum = full ? 0n : this.total;
+    // Sums of u32 halves, exact in a double (8,192 × 2^32 < 2^53); one BigInt sum at the end.
+    let addLow = 0;
+    let addHigh = 0;
+    let subLow = 0;
+    let subHigh = 0;
+    const held = full ? undefined : this.digests;
     let previous = -1;
     for (let i = 0; i < count; i++) {
       const p = 4 + i * BUCKET_ENTRY_BYTES;
       const b = trailer.readUInt32LE(p);
       if (b >= BUCKET_COUNT || b <= previous) return `trailer.buckets[${i}]: ${b}`;
       previous = b;
-      if (!full) sum -= this.digests?.[b] ?? 0n;
-      sum += trailer.readBigUInt64LE(p + 4);
+      if (held) {
+        subLow += held[2 * b];
+        subHigh += held[2 * b + 1];
+      }
+      addLow += trailer.readUInt32LE(p + 4);
+      addHigh += trailer.readUInt32LE(p + 8);
     }
+    const sum = (full ? 0n : this.total) + (BigInt(addHigh) << 32n) + BigInt(addLow) - (BigInt(subHigh) << 32n) - BigInt(subLow);
     return (sum & U64) === digest ? "" : "trailer: the bucket digests do not add up to the header's content digest";
   }
 
   /** Takes a trailer `check` accepted. */
   commit(trailer: Buffer, full: boolean, digest: bigint): void {
-    if (!this.digests) this.digests = new BigUint64Array(BUCKET_COUNT);
-    if (full) this.digests.fill(0n);
+    if (!this.digests) this.digests = new Uint32Array(2 * BUCKET_COUNT);
+    if (full) this.digests.fill(0);
     const count = trailer.readUInt32LE(0);
     for (let i = 0; i < count; i++) {
       const p = 4 + i * BUCKET_ENTRY_BYTES;
-      this.digests[trailer.readUInt32LE(p)] = trailer.readBigUInt64LE(p + 4);
+      const b = trailer.readUInt32LE(p);
+      this.digests[2 * b] = trailer.readUInt32LE(p + 4);
+      this.digests[2 * b + 1] = trailer.readUInt32LE(p + 8);
     }
     this.total = digest;
     this.known = true;
@@ -156,7 +169,7 @@ export class BucketTable {
   /** The POST body: BUCKET_COUNT little-endian u64 digests. */
   body(): Buffer {
     const out = Buffer.alloc(BUCKET_COUNT * 8);
-    if (this.digests) for (let i = 0; i < BUCKET_COUNT; i++) out.writeBigUInt64LE(this.digests[i], i * 8);
+    if (this.digests) for (let i = 0; i < 2 * BUCKET_COUNT; i++) out.writeUInt32LE(this.digests[i], i * 4);
     return out;
   }
 }

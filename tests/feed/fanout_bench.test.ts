@@ -85,6 +85,8 @@ describe("fan-out poller protocol", () => {
     table.commit(full, true, 3n);
     assert.equal(table.check(trailer([[1, 7n]]), false, 5n), "", "a delta replaces its buckets");
     table.commit(trailer([[1, 7n]]), false, 5n);
+    assert.equal(table.check(trailer([[8191, 1n]]), false, 8n), "", "a digest above 2^32 replaced: the sum borrows across the halves");
+    assert.match(table.check(trailer([[8191, 1n]]), false, 8n + (1n << 32n)), /do not add up/);
     const body = table.body();
     assert.equal(body.length, 65536);
     assert.equal(body.readBigUInt64LE(8), 7n);
