@@ -52,6 +52,8 @@ export function writeFeedConfig(dir: string, clusters: FeedCluster[]): string {
     channel: { address: "127.0.0.1", port: CHANNEL_PORT, ...feedChannelFiles(), limits: { maxConnections: MAX_CONNECTIONS, maxConnectionsPerCaller: MAX_CONNECTIONS, maxConnectionsPerPeer: MAX_CONNECTIONS } },
     clusters,
     targets: [{ name: TARGET, filter: "passthrough_mtls", readers: [SIDECAR_PRINCIPAL] }],
+    // FANOUT_FEED_DELTA='{"quietMs":30}': the feed's `delta` settings, for experiments (FANOUT.md).
+    ...(process.env.FANOUT_FEED_DELTA && { delta: JSON.parse(process.env.FANOUT_FEED_DELTA) as object }),
   };
   const path = join(dir, "feed.yaml");
   writeFileSync(path, stringify(config));
