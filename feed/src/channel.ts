@@ -237,6 +237,9 @@ export class FeedChannelServer {
     }
     // Every accepted connection (before TLS too), so that close() ends a handshake under way.
     server.on("connection", (socket: Socket) => {
+      // An answer goes out as it is written (TCP_NODELAY, as Envoy and node:http set it): a
+      // large one is written in slices, which must not wait for the client's delayed ACK.
+      socket.setNoDelay(true);
       this.sockets.add(socket);
       socket.once("close", () => this.sockets.delete(socket));
     });
