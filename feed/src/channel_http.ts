@@ -316,7 +316,7 @@ export class ChannelConnection {
       return;
     }
     const line = `${text}\n`;
-    this.socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(line)}\r\nconnection: close\r\n\r\n${line}`);
+    this.socket.end(`${headLines(status, { "content-type": "text/plain", "content-length": String(Buffer.byteLength(line)), connection: "close" })}\r\n${line}`);
     setTimeout(() => this.socket.destroy(), 1000).unref();
   }
 
@@ -371,7 +371,7 @@ export class ChannelReply implements Reply {
 
   /** The head with its framing: content-length for a body known whole, else close-delimited. */
   private headBytes(wholeBody: number | undefined): string {
-    let text = this.head ?? `HTTP/1.1 200 OK\r\n`;
+    let text = this.head ?? headLines(200, {});
     this.head = undefined;
     // Sent: a write or end without writeHead is a 200, once.
     this.status ||= 200;
