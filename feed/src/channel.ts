@@ -31,6 +31,7 @@ import type { Logger } from "./controller.js";
 import { answerNotServing, BUCKETS_BODY_BYTES, handleDelta, handleSnapshot, type DeltaSource, type SnapshotSource } from "./http.js";
 import type { Reply } from "./reply.js";
 import type { Metrics } from "./metrics.js";
+import { parseQuery, type QueryParams } from "./query.js";
 import { mayRead } from "./readers.js";
 import { ServerGuard } from "./server_guard.js";
 import { TlsFiles } from "./tls_files.js";
@@ -53,7 +54,7 @@ const TARGET_NAME = /^[A-Za-z0-9._-]+$/;
 export interface ChannelPath {
   endpoint: "delta" | "snapshot";
   target: string;
-  query: URLSearchParams;
+  query: QueryParams;
 }
 
 /**
@@ -70,7 +71,7 @@ function channelPath(rawUrl: string | undefined): ChannelPath | undefined {
   if (endpoint === undefined) return undefined;
   const target = path.slice(endpoint.length + 2);
   if (!TARGET_NAME.test(target)) return undefined;
-  return { endpoint, target, query: new URLSearchParams(q < 0 ? "" : rawUrl.slice(q + 1)) };
+  return { endpoint, target, query: parseQuery(q < 0 ? "" : rawUrl.slice(q + 1)) };
 }
 
 /**
@@ -103,8 +104,9 @@ export class FeedChannelServer {
   private readonly files: TlsFiles | undefined;
   private readonly readers: Map<string, readonly string[]>;
   private readonly guard: ServerGuard;
-  /** Who has read what: each caller's first read of a target is logged with its SPIFFE id (bounded). */
-  private readonly readersSeen = new Set<string>();
+  /** Who has read what, by target: each caller's first read of a target is logged with its SPIFFE id (bounded). */
+  private readonly readersSeen = new Map<string, Set<string>>();
+  private readersLogged = 0;
   private readonly log: Logger;
 
   /** A target's readers changed in the configuration (config_reload.ts); the next request uses them. */
@@ -170,9 +172,12 @@ export class FeedChannelServer {
       this.refuse(res, "not_reader", `${caller.spiffeId} may not read target ${JSON.stringify(target)}`);
       return;
     }
-    const reader = `${caller.spiffeId} ${target}`;
-    if (!this.readersSeen.has(reader) && this.readersSeen.size < MAX_READERS_LOGGED) {
-      this.readersSeen.add(reader);
+    // Looked up without building a key: this runs for every poll.
+    let seen = this.readersSeen.get(target);
+    if (!seen?.has(caller.spiffeId) && this.readersLogged < MAX_READERS_LOGGED) {
+      if (!seen) this.readersSeen.set(target, (seen = new Set()));
+      seen.add(caller.spiffeId);
+      this.readersLogged++;
       this.log("info", `channel: ${caller.spiffeId} reads target ${JSON.stringify(target)}`);
     }
     // A replica cut off from its API server (serving_gate.ts): after the caller is known, so

@@ -8,7 +8,8 @@
 // What it takes is the narrow HTTP/1.1 that Envoy and the filters speak, and nothing that two
 // parsers could read two ways (a proxy in front, the feed's own sidecar, must never see one
 // request where the feed sees another). Anything else is answered with one line naming the
-// field, the connection closed, counted feed_clients_dropped_total{reason="bad_request"}:
+// field, the connection closed, counted feed_clients_dropped_total{reason="bad_request"}
+// (channel_request_head.ts reads the head, from its bytes):
 //   - a request line `METHOD SP target SP HTTP/1.1` (another version: 505);
 //   - header lines `name: value` ending in CRLF: a bare LF, a folded line (starting with a
 //     space or tab), a name that is no token (a space before the colon), a control character
@@ -19,7 +20,8 @@
 //     transfer-encoding in any form: 501 (the filters' one body, a repair's bucket digests, has
 //     its length: Envoy sends it with content-length);
 //   - the whole request within headersTimeoutMs of its first byte: else 408, counted
-//     header_timeout. A connection with no request for idleTimeoutMs is closed, counted idle.
+//     header_timeout. A connection with no read or write for idleTimeoutMs is closed, counted
+//     idle (one sweep checks every connection, so it goes within IDLE_SWEEP_MS more).
 // A connection's requests are answered one at a time, as Envoy's HTTP/1 codec serves them: the
 // next one is parsed only once the answer before it has been written to the socket, so a client
 // that pipelines and never reads holds one answer at most, and the guard's stall timeout drops it
@@ -27,11 +29,10 @@
 // socket is paused) and kept in one growing buffer: any input costs linear time and memory.
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
+import { bareLf, MAX_HEADER_BYTES, parseHead, type ChannelHeaders, type Head } from "./channel_request_head.js";
 import type { Reply } from "./reply.js";
 
-export const MAX_HEADER_BYTES = 16 << 10;
-/** Envoy's own default (max_headers_count). */
-export const MAX_HEADER_LINES = 100;
+export { MAX_HEADER_BYTES, MAX_HEADER_LINES, type ChannelHeaders } from "./channel_request_head.js";
 
 /** A request as the channel's handler sees it: the headers it reads, each one value. */
 export interface ChannelRequest {
@@ -44,12 +45,6 @@ export interface ChannelRequest {
   readonly socket: Socket;
 }
 
-export interface ChannelHeaders {
-  "if-none-match"?: string;
-  /** Several lines are joined with "," (Envoy appends its element to what it received). */
-  "x-forwarded-client-cert"?: string;
-}
-
 export interface ChannelHttpOptions {
   headersTimeoutMs: number;
   idleTimeoutMs: number;
@@ -60,77 +55,7 @@ export interface ChannelHttpOptions {
 
 export type ChannelHandler = (req: ChannelRequest, res: ChannelReply) => void;
 
-interface Head {
-  method: string;
-  url: string;
-  contentLength: number;
-  close: boolean;
-  headers: ChannelHeaders;
-}
-
-interface HeadError {
-  status: number;
-  text: string;
-}
-
-const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) ([\x21-\x7e]+) HTTP\/(\d)\.(\d)$/;
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** Control characters but the tab (CR and LF included): never inside a field value. */
-const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
-const DIGITS = /^\d{1,15}$/;
 const CRLFCRLF = Buffer.from("\r\n\r\n");
-
-/**
- * The request line and header lines (the head without its final CRLF CRLF), or the refusal.
- * Exported for its unit tests; the connection below is its only caller.
- */
-export function parseHead(text: string, maxBodyBytes: number): Head | HeadError {
-  const lines = text.split("\r\n");
-  if (lines.length - 1 > MAX_HEADER_LINES) return { status: 431, text: `request head: more than ${MAX_HEADER_LINES} header lines` };
-  const m = REQUEST_LINE.exec(lines[0]);
-  if (!m) return { status: 400, text: "request line: expected METHOD SP request-target SP HTTP/1.1, ending in CRLF" };
-  if (m[3] !== "1" || m[4] !== "1") return { status: 505, text: `request line: HTTP/${m[3]}.${m[4]}, the channel speaks HTTP/1.1` };
-  const headers: ChannelHeaders = {};
-  let hosts = 0;
-  let contentLength: string | undefined;
-  let close = false;
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i];
-    const first = line.charCodeAt(0);
-    if (first === 0x20 || first === 0x09) return { status: 400, text: "request head: a folded header line (a line may not start with a space or tab)" };
-    const colon = line.indexOf(":");
-    const name = colon < 0 ? line : line.slice(0, colon);
-    if (colon <= 0 || !TOKEN.test(name)) return { status: 400, text: `request head: ${JSON.stringify(name.slice(0, 40))} is no header name followed by a colon` };
-    const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, "");
-    const lower = name.toLowerCase();
-    if (CONTROL.test(value)) return { status: 400, text: `${lower}: a control character in the value (a line ends in CRLF only)` };
-    switch (lower) {
-      case "host":
-        hosts++;
-        break;
-      case "content-length":
-        if (contentLength !== undefined) return { status: 400, text: "content-length: more than one" };
-        if (!DIGITS.test(value)) return { status: 400, text: "content-length: expected digits" };
-        contentLength = value;
-        break;
-      case "transfer-encoding":
-        return { status: 501, text: "transfer-encoding: not taken by the channel (send the body with content-length)" };
-      case "connection":
-        for (const token of value.split(",")) if (token.trim().toLowerCase() === "close") close = true;
-        break;
-      case "x-forwarded-client-cert":
-        headers[lower] = headers[lower] === undefined ? value : `${headers[lower]},${value}`;
-        break;
-      case "if-none-match":
-        headers[lower] = headers[lower] === undefined ? value : `${headers[lower]}, ${value}`;
-        break;
-    }
-  }
-  if (hosts !== 1) return { status: 400, text: hosts === 0 ? "host: missing" : "host: more than one" };
-  const length = contentLength === undefined ? 0 : Number(contentLength);
-  if (length > maxBodyBytes) return { status: 413, text: `content-length: ${length} bytes, the channel takes at most ${maxBodyBytes}` };
-  return { method: m[1], url: m[2], contentLength: length, close, headers };
-}
 
 /**
  * A response's status line and header lines, each ending in CRLF, without the empty line that
@@ -143,10 +68,53 @@ export function headLines(status: number, headers: Record<string, string>): stri
   return text;
 }
 
-/** Whether `data` from `from` on holds an LF not preceded by CR (a bare LF line end). */
-function bareLf(data: Buffer, from: number): boolean {
-  for (let i = data.indexOf(0x0a, from); i >= 0; i = data.indexOf(0x0a, i + 1)) if (i === 0 || data[i - 1] !== 0x0d) return true;
-  return false;
+
+/**
+ * Every open channel connection, whose idle deadline one sweep checks every IDLE_SWEEP_MS: a
+ * socket timer (socket.setTimeout) is re-armed on every read and write, thousands a second under
+ * a version's fan-out. A connection idle for idleTimeoutMs is closed within IDLE_SWEEP_MS more.
+ */
+const idle = new Set<ChannelConnection>();
+let idleSweeper: NodeJS.Timeout | undefined;
+export const IDLE_SWEEP_MS = 250;
+
+function watchIdle(connection: ChannelConnection): void {
+  idle.add(connection);
+  idleSweeper ??= setInterval(sweepIdle, IDLE_SWEEP_MS).unref();
+}
+
+function sweepIdle(): void {
+  if (idle.size === 0) {
+    clearInterval(idleSweeper);
+    idleSweeper = undefined;
+    return;
+  }
+  const now = performance.now();
+  for (const connection of idle) connection.checkIdle(now);
+}
+
+/** Listeners of a reply's event: none, one (the common case: no array per answer), or several. */
+type Listeners = (() => void) | (() => void)[] | undefined;
+
+function withListener(list: Listeners, listener: () => void): Listeners {
+  if (list === undefined) return listener;
+  if (typeof list === "function") return [list, listener];
+  list.push(listener);
+  return list;
+}
+
+function withoutListener(list: Listeners, listener: () => void): Listeners {
+  if (list === listener) return undefined;
+  if (Array.isArray(list)) {
+    const at = list.indexOf(listener);
+    if (at >= 0) list.splice(at, 1);
+  }
+  return list;
+}
+
+function callListeners(list: Listeners): void {
+  if (typeof list === "function") list();
+  else if (list) for (const f of list) f();
 }
 
 /** One connection of the channel: its requests parsed and answered one at a time. */
@@ -166,20 +134,33 @@ export class ChannelConnection {
   private paused = false;
   private refused = false;
 
+  /** performance.now() of the connection's last read or write (the idle sweep's clock). */
+  private activeAt = performance.now();
+  /** The write callback of every reply on this connection: one function, not one per answer. */
+  readonly written = (): void => this.reply?.finished();
+
   constructor(
     readonly socket: Socket,
     private readonly handler: ChannelHandler,
     private readonly options: ChannelHttpOptions,
   ) {
-    socket.setTimeout(options.idleTimeoutMs, () => {
-      if (socket.destroyed) return;
-      options.dropped("idle");
-      socket.destroy();
-    });
     socket.on("data", (chunk: Buffer) => this.received(chunk));
     socket.on("close", () => this.closed());
     // A reset or a write after the peer left: "close" follows, which ends the reply.
     socket.on("error", () => undefined);
+    watchIdle(this);
+  }
+
+  /** A read or a write on the connection: it is not idle. */
+  active(): void {
+    this.activeAt = performance.now();
+  }
+
+  /** The idle sweep: a connection with no read or write for idleTimeoutMs is closed, counted idle. */
+  checkIdle(now: number): void {
+    if (now - this.activeAt < this.options.idleTimeoutMs || this.socket.destroyed) return;
+    this.options.dropped("idle");
+    this.socket.destroy();
   }
 
   /** Bytes received and not parsed yet: bounded while an answer is written (then the socket is paused). */
@@ -188,6 +169,7 @@ export class ChannelConnection {
   }
 
   private received(chunk: Buffer): void {
+    this.activeAt = performance.now();
     if (this.refused) return;
     if (this.length === 0) {
       // The common case, a whole poll in one chunk: parsed from the chunk itself, no copy.
@@ -242,8 +224,10 @@ export class ChannelConnection {
 
   private parse(): void {
     while (!this.reply && !this.refused && !this.socket.destroyed && (this.length > 0 || this.head)) {
-      const data = this.pending ? this.pending.subarray(0, this.length) : Buffer.alloc(0);
       if (!this.head) {
+        const pending = this.pending as Buffer;
+        // The bytes received: the chunk itself in the common case (no view built per poll).
+        const data = pending.length === this.length ? pending : pending.subarray(0, this.length);
         const end = data.indexOf(CRLFCRLF, this.scanFrom);
         if (end < 0) {
           if (bareLf(data, Math.max(0, this.scanFrom - 1))) return this.refuse(400, "request head: a line ends in LF without CR");
@@ -253,21 +237,23 @@ export class ChannelConnection {
           return this.startDeadline();
         }
         if (end + 4 > MAX_HEADER_BYTES) return this.refuse(431, `request head: more than ${MAX_HEADER_BYTES} bytes`);
-        if (bareLf(data.subarray(0, end + 4), 0)) return this.refuse(400, "request head: a line ends in LF without CR");
-        const head = parseHead(data.toString("latin1", 0, end), this.options.maxBodyBytes);
+        const head = parseHead(data, end, this.options.maxBodyBytes);
         if ("status" in head) return this.refuse(head.status, head.text);
         this.head = head;
         this.consume(end + 4);
         continue;
       }
-      if (this.length < this.head.contentLength) {
+      const head = this.head;
+      if (this.length < head.contentLength) {
         this.own();
         return this.startDeadline();
       }
-      const head = this.head;
       this.head = undefined;
-      const body = head.contentLength > 0 ? Buffer.from(data.subarray(0, head.contentLength)) : undefined;
-      this.consume(head.contentLength);
+      let body: Buffer | undefined;
+      if (head.contentLength > 0) {
+        body = Buffer.from((this.pending as Buffer).subarray(0, head.contentLength));
+        this.consume(head.contentLength);
+      }
       this.stopDeadline();
       this.dispatch(head, body);
     }
@@ -284,6 +270,7 @@ export class ChannelConnection {
   /** The reply's last bytes were written: the connection closes, or the next request is read. */
   replied(close: boolean): void {
     this.reply = undefined;
+    this.activeAt = performance.now();
     if (close) {
       this.socket.end();
       setTimeout(() => this.socket.destroy(), 1000).unref();
@@ -321,6 +308,7 @@ export class ChannelConnection {
   }
 
   private closed(): void {
+    idle.delete(this);
     this.stopDeadline();
     this.pending = undefined;
     this.length = 0;
@@ -331,13 +319,16 @@ export class ChannelConnection {
 /** One answer on a channel connection: the surface of node:http's ServerResponse the handlers use. */
 export class ChannelReply implements Reply {
   writableEnded = false;
+  /** The guard's state for this reply (server_guard.ts): fields, not a WeakMap entry per poll. */
+  guard: unknown = undefined;
+  guardEntry: unknown = undefined;
   /** The status line and headers until the first bytes go out with them. */
   private head: string | undefined;
   private status = 0;
   private hasLength = false;
   private done = false;
-  private finishListeners: (() => void)[] | undefined;
-  private closeListeners: (() => void)[] | undefined;
+  private finishListeners: Listeners;
+  private closeListeners: Listeners;
 
   constructor(
     private readonly connection: ChannelConnection,
@@ -385,6 +376,7 @@ export class ChannelReply implements Reply {
 
   write(chunk: Buffer): boolean {
     const socket = this.connection.socket;
+    this.connection.active();
     if (this.head !== undefined || this.status === 0) {
       socket.cork();
       socket.write(this.headBytes(undefined), "latin1");
@@ -400,7 +392,8 @@ export class ChannelReply implements Reply {
     this.writableEnded = true;
     const socket = this.connection.socket;
     if (socket.destroyed) return this;
-    const finished = () => this.finished();
+    this.connection.active();
+    const finished = this.connection.written;
     const body = this.headOnly || this.status === 304 || this.status === 204 ? undefined : chunk;
     if (this.head !== undefined || this.status === 0) {
       const bytes = chunk === undefined ? 0 : typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
@@ -426,18 +419,20 @@ export class ChannelReply implements Reply {
     this.head = undefined;
     const socket = this.connection.socket;
     if (socket.destroyed) return;
-    socket.write(response, () => this.finished());
+    this.connection.active();
+    socket.write(response, this.connection.written);
   }
 
-  private finished(): void {
+  /** The answer's last bytes were written (the connection's write callback): listeners, then the next request. */
+  finished(): void {
     if (this.done) return;
     this.done = true;
     const finish = this.finishListeners;
     const close = this.closeListeners;
     this.finishListeners = undefined;
     this.closeListeners = undefined;
-    if (finish) for (const f of finish) f();
-    if (close) for (const f of close) f();
+    callListeners(finish);
+    callListeners(close);
     if (!this.connection.socket.destroyed) this.connection.replied(this.close);
   }
 
@@ -448,12 +443,14 @@ export class ChannelReply implements Reply {
     const close = this.closeListeners;
     this.finishListeners = undefined;
     this.closeListeners = undefined;
-    if (close) for (const f of close) f();
+    callListeners(close);
   }
 
   once(event: "drain" | "finish" | "close", listener: () => void): this {
     if (event === "drain") this.connection.socket.once("drain", listener);
-    else if (!this.done) (event === "finish" ? (this.finishListeners ??= []) : (this.closeListeners ??= [])).push(listener);
+    else if (this.done) return this;
+    else if (event === "finish") this.finishListeners = withListener(this.finishListeners, listener);
+    else this.closeListeners = withListener(this.closeListeners, listener);
     return this;
   }
 
@@ -462,8 +459,7 @@ export class ChannelReply implements Reply {
   }
 
   off(_event: "close", listener: () => void): this {
-    const at = this.closeListeners?.indexOf(listener) ?? -1;
-    if (at >= 0) this.closeListeners?.splice(at, 1);
+    this.closeListeners = withoutListener(this.closeListeners, listener);
     return this;
   }
 

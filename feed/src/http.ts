@@ -23,6 +23,7 @@ import { admitBody, bodyProgress, ServerGuard, type ServerLimits } from "./serve
 import type { Reply, RequestHead } from "./reply.js";
 import { headLines } from "./channel_http.js";
 import { Metrics } from "./metrics.js";
+import type { QueryParams } from "./query.js";
 import { DEFAULT_OPERATOR_LIMITS } from "./config.js";
 
 export interface PublishedSnapshot {
@@ -82,7 +83,7 @@ export const DELTA_CONTENT_TYPE = "application/x-mesh-delta";
 const KIND_NAMES: Record<number, string> = { 1: "full", 2: "delta", 3: "no-change", 4: "repair", 5: "ask-buckets" };
 
 /** A query parameter as a non-negative safe integer; undefined when absent; NaN when malformed. */
-function uintParam(query: URLSearchParams, name: string): number | undefined {
+function uintParam(query: QueryParams, name: string): number | undefined {
   const v = query.get(name);
   if (v === null || v === "") return undefined;
   return /^\d{1,16}$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : NaN;
@@ -97,7 +98,7 @@ export interface DeltaRequest {
 /** The largest body the channel takes: a repair's bucket digests (channel_http.ts refuses more with 413). */
 export const BUCKETS_BODY_BYTES = BUCKET_COUNT * 8;
 
-export function handleDelta(source: SnapshotSource & DeltaSource, target: string, query: URLSearchParams, req: DeltaRequest, res: Reply, maxWaitSeconds: number): void {
+export function handleDelta(source: SnapshotSource & DeltaSource, target: string, query: QueryParams, req: DeltaRequest, res: Reply, maxWaitSeconds: number): void {
   if (req.method === "POST") {
     // A client's bucket digests (format 3, after KIND_ASK_BUCKETS), answered at once.
     const buckets = parseBuckets(req.body);
@@ -120,7 +121,7 @@ function parseBuckets(body: Buffer | undefined): BigUint64Array | string {
   return buckets;
 }
 
-function answerDelta(source: SnapshotSource & DeltaSource, target: string, query: URLSearchParams, req: DeltaRequest, res: Reply, maxWaitSeconds: number, buckets?: BigUint64Array): void {
+function answerDelta(source: SnapshotSource & DeltaSource, target: string, query: QueryParams, req: DeltaRequest, res: Reply, maxWaitSeconds: number, buckets?: BigUint64Array): void {
   if (!source.hasTarget(target)) {
     res.writeHead(404, { "content-type": "text/plain" }).end(`no target ${JSON.stringify(target)}\n`);
     return;
@@ -239,7 +240,7 @@ function framedAnswer(a: DeltaAnswer): Buffer | undefined {
  * A format newer than this feed's is served this feed's (the filters read the previous one too).
  * A string: the one-line error for a 400.
  */
-export function clientState(query: URLSearchParams): ClientState | string {
+export function clientState(query: QueryParams): ClientState | string {
   const f = query.get("format");
   if (f === null) return PREVIOUS_CLIENT;
   if (!/^\d{1,5}$/.test(f) || Number(f) < PREVIOUS_FORMAT) return `format: expected a wire format number >= ${PREVIOUS_FORMAT}`;

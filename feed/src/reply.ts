@@ -31,4 +31,10 @@ export interface Reply {
   sendFramed?(response: Buffer): void;
   /** The channel's replies: the connection closes after this one (its response must say so). */
   readonly closing?: boolean;
+  /**
+   * The channel's replies keep their guard's state (server_guard.ts) in these two fields; the
+   * guard keeps node:http's in WeakMaps. Only the guard reads or writes them.
+   */
+  guard?: unknown;
+  guardEntry?: unknown;
 }

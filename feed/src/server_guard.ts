@@ -79,10 +79,28 @@ interface SocketState {
   unsent: number;
 }
 
-/** The guard of each response (http.ts asks it before writing a body). */
+/**
+ * The guard of each response (http.ts asks it before writing a body) and each response whose
+ * body is being written: kept on the response itself where it has the fields (the channel's
+ * replies, channel_http.ts), else here (node:http's, on the operator port). A WeakMap entry per
+ * poll, thousands a second, is an ephemeron that every young-generation collection traces.
+ */
 const guards = new WeakMap<Reply, ServerGuard>();
-/** Each response whose body is being written. */
 const inFlight = new WeakMap<Reply, InFlight>();
+
+function guardOf(res: Reply): ServerGuard | undefined {
+  return ("guard" in res ? res.guard : guards.get(res)) as ServerGuard | undefined;
+}
+
+function inFlightOf(res: Reply): InFlight | undefined {
+  return ("guardEntry" in res ? res.guardEntry : inFlight.get(res)) as InFlight | undefined;
+}
+
+function setInFlight(res: Reply, entry: InFlight | undefined): void {
+  if ("guardEntry" in res) res.guardEntry = entry;
+  else if (entry) inFlight.set(res, entry);
+  else inFlight.delete(res);
+}
 
 /** How often a guard with responses being written checks their deadlines. */
 const SWEEP_MS = 100;
@@ -93,13 +111,13 @@ const SWEEP_MS = 100;
  * tests) always go on.
  */
 export function admitBody(res: Reply, body: Buffer): boolean {
-  const g = guards.get(res);
+  const g = guardOf(res);
   return g ? g.admit(res, body) : true;
 }
 
 /** http.ts: the socket took another slice of `res`'s body (the client is reading). */
 export function bodyProgress(res: Reply): void {
-  const e = inFlight.get(res);
+  const e = inFlightOf(res);
   if (e) e.progressAt = performance.now();
 }
 
@@ -208,7 +226,8 @@ export class ServerGuard {
   /** Wraps a request handler so that its responses are guarded. */
   wrap<Q, R extends Reply>(handler: (req: Q, res: R) => void): (req: Q, res: R) => void {
     return (req, res) => {
-      guards.set(res, this);
+      if ("guard" in res) res.guard = this;
+      else guards.set(res, this);
       handler(req, res);
     };
   }
@@ -253,7 +272,7 @@ export class ServerGuard {
       this.bufferedBytes += body.length;
     }
     holders.add(entry);
-    inFlight.set(res, entry);
+    setInFlight(res, entry);
     this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS).unref();
     const finished = () => this.finished(res, entry);
     res.once("finish", finished);
@@ -267,7 +286,7 @@ export class ServerGuard {
     if (e.done) return;
     e.done = true;
     if (e.large) this.largeInFlight--;
-    inFlight.delete(res);
+    setInFlight(res, undefined);
     e.state.unsent -= e.body.length;
     const set = this.bodies.get(e.body);
     if (!set) return;

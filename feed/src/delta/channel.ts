@@ -124,8 +124,9 @@ export class DeltaChannel {
   /**
    * Answers built for the current version, by format and base: every filter VM polls, and after
    * a change they all ask for the same delta (thousands of VMs at one version get one body).
+   * Keyed by base × 4 + format: a number, no key string built per poll.
    */
-  private answers = new Map<string, DeltaAnswer>();
+  private answers = new Map<number, DeltaAnswer>();
   private answersVersion = -1;
   private readonly scratch = new WireWriter(1 << 16);
 
@@ -411,7 +412,6 @@ export class DeltaChannel {
    */
   answer(epoch: number, version: number, client: ClientState = PREVIOUS_CLIENT): DeltaAnswer {
     const format = client.format;
-    const full = (reason: FullReason): DeltaAnswer => this.servedFull(format, reason);
     if (epoch === this.epoch && version === this.current) return { kind: KIND_NO_CHANGE, body: this.noChange(format), version, records: 0 };
     const newest = format >= FORMAT_VERSION && epoch !== 0 && client.digest !== undefined;
     if (newest && client.digest === this.digest.total) {
@@ -419,14 +419,14 @@ export class DeltaChannel {
     }
     if (newest && client.buckets) return this.repair(client.buckets);
     // A client with a model this channel cannot delta from: its bucket digests first (then a repair).
-    const ask = (reason: FullReason): DeltaAnswer => (newest ? this.askBuckets() : full(reason));
-    if (epoch !== this.epoch) return ask("epoch");
-    if (version > this.current) return ask("future");
+    if (epoch !== this.epoch) return newest ? this.askBuckets() : this.servedFull(format, "epoch");
+    if (version > this.current) return newest ? this.askBuckets() : this.servedFull(format, "future");
     if (this.answersVersion !== this.current) {
       this.answers = new Map();
       this.answersVersion = this.current;
     }
-    const key = `${format}:${version}`;
+    // Formats are below 4 (wire.ts), versions far below 2^51: one number per pair.
+    const key = version * 4 + format;
     const cached = this.answers.get(key);
     if (cached) return cached;
     const answer = this.deltaFrom(version, format, newest);

@@ -64,7 +64,20 @@ export function digestHex(d: bigint): string {
   return d.toString(16).padStart(16, "0");
 }
 
+/**
+ * Digests parsed lately: after a version, thousands of polls name the same few, and each used to
+ * build a string and a BigInt of its own. Bounded (cleared when full); only valid text is kept.
+ */
+const parsedDigests = new Map<string, bigint>();
+const DIGESTS_KEPT = 64;
+
 /** Parses a `digest` parameter; undefined when malformed. */
 export function parseDigest(text: string): bigint | undefined {
-  return /^[0-9a-f]{16}$/.test(text) ? BigInt("0x" + text) : undefined;
+  const known = parsedDigests.get(text);
+  if (known !== undefined) return known;
+  if (!/^[0-9a-f]{16}$/.test(text)) return undefined;
+  const digest = BigInt("0x" + text);
+  if (parsedDigests.size >= DIGESTS_KEPT) parsedDigests.clear();
+  parsedDigests.set(text, digest);
+  return digest;
 }
