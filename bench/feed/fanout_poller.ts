@@ -11,11 +11,13 @@
 // (time, epoch, version) so the bench can say, after the fact, when this poller first held a
 // given version.
 import type { SecureContext } from "node:tls";
-import { KeptAliveTls } from "./fanout_http.js";
+import { KeptAliveTls, type ExchangeHandlers, type ResponseHead } from "./fanout_http.js";
 import * as Retry from "../../assembly/runtime/feed_retry.js";
-import { BucketTable, CONTENT_TYPE, FORMAT, HEADER_BYTES, holds, MAX_TRAILER_BYTES, NOTHING, pollPath, readHeader, rebases, take, type Position } from "./fanout_protocol.js";
+import { BucketTable, CONTENT_TYPE, digestHex, FORMAT, HEADER_BYTES, holds, MAX_TRAILER_BYTES, NOTHING, pollPath, readHeader, rebases, take, type Position } from "./fanout_protocol.js";
 
 const { TICK_MS, RETRY_TICK_MS, CALL_MARGIN_MS, MIN_HOLD_MS } = Retry;
+const GET_HEADERS: Record<string, string> = { accept: CONTENT_TYPE };
+const POST_HEADERS: Record<string, string> = { accept: CONTENT_TYPE, "content-type": "application/octet-stream" };
 
 /** The spread after one more answer marked stopping in a row (0: none before). */
 export function nextStoppingSpread(spreadMs: number): number {
@@ -75,7 +77,7 @@ export function inFlight(c: PollerCounters): number {
   return c.polls - (c.full + c.delta + c.noChange + c.rebased + c.askBuckets + c.repair + c.refused + c.unavailable);
 }
 
-export class Poller {
+export class Poller implements ExchangeHandlers {
   at: Position = NOTHING;
   readonly counters = zeroCounters();
   /** Answers taken, flat (time, epoch, version) triples in time order. */
@@ -169,107 +171,142 @@ export class Poller {
     this.answers.set([t, this.at.epoch, this.at.version], 3 * this.answerCount++);
   }
 
+  /*
+   * The exchange in progress (a poller has one at a time): kept in fields and read by the
+   * handler methods below, not in closures made per poll (thousands a second, each named by
+   * tsx's helper as it is made, cost the pollers more than reading the answer).
+   */
+  private sentAt = 0;
+  private posted: Buffer | undefined;
+  private settled = false;
+  private status = 0;
+  private ok = false;
+  private stopping = false;
+  /** The answer's fixed header, as its bytes arrive. */
+  private readonly header = Buffer.alloc(HEADER_BYTES);
+  private headerFill = 0;
+  private length = 0;
+  /** Where the body ends: the trailer (format 3) follows it; Infinity until the header says. */
+  private bodyEnd = Infinity;
+  private trailer: Buffer[] = [];
+  private trailerBytes = 0;
+  /** The digest of the position last polled from, and its hex, built once per version. */
+  private pathDigest: bigint | undefined;
+  private pathDigestHex = "";
+
   private poll(): void {
     if (this.stopped) return;
     this.counters.polls++;
-    const sentAt = now();
+    this.sentAt = now();
     const full = this.resync || this.askFull;
     const repair = !full && this.sendBuckets && this.buckets.known;
     this.askFull = false;
     this.sendBuckets = false;
     this.sentBuckets = repair;
-    const path = pollPath(this.target, full ? NOTHING : this.at, this.waitSeconds, repair);
+    const from = full ? NOTHING : this.at;
+    if (from.digest !== this.pathDigest) {
+      this.pathDigest = from.digest;
+      this.pathDigestHex = from.digest === undefined ? "" : digestHex(from.digest);
+    }
+    const path = pollPath(this.target, from, this.waitSeconds, repair, this.pathDigestHex);
     const posted = repair ? this.buckets.body() : undefined;
-    const headers: Record<string, string> = { accept: CONTENT_TYPE };
-    if (posted) headers["content-type"] = "application/octet-stream";
-    let settled = false;
-    const fail = (refused: boolean, longBackoff = refused) => {
-      if (settled) return;
-      settled = true;
-      this.failed(refused, longBackoff);
-    };
-    let status = 0;
-    let ok = false;
-    let stopping = false;
-    let head = Buffer.alloc(0);
-    let length = 0;
-    // The trailer (format 3: after the body the header bounds), kept; the records only counted.
-    let bodyEnd = Infinity;
-    const trailer: Buffer[] = [];
-    let trailerBytes = 0;
-    this.connection.send(posted ? "POST" : "GET", path, headers, posted, this.waitSeconds * 1000 + CALL_MARGIN_MS, {
-      response: (code, h) => {
-        status = code;
-        ok = code === 200 && (h.get("content-type") ?? "").toLowerCase().startsWith(CONTENT_TYPE);
-        stopping = h.has(Retry.STOPPING_HEADER);
-      },
-      data: (chunk: Buffer) => {
-        const from = length;
-        length += chunk.length;
-        if (head.length < HEADER_BYTES) {
-          head = Buffer.concat([head, chunk.subarray(0, HEADER_BYTES - head.length)]);
-          if (head.length === HEADER_BYTES && head.readUInt16LE(4) === FORMAT) bodyEnd = HEADER_BYTES + head.readUInt32LE(44);
-        }
-        if (length > bodyEnd && trailerBytes <= MAX_TRAILER_BYTES) {
-          const part = chunk.subarray(Math.max(0, bodyEnd - from));
-          trailer.push(part);
-          trailerBytes += part.length;
-        }
-      },
-      // Not reached, reset, the feed gone in the middle of an answer (a restart), or a timeout: as Envoy reports them.
-      error: () => fail(false),
-      end: () => {
-        if (settled) return;
-        if (!ok) {
-          // A 200 of another type is a bad message (a resync); a 4xx, a request the feed refused.
-          return fail(status === 200, status === 200 || (status >= 400 && status < 500));
-        }
-        const header = readHeader(head, length);
-        if (typeof header === "string") return fail(true);
-        if (header.kind === "ask-buckets") {
-          settled = true;
-          this.counters.askBuckets++;
-          this.counters.bytes += length;
-          // Asked again in answer to the digests themselves: a full model rather than a loop.
-          if (this.at.epoch !== 0 && this.buckets.known && !this.sentBuckets) this.sendBuckets = true;
-          else this.askFull = true;
-          this.answered();
-          return this.next(stopping, now());
-        }
-        const next = take(this.at, header, this.sentBuckets);
-        if (typeof next === "string") return fail(true);
-        const rebased = rebases(this.at, header);
-        if (header.kind !== "no-change") {
-          const hasTrailer = header.format === FORMAT && length > header.bodyEnd;
-          if (header.kind === "repair" && !hasTrailer) return fail(true);
-          if (hasTrailer) {
-            const t = Buffer.concat(trailer, trailerBytes);
-            const full = header.kind === "full";
-            if (this.buckets.check(t, full, header.digest) !== "") return fail(true);
-            this.buckets.commit(t, full, header.digest);
-          } else this.buckets.forget();
-        }
-        settled = true;
-        if (posted) this.counters.postedBytes += posted.length;
-        this.counters.bytes += length;
-        if (header.kind === "full") {
-          this.counters.full++;
-          this.counters.fullBytes += length;
-        } else if (header.kind === "repair") {
-          this.counters.repair++;
-          this.counters.repairBytes += length;
-        } else if (header.kind === "delta") this.counters.delta++;
-        else if (rebased) this.counters.rebased++;
-        else this.counters.noChange++;
-        this.at = next;
-        this.answered();
-        const t = now();
-        this.record(t, sentAt);
-        // A stopping feed (x-feed-stopping, its connection closing): again within a second, spread
-        // (doubling to 5 s for marked answers in a row).
-        this.next(stopping, t, header.kind === "no-change" && t < sentAt + MIN_HOLD_MS);
-      },
-    });
+    this.posted = posted;
+    this.settled = false;
+    this.status = 0;
+    this.ok = false;
+    this.stopping = false;
+    this.headerFill = 0;
+    this.length = 0;
+    this.bodyEnd = Infinity;
+    this.trailer.length = 0;
+    this.trailerBytes = 0;
+    this.connection.send(posted ? "POST" : "GET", path, posted ? POST_HEADERS : GET_HEADERS, posted, this.waitSeconds * 1000 + CALL_MARGIN_MS, this);
+  }
+
+  private fail(refused: boolean, longBackoff = refused): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.failed(refused, longBackoff);
+  }
+
+  /** The answer's status and headers (ExchangeHandlers). */
+  response(code: number, h: ResponseHead): void {
+    this.status = code;
+    this.ok = code === 200 && (h.get("content-type") ?? "").toLowerCase().startsWith(CONTENT_TYPE);
+    this.stopping = h.get(Retry.STOPPING_HEADER) !== undefined;
+  }
+
+  /** Body bytes (ExchangeHandlers): the header and the trailer kept, the records only counted. */
+  data(chunk: Buffer): void {
+    const from = this.length;
+    this.length += chunk.length;
+    if (this.headerFill < HEADER_BYTES) {
+      this.headerFill += chunk.copy(this.header, this.headerFill, 0, HEADER_BYTES - this.headerFill);
+      if (this.headerFill === HEADER_BYTES && this.header.readUInt16LE(4) === FORMAT) this.bodyEnd = HEADER_BYTES + this.header.readUInt32LE(44);
+    }
+    if (this.length > this.bodyEnd && this.trailerBytes <= MAX_TRAILER_BYTES) {
+      const part = chunk.subarray(Math.max(0, this.bodyEnd - from));
+      this.trailer.push(part);
+      this.trailerBytes += part.length;
+    }
+  }
+
+  /** Not reached, reset, the feed gone in the middle of an answer (a restart), or a timeout: as Envoy reports them (ExchangeHandlers). */
+  error(): void {
+    this.fail(false);
+  }
+
+  /** The whole answer is in (ExchangeHandlers). */
+  end(): void {
+    if (this.settled) return;
+    if (!this.ok) {
+      // A 200 of another type is a bad message (a resync); a 4xx, a request the feed refused.
+      return this.fail(this.status === 200, this.status === 200 || (this.status >= 400 && this.status < 500));
+    }
+    const header = readHeader(this.header.subarray(0, this.headerFill), this.length);
+    if (typeof header === "string") return this.fail(true);
+    if (header.kind === "ask-buckets") {
+      this.settled = true;
+      this.counters.askBuckets++;
+      this.counters.bytes += this.length;
+      // Asked again in answer to the digests themselves: a full model rather than a loop.
+      if (this.at.epoch !== 0 && this.buckets.known && !this.sentBuckets) this.sendBuckets = true;
+      else this.askFull = true;
+      this.answered();
+      return this.next(this.stopping, now());
+    }
+    const next = take(this.at, header, this.sentBuckets);
+    if (typeof next === "string") return this.fail(true);
+    const rebased = rebases(this.at, header);
+    if (header.kind !== "no-change") {
+      const hasTrailer = header.format === FORMAT && this.length > header.bodyEnd;
+      if (header.kind === "repair" && !hasTrailer) return this.fail(true);
+      if (hasTrailer) {
+        const t = this.trailer.length === 1 ? this.trailer[0] : Buffer.concat(this.trailer, this.trailerBytes);
+        const full = header.kind === "full";
+        if (this.buckets.check(t, full, header.digest) !== "") return this.fail(true);
+        this.buckets.commit(t, full, header.digest);
+      } else this.buckets.forget();
+    }
+    this.settled = true;
+    if (this.posted) this.counters.postedBytes += this.posted.length;
+    this.counters.bytes += this.length;
+    if (header.kind === "full") {
+      this.counters.full++;
+      this.counters.fullBytes += this.length;
+    } else if (header.kind === "repair") {
+      this.counters.repair++;
+      this.counters.repairBytes += this.length;
+    } else if (header.kind === "delta") this.counters.delta++;
+    else if (rebased) this.counters.rebased++;
+    else this.counters.noChange++;
+    this.at = next;
+    this.answered();
+    const t = now();
+    this.record(t, this.sentAt);
+    // A stopping feed (x-feed-stopping, its connection closing): again within a second, spread
+    // (doubling to 5 s for marked answers in a row).
+    this.next(this.stopping, t, header.kind === "no-change" && t < this.sentAt + MIN_HOLD_MS);
   }
 
   /**

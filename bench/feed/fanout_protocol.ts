@@ -48,16 +48,18 @@ export interface Header {
   bodyEnd: number;
 }
 
-function hex16(v: bigint): string {
+/** A content digest as a poll's `digest` parameter carries it: 16 lowercase hex digits. */
+export function digestHex(v: bigint): string {
   return v.toString(16).padStart(16, "0");
 }
 
 /**
  * The request path of one poll from `at` (after a refused answer the client passes NOTHING: a
- * full model); `repair`: the poll is the POST of the bucket digests answering an ask-buckets.
+ * full model); `repair`: the poll is the POST of the bucket digests answering an ask-buckets;
+ * `hex`: at.digest's digestHex when the caller keeps it.
  */
-export function pollPath(target: string, at: Position, waitSeconds: number, repair = false): string {
-  const digest = at.epoch !== 0 && at.digest !== undefined ? `&digest=${hex16(at.digest)}` : "";
+export function pollPath(target: string, at: Position, waitSeconds: number, repair = false, hex?: string): string {
+  const digest = at.epoch !== 0 && at.digest !== undefined ? `&digest=${hex || digestHex(at.digest)}` : "";
   return `/delta/${encodeURIComponent(target)}?epoch=${at.epoch}&version=${at.version}&wait=${waitSeconds}&format=${FORMAT}${digest}${repair ? "&repair=1" : ""}`;
 }
 

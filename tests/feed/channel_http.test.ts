@@ -219,4 +219,23 @@ describe("the channel's HTTP/1.1 layer", () => {
     assert.ok(!("status" in h));
     assert.deepEqual(h, { method: "POST", url: "/delta/mesh?x=1", contentLength: 3, close: false, headers: { "if-none-match": '"a", "b"' } });
   });
+
+  it("parseHead reads the bytes up to `end` only, matches names in any case and keeps a value's other bytes as they came", () => {
+    const head = (text: string, tail = "") => {
+      const bytes = Buffer.from(text + tail, "latin1");
+      return parseHead(bytes, text.length, 100);
+    };
+    // What follows `end` (the next request, or garbage in a reused buffer) is never read.
+    assert.deepEqual(head("GET /a HTTP/1.1\r\nhost: feed", "\r\n\r\nx-forwarded-client-cert: URI=no\r\n"), { method: "GET", url: "/a", contentLength: 0, close: false, headers: {} });
+    const mixed = head("PATCH /a HTTP/1.1\r\nHOST: feed\r\nConnection: keep-alive ,\tClose\r\nX-Forwarded-Client-Cert: URI=\xe9\tx\r\nCONTENT-LENGTH: 007");
+    assert.deepEqual(mixed, { method: "PATCH", url: "/a", contentLength: 7, close: true, headers: { "x-forwarded-client-cert": "URI=\xe9\tx" } });
+    assert.equal((head("GET /a HTTP/1.1\r\nhost: a\r\nconnection: closed") as { close: boolean }).close, false);
+    assert.deepEqual(head("GET /a HTTP/1.1\r\nhost: a\r\nTransfer-Encoding: gzip"), { status: 501, text: "transfer-encoding: not taken by the channel (send the body with content-length)" });
+    assert.deepEqual(head("GET /a HTTP/2.0\r\nhost: a"), { status: 505, text: "request line: HTTP/2.0, the channel speaks HTTP/1.1" });
+    assert.deepEqual(head("GET /a HTTP/1.1 \r\nhost: a"), { status: 400, text: "request line: expected METHOD SP request-target SP HTTP/1.1, ending in CRLF" });
+    assert.deepEqual(head("GET /a HTTP/1.1\r\nX-A: 1\r\r\nhost: a"), { status: 400, text: "x-a: a control character in the value (a line ends in CRLF only)" });
+    assert.deepEqual(head("GET /a HTTP/1.1\r\nhost: a\r\ncontent-length: 1234567890123456"), { status: 400, text: "content-length: expected digits" });
+    assert.deepEqual(head("GET /a HTTP/1.1\r\nhost: a\r\ncontent-length:"), { status: 400, text: "content-length: expected digits" });
+    assert.deepEqual(head("GET /a HTTP/1.1\r\nho\x01st: a"), { status: 400, text: 'request head: "ho\\u0001st" is no header name followed by a colon' });
+  });
 });
