@@ -11,7 +11,7 @@
 // Each figure carries the load average (the machine is shared) and met/missed for its target.
 // Run inside the bench's network namespace:
 //   bash scripts/in-netns.sh node --import tsx bench/feed/fanout.ts [--quick]
-//   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N] [--spread=S] [--restart-wait=S] [--restart-missed=K] [--client-cpus=LIST|none] [--feed-runtime=chart|tsx]
+//   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N] [--spread=S] [--restart-wait=S] [--restart-missed=K] [--client-cpus=LIST|none] [--feed-runtime=chart|tsx] [--observers=8]
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -24,7 +24,7 @@ import { FEED_IDENTITY, feedChannelFiles, meshCert } from "../../tests/support/f
 import { writeDemoCerts } from "../../scripts/demo-certs.js";
 import { BulkWriter } from "./writer.js";
 import { PollerFleet } from "./fanout_fleet.js";
-import { ChurnObserver } from "./fanout_observer.js";
+import { ChurnObserver, OBSERVERS } from "./fanout_observer.js";
 import { clientCpus, pinSelf } from "./fanout_cpus.js";
 import { FeedProcess, TARGET, writeFeedConfig, type FeedCluster, type FeedRuntime } from "./fanout_feed.js";
 import { churnIp, churnPod, CHURN_NAMESPACE, createChurnPods, populateApiserver, writeMeshFiles } from "./fanout_mesh.js";
@@ -57,6 +57,8 @@ export interface FanoutCase {
    * asked for its bucket digests, then repaired.
    */
   restartMissed?: number;
+  /** Observers naming the version that first carried each churn write (fanout_observer.ts; default OBSERVERS). */
+  observers?: number;
   /** The clients' CPUs (fanout_cpus.ts): undefined = every CPU but CPU 0; "none" = no split. */
   clientCpus?: string;
 }
@@ -138,7 +140,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
     // On the CPUs the driver had before the clients' pin: every one.
     feed = await FeedProcess.start(config, log, 30 * 60_000, ownCpus, c.feedRuntime);
     say(`feed ready in ${round((feed.readyAt - feed.spawnedAt) / 1000)} s; starting the pollers`);
-    observer = new ChurnObserver(feed.channel, TARGET, (a) => a.startsWith("172."));
+    observer = new ChurnObserver(feed.channel, TARGET, (a) => a.startsWith("172."), c.observers ?? OBSERVERS);
     const id = meshCert("sidecar");
     fleet = await PollerFleet.start(Math.max(1, Math.ceil(c.pollers / POLLERS_PER_PROCESS)), {
       channel: feed.channel,
@@ -234,39 +236,18 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const during = diff(before, await fleet.counters());
   const feedAfter = await feedPath(feed);
   const mean = (sum: number, count: number) => (count > 0 ? round((1000 * sum) / count) : null);
-  // Each write's carrying version: its own, else its pod's next write's (superseded).
-  const carried: Array<{ version: number; at: number } | undefined> = new Array(writes).fill(undefined);
-  let superseded = 0;
-  for (let i = writes - 1; i >= 0; i--) {
-    const own = observer.carried.get(churnIp(churnPods + i));
-    const next = i + churnPods < writes ? carried[i + churnPods] : undefined;
-    if (!own && next) superseded++;
-    carried[i] = own ?? next;
-  }
-  const versions = [...new Set(carried.filter((x) => x !== undefined).map((x) => x.version))].sort((a, b) => a - b);
+  // Each write's carrying version, as all the observers saw it and as the first one alone did.
+  const all = carryingVersions(observer.carried, writes, churnPods);
+  const one = carryingVersions(observer.carriedByOne, writes, churnPods);
+  const versions = [...new Set([...all.carried, ...one.carried].filter((x) => x !== undefined).map((x) => x.version))].sort((a, b) => a - b);
   const reach = await fleet.reach(epoch, versions, t0);
   const byVersion = new Map(versions.map((v, i) => [v, reach.latest[i]]));
   const byVersionModelled = new Map(versions.map((v, i) => [v, reach.latestModelled[i]]));
-  const modelled: number[] = [];
-  const every: number[] = [];
-  const fromAck: number[] = [];
-  const first: number[] = [];
   const api: number[] = [];
-  let notCarried = 0;
-  let notEveryPoller = 0;
-  carried.forEach((x, i) => {
-    if (ackedAt[i] > 0) api.push(ackedAt[i] - writtenAt[i]);
-    if (!x) return void notCarried++;
-    first.push(x.at - writtenAt[i]);
-    const m = byVersionModelled.get(x.version);
-    if (m !== null && m !== undefined) modelled.push(m - writtenAt[i]);
-    const t = byVersion.get(x.version);
-    if (t === null || t === undefined) notEveryPoller++;
-    else {
-      every.push(t - writtenAt[i]);
-      if (ackedAt[i] > 0) fromAck.push(t - ackedAt[i]);
-    }
-  });
+  for (let i = 0; i < writes; i++) if (ackedAt[i] > 0) api.push(ackedAt[i] - writtenAt[i]);
+  const { every, fromAck, first, modelled, notCarried, notEveryPoller } = timings(all.carried, byVersion, byVersionModelled, writtenAt, ackedAt);
+  const alone = timings(one.carried, byVersion, byVersionModelled, writtenAt, ackedAt);
+  const superseded = all.superseded;
   const p99 = percentile(every, 99);
   emit({
     figure: "fanout_propagation",
@@ -276,6 +257,7 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     writes,
     writeErrors: failed,
     churnPods: churnPods,
+    observers: c.observers ?? OBSERVERS,
     versions: versions.length,
     p50Ms: round(percentile(every, 50)),
     p99Ms: round(p99),
@@ -289,6 +271,8 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     modelledP99Ms: round(percentile(modelled, 99)),
     firstPollerP50Ms: round(percentile(first, 50)),
     firstPollerP99Ms: round(percentile(first, 99)),
+    oneObserverP50Ms: round(percentile(alone.every, 50)),
+    oneObserverP99Ms: round(percentile(alone.every, 99)),
     superseded,
     notCarried,
     notEveryPoller,
@@ -305,6 +289,44 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     target: `p99 < ${TARGETS.propagationP99Ms} ms: ${met(every.length > 0 && notCarried + notEveryPoller === 0 && p99 < TARGETS.propagationP99Ms)}`,
     load1: load(),
   });
+}
+
+type Carried = { version: number; at: number } | undefined;
+
+/** Each churn write's carrying version (as `seen` names them): its own, else its pod's next write's (superseded). */
+function carryingVersions(seen: Map<string, { version: number; at: number }>, writes: number, churnPods: number): { carried: Carried[]; superseded: number } {
+  const carried: Carried[] = new Array(writes).fill(undefined);
+  let superseded = 0;
+  for (let i = writes - 1; i >= 0; i--) {
+    const own = seen.get(churnIp(churnPods + i));
+    const next = i + churnPods < writes ? carried[i + churnPods] : undefined;
+    if (!own && next) superseded++;
+    carried[i] = own ?? next;
+  }
+  return { carried, superseded };
+}
+
+/** Write → every poller (and the rest) for each write, given its carrying version and when the pollers reached each version. */
+function timings(carried: Carried[], byVersion: Map<number, number | null>, byVersionModelled: Map<number, number | null>, writtenAt: Float64Array, ackedAt: Float64Array) {
+  const modelled: number[] = [];
+  const every: number[] = [];
+  const fromAck: number[] = [];
+  const first: number[] = [];
+  let notCarried = 0;
+  let notEveryPoller = 0;
+  carried.forEach((x, i) => {
+    if (!x) return void notCarried++;
+    first.push(x.at - writtenAt[i]);
+    const m = byVersionModelled.get(x.version);
+    if (m !== null && m !== undefined) modelled.push(m - writtenAt[i]);
+    const t = byVersion.get(x.version);
+    if (t === null || t === undefined) notEveryPoller++;
+    else {
+      every.push(t - writtenAt[i]);
+      if (ackedAt[i] > 0) fromAck.push(t - ackedAt[i]);
+    }
+  });
+  return { every, fromAck, first, modelled, notCarried, notEveryPoller };
 }
 
 /**
@@ -410,9 +432,9 @@ export async function fanoutBench({ quick }: { quick: boolean }): Promise<void> 
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" }, "restart-missed": { type: "string" }, "client-cpus": { type: "string" }, "feed-runtime": { type: "string" } } });
+  const { values } = parseArgs({ options: { quick: { type: "boolean" }, pods: { type: "string" }, pollers: { type: "string" }, base: { type: "string" }, rate: { type: "string" }, seconds: { type: "string" }, "churn-pods": { type: "string" }, spread: { type: "string" }, "restart-wait": { type: "string" }, "restart-missed": { type: "string" }, "client-cpus": { type: "string" }, "feed-runtime": { type: "string" }, observers: { type: "string" } } });
   if (values.pods) {
     const base = values.base === "files" ? "files" : values.base === "apiserver" ? "apiserver" : Number(values.pods) > 10_000 ? "files" : "apiserver";
-    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600), restartMissed: Number(values["restart-missed"] ?? 0), clientCpus: values["client-cpus"], feedRuntime: (values["feed-runtime"] ?? "chart") as FeedRuntime });
+    await fanoutCase({ pods: Number(values.pods), pollers: Number(values.pollers ?? 2000), base, rate: Number(values.rate ?? 100), churnSeconds: Number(values.seconds ?? 30), churnPods: Number(values["churn-pods"] ?? 1000), spreadSeconds: Number(values.spread ?? 2), restartWaitSeconds: Number(values["restart-wait"] ?? 600), restartMissed: Number(values["restart-missed"] ?? 0), clientCpus: values["client-cpus"], feedRuntime: (values["feed-runtime"] ?? "chart") as FeedRuntime, observers: values.observers === undefined ? undefined : Number(values.observers) });
   } else await fanoutBench({ quick: values.quick === true });
 }

@@ -1,20 +1,51 @@
-// One more poller, in the driver, that decodes the records of every delta it gets: it names
-// the version that first carried each churn write (the write's new pod address, churnIp(w), is
-// unique to it). It polls as the fleet's pollers do but retries every 100 ms (not the
-// filters' backoff) and, holding no bucket digests, answers an ask-buckets by asking for a full
-// model (it is stopped before the restart, so it never is asked). Coalescing can only make it name a later version
-// than the first that carried a write, never an earlier one: propagation is never understated.
+// More pollers, in the driver, that decode the records of every delta they get: together they
+// name the version that first carried each churn write (the write's new pod address,
+// churnIp(w), is unique to it). Each polls as the fleet's pollers do, on its own connection and
+// from its own position, but retries every 100 ms (not the filters' backoff) and, holding no
+// bucket digests, answers an ask-buckets by asking for a full model (they are stopped before the
+// restart, so none is asked).
+//
+// An observer sees only the versions it is answered with: under churn, one answer per round of
+// the feed's queue (~2,000 answers), while the feed publishes a version every ~20 ms. The
+// version it names for a write is then the one current at its next turn, up to a round later
+// than the first that carried the write, and every poller is timed to that later version.
+// `count` observers at their own places in the queue see a version each about a round/count
+// apart: the earliest sighting is kept, which is closer to the first version carrying the write.
+// A sighting can only name that version or a later one, never an earlier one: propagation is
+// never understated, with one observer or many (--observers=1 measures as before 2026-12-05 11:00).
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
 import { decodeMessage } from "../../tests/feed/delta_wire_decode.js";
 import { FEED_IDENTITY, meshCert, MESH_CA_FILE } from "../../tests/support/feed_tls.js";
-import { CONTENT_TYPE, NOTHING, pollPath, readHeader, take, type Position } from "./fanout_protocol.js";
+import { NOTHING, CONTENT_TYPE, pollPath, readHeader, take, type Position } from "./fanout_protocol.js";
 import { now } from "./fanout_poller.js";
+/** The observers a propagation case runs by default (--observers). */
+export const OBSERVERS = 8;
 
 export class ChurnObserver {
-  at: Position = NOTHING;
-  /** churn address → (version that first carried it, when the observer got it). */
+  /** churn address → (the least version an observer saw carrying it, when an observer first held it). */
   readonly carried = new Map<string, { version: number; at: number }>();
+  private readonly loops: ObserverLoop[];
+
+  constructor(channel: string, target: string, isChurnAddress: (address: string) => boolean, count = OBSERVERS) {
+    this.loops = Array.from({ length: count }, () => new ObserverLoop(channel, target, isChurnAddress, this.carried));
+  }
+
+  /** What the first observer alone saw (as `carried`): the figures of one observer, beside those of all. */
+  get carriedByOne(): Map<string, { version: number; at: number }> {
+    return this.loops[0].own;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.loops.map((l) => l.stop()));
+  }
+}
+
+/** One observer: its own connection and position in the feed's queue. */
+class ObserverLoop {
+  at: Position = NOTHING;
+  /** What this observer alone saw: churn address → (version, when). */
+  readonly own = new Map<string, { version: number; at: number }>();
   private stopped = false;
   private readonly agent: Agent;
   private readonly done: Promise<void>;
@@ -23,6 +54,7 @@ export class ChurnObserver {
     private readonly channel: string,
     private readonly target: string,
     private readonly isChurnAddress: (address: string) => boolean,
+    private readonly carried: Map<string, { version: number; at: number }>,
   ) {
     const id = meshCert("sidecar");
     this.agent = new Agent({
@@ -58,7 +90,15 @@ export class ChurnObserver {
           const t = now();
           for (const r of decodeMessage(body).records) {
             if (r.type !== "workload") continue;
-            for (const a of r.addresses) if (this.isChurnAddress(a) && !this.carried.has(a)) this.carried.set(a, { version: header.version, at: t });
+            for (const a of r.addresses) {
+              if (!this.isChurnAddress(a)) continue;
+              // The least version any observer saw carrying it, and the first time one held it.
+              const seen = this.carried.get(a);
+              if (!seen) this.carried.set(a, { version: header.version, at: t });
+              else if (header.version < seen.version) seen.version = header.version;
+              // And this observer's own first sighting (one observer alone: the figures before 2026-12-05 11:00).
+              if (!this.own.has(a)) this.own.set(a, { version: header.version, at: t });
+            }
           }
         }
         this.at = next;

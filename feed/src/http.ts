@@ -147,6 +147,8 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
   }
   const client: ClientState = buckets ? { ...parsed, buckets } : parsed;
   const send = () => {
+    // The client may have gone, or been answered, while the poll waited (its turn, or its hold).
+    if (res.destroyed || res.writableEnded) return;
     // A held poll released because this replica stopped serving (serving_gate.ts).
     const down = source.notServing?.(true);
     if (down !== undefined) return answerNotServing(res, down);
@@ -186,7 +188,7 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
   if (waitMs === 0 || buckets || source.stopping?.() === true || source.deltaVersion(target) === 0 || !source.deltaUpToDate(target, epoch, version)) {
     // In turn behind the polls already waiting for an answer (a version's burst), with the
     // version current then.
-    if (source.answerInTurn) source.answerInTurn(() => !res.destroyed && !res.writableEnded && send());
+    if (source.answerInTurn) source.answerInTurn(send);
     else send();
     return;
   }
@@ -194,7 +196,7 @@ function answerDelta(source: SnapshotSource & DeltaSource, target: string, query
   const cancel = source.waitForDelta(target, waitMs, () => {
     source.heldChanged(-1);
     res.off("close", cancel);
-    if (!res.destroyed && !res.writableEnded) send();
+    send();
   });
   source.heldChanged(1);
   res.on("close", cancel);

@@ -136,6 +136,9 @@ describe("fan-out bench", () => {
     assert.ok(p.superseded >= 0 && p.superseded <= 100, "only a pod's first write can be overwritten before it is published");
     assert.ok(0 < p.p50Ms && p.p50Ms <= p.p99Ms && p.p99Ms <= p.maxMs, JSON.stringify(p));
     assert.ok(p.firstPollerP50Ms > 0 && p.firstPollerP50Ms <= p.firstPollerP99Ms);
+    // Eight observers name each write's version; the first alone names the same or a later one.
+    assert.equal(p.observers, 8);
+    assert.ok(p.p50Ms <= p.oneObserverP50Ms && p.p99Ms <= p.oneObserverP99Ms, JSON.stringify(p));
     assert.ok(0 < p.apiWriteP50Ms && p.apiWriteP50Ms <= p.apiWriteP99Ms);
     assert.ok(p.fromAckP99Ms <= p.p99Ms, "from the write's answer is never longer than from its start");
     assert.equal(p.modelledPollers, 50, "every poller held the model when the churn began");
