@@ -286,6 +286,9 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     feedRenderMeanMs: mean(feedAfter.renderSeconds - feedBefore.renderSeconds, feedAfter.renders - feedBefore.renders),
     feedCheckMeanMs: mean(feedAfter.checkSeconds - feedBefore.checkSeconds, feedAfter.checks - feedBefore.checks),
     feedSeenToPublishMeanMs: mean(feedAfter.seenToPublishSeconds - feedBefore.seenToPublishSeconds, feedAfter.published - feedBefore.published),
+    // Versions whose oldest change waited in the feed longer than that (its histogram's buckets).
+    feedPublishedOver100Ms: feedAfter.published - feedBefore.published - (feedAfter.publishedWithin100Ms - feedBefore.publishedWithin100Ms),
+    feedPublishedOver250Ms: feedAfter.published - feedBefore.published - (feedAfter.publishedWithin250Ms - feedBefore.publishedWithin250Ms),
     target: `p99 < ${TARGETS.propagationP99Ms} ms: ${met(every.length > 0 && notCarried + notEveryPoller === 0 && p99 < TARGETS.propagationP99Ms)}`,
     load1: load(),
   });
@@ -333,7 +336,7 @@ function timings(carried: Carried[], byVersion: Map<number, number | null>, byVe
  * The feed's own account of its delta path (its histograms' sums and counts): renders, the
  * filters' check of each version, and watch event seen → version published.
  */
-async function feedPath(feed: FeedProcess): Promise<{ renders: number; renderSeconds: number; checks: number; checkSeconds: number; published: number; seenToPublishSeconds: number }> {
+async function feedPath(feed: FeedProcess): Promise<{ renders: number; renderSeconds: number; checks: number; checkSeconds: number; published: number; seenToPublishSeconds: number; publishedWithin100Ms: number; publishedWithin250Ms: number }> {
   const delta = { path: "delta" };
   const published = { target: TARGET, path: "delta" };
   return {
@@ -343,6 +346,8 @@ async function feedPath(feed: FeedProcess): Promise<{ renders: number; renderSec
     checkSeconds: await feed.metric("feed_check_seconds_sum", delta),
     published: await feed.metric("feed_propagation_seconds_count", published),
     seenToPublishSeconds: await feed.metric("feed_propagation_seconds_sum", published),
+    publishedWithin100Ms: await feed.metric("feed_propagation_seconds_bucket", { ...published, le: "0.1" }),
+    publishedWithin250Ms: await feed.metric("feed_propagation_seconds_bucket", { ...published, le: "0.25" }),
   };
 }
 

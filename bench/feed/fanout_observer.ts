@@ -11,6 +11,9 @@
 // than the first that carried the write, and every poller is timed to that later version.
 // `count` observers at their own places in the queue see a version each about a round/count
 // apart: the earliest sighting is kept, which is closer to the first version carrying the write.
+// Started together they would sit side by side in the queue and see the same versions, so each
+// but the first waits a random 0-JITTER_MS before every poll: they drift apart within seconds
+// and stay spread. The first polls at once after each answer, as the one observer did.
 // A sighting can only name that version or a later one, never an earlier one: propagation is
 // never understated, with one observer or many (--observers=1 measures as before 2026-12-05 11:00).
 import { readFileSync } from "node:fs";
@@ -19,8 +22,11 @@ import { decodeMessage } from "../../tests/feed/delta_wire_decode.js";
 import { FEED_IDENTITY, meshCert, MESH_CA_FILE } from "../../tests/support/feed_tls.js";
 import { NOTHING, CONTENT_TYPE, pollPath, readHeader, take, type Position } from "./fanout_protocol.js";
 import { now } from "./fanout_poller.js";
+
 /** The observers a propagation case runs by default (--observers). */
 export const OBSERVERS = 8;
+/** The longest an observer waits before a poll, drawn anew each time (a few percent of a round). */
+const JITTER_MS = 50;
 
 export class ChurnObserver {
   /** churn address → (the least version an observer saw carrying it, when an observer first held it). */
@@ -28,7 +34,7 @@ export class ChurnObserver {
   private readonly loops: ObserverLoop[];
 
   constructor(channel: string, target: string, isChurnAddress: (address: string) => boolean, count = OBSERVERS) {
-    this.loops = Array.from({ length: count }, () => new ObserverLoop(channel, target, isChurnAddress, this.carried));
+    this.loops = Array.from({ length: count }, (_, i) => new ObserverLoop(channel, target, isChurnAddress, this.carried, i === 0 ? 0 : JITTER_MS));
   }
 
   /** What the first observer alone saw (as `carried`): the figures of one observer, beside those of all. */
@@ -55,6 +61,8 @@ class ObserverLoop {
     private readonly target: string,
     private readonly isChurnAddress: (address: string) => boolean,
     private readonly carried: Map<string, { version: number; at: number }>,
+    /** The longest wait before each poll (0: none). */
+    private readonly jitterMs: number,
   ) {
     const id = meshCert("sidecar");
     this.agent = new Agent({
@@ -77,6 +85,7 @@ class ObserverLoop {
   private async loop(): Promise<void> {
     while (!this.stopped) {
       try {
+        if (this.jitterMs > 0) await new Promise((r) => setTimeout(r, Math.random() * this.jitterMs));
         const body = await this.get(pollPath(this.target, this.at, 25));
         const header = readHeader(body.subarray(0, 56), body.length);
         if (typeof header === "string") throw new Error(header);

@@ -18,6 +18,7 @@ const MAX_BODY = 64;
 interface Seen {
   method: string;
   url: string;
+  /** -1: the body never ended (llhttp waited for more than the channel read). */
   bodyBytes: number;
   xfcc: string | undefined;
   ifNoneMatch: string | undefined;
@@ -31,10 +32,13 @@ function joined(req: IncomingMessage, name: string, separator: string): string |
 test("where the channel's head reader and llhttp both take a request, they read the same request", async () => {
   const seen: Seen[] = [];
   const server = createServer((req, res) => {
+    // Recorded when llhttp took the head: a body it then waits for in vain stays at -1.
+    const s: Seen = { method: req.method ?? "", url: req.url ?? "", bodyBytes: -1, xfcc: joined(req, "x-forwarded-client-cert", ","), ifNoneMatch: joined(req, "if-none-match", ", ") };
+    seen.push(s);
     let bodyBytes = 0;
     req.on("data", (c: Buffer) => (bodyBytes += c.length));
     req.on("end", () => {
-      seen.push({ method: req.method ?? "", url: req.url ?? "", bodyBytes, xfcc: joined(req, "x-forwarded-client-cert", ","), ifNoneMatch: joined(req, "if-none-match", ", ") });
+      s.bodyBytes = bodyBytes;
       res.end("ok");
     });
   });
@@ -63,21 +67,23 @@ test("where the channel's head reader and llhttp both take a request, they read 
     state ^= state << 5;
     return xs[(state >>> 0) % xs.length];
   };
-  const methods = ["GET", "POST", "HEAD", "PUT", "G@T", "get"];
+  // The well-formed pieces come several times: most heads should be taken by both.
+  const methods = ["GET", "GET", "POST", "POST", "HEAD", "PUT", "G@T", "get"];
   const targets = ["/delta/mesh?epoch=1&version=2", "/a", "/%7e?x=%41", "*", "/a b"];
-  const versions = ["HTTP/1.1", "HTTP/1.1", "HTTP/1.0", "HTTP/1.1 ", "http/1.1"];
+  const versions = ["HTTP/1.1", "HTTP/1.1", "HTTP/1.1", "HTTP/1.1", "HTTP/1.1", "HTTP/1.0", "HTTP/1.1 ", "http/1.1"];
   const names = ["host", "Host", "HOST", "content-length", "Content-Length", "CONTENT-LENGTH", "x-forwarded-client-cert", "X-Forwarded-Client-Cert", "if-none-match", "If-None-Match", "connection", "x-a", "transfer-encoding", "content-length ", " host", "x\u0001a", "content_length"];
-  const separators = [": ", ":", ":\t", ":  ", " : "];
+  const separators = [": ", ": ", ": ", ":", ":\t", ":  ", " : "];
   const values = ["feed", "5", "05", "+5", "5, 5", "", "close", "keep-alive, close", "URI=spiffe://a/b", "URI=a,URI=b", '"a"', "v\u0080w", "a\tb", "a\rb", "a\u0000b", "0", "  7 ", "1e1", "0x5", "5 ", "99999999999999999999"];
-  const endings = ["\r\n", "\r\n", "\r\n", "\r\n", "\n"];
+  const endings = ["\r\n", "\r\n", "\r\n", "\r\n", "\r\n", "\r\n", "\r\n", "\r\n", "\r\n", "\n"];
   const next = Buffer.from("GET /behind HTTP/1.1\r\nhost: feed\r\n\r\n", "latin1");
 
   let both = 0;
   let withBody = 0;
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < 4000; i++) {
     let head = `${pick(methods)} ${pick(targets)} ${pick(versions)}${pick(endings)}`;
     if (pick([true, true, true, false])) head += `host: feed${pick(endings)}`;
-    const lines = pick([0, 1, 2, 3, 4, 5]);
+    if (pick([true, false, false])) head += `${pick(["content-length", "Content-Length"])}${pick(separators)}${pick(["3", "05", "0", "64", " 12 "])}${pick(endings)}`;
+    const lines = pick([0, 1, 1, 2, 2, 3]);
     for (let l = 0; l < lines; l++) head += `${pick(names)}${pick(separators)}${pick(values)}${pick(endings)}`;
     const text = head.replace(/(\r?\n)$/, "");
     const headBytes = Buffer.from(text, "latin1");
@@ -85,6 +91,7 @@ test("where the channel's head reader and llhttp both take a request, they read 
     if ("status" in ours) continue;
     const body = Buffer.alloc(ours.contentLength, 0x78);
     const got = await llhttp(Buffer.concat([headBytes, Buffer.from("\r\n\r\n"), body, next]));
+    // llhttp refused the head: only the channel takes it, no disagreement.
     if (got.length === 0) continue;
     both++;
     if (ours.contentLength > 0) withBody++;
@@ -99,6 +106,6 @@ test("where the channel's head reader and llhttp both take a request, they read 
   }
   server.close();
   // Not vacuous: many heads were taken by both, some with a body.
-  assert.ok(both >= 50, `${both} heads taken by both`);
-  assert.ok(withBody >= 5, `${withBody} of them with a body`);
+  assert.ok(both >= 200, `${both} heads taken by both`);
+  assert.ok(withBody >= 40, `${withBody} of them with a body`);
 });

@@ -139,6 +139,7 @@ describe("fan-out bench", () => {
     // Eight observers name each write's version; the first alone names the same or a later one.
     assert.equal(p.observers, 8);
     assert.ok(p.p50Ms <= p.oneObserverP50Ms && p.p99Ms <= p.oneObserverP99Ms, JSON.stringify(p));
+    assert.ok(p.feedPublishedOver250Ms >= 0 && p.feedPublishedOver250Ms <= p.feedPublishedOver100Ms, JSON.stringify(p));
     assert.ok(0 < p.apiWriteP50Ms && p.apiWriteP50Ms <= p.apiWriteP99Ms);
     assert.ok(p.fromAckP99Ms <= p.p99Ms, "from the write's answer is never longer than from its start");
     assert.equal(p.modelledPollers, 50, "every poller held the model when the churn began");
