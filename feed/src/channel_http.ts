@@ -68,7 +68,6 @@ export function headLines(status: number, headers: Record<string, string>): stri
   return text;
 }
 
-
 /**
  * Every open channel connection, whose idle deadline one sweep checks every IDLE_SWEEP_MS: a
  * socket timer (socket.setTimeout) is re-armed on every read and write, thousands a second under
