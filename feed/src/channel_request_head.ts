@@ -67,17 +67,19 @@ function hasControl(data: Buffer, from: number, to: number): boolean {
   return false;
 }
 
-/** `connection`'s value holds the token "close" (any case, among commas). */
+const CLOSE = Buffer.from("close");
+
+/** `connection`'s value, data[from, to), holds the token "close" (any case, among commas): one pass over it. */
 function saysClose(data: Buffer, from: number, to: number): boolean {
   let at = from;
   while (at <= to) {
-    let end = data.indexOf(0x2c, at);
-    if (end < 0 || end > to) end = to;
+    let end = at;
+    while (end < to && data[end] !== 0x2c) end++;
     let s = at;
     let e = end;
     while (s < e && (data[s] === SP || data[s] === HT)) s++;
     while (e > s && (data[e - 1] === SP || data[e - 1] === HT)) e--;
-    if (e - s === 5 && data.toString("latin1", s, e).toLowerCase() === "close") return true;
+    if (nameIs(data, s, e - s, CLOSE)) return true;
     at = end + 1;
   }
   return false;
@@ -110,7 +112,7 @@ function requestLine(data: Buffer, end: number): { method: string; url: string }
  * The request line and header lines in data[0, end) (the head without its final CRLF CRLF), or
  * the refusal. Read from the bytes, as they came: nothing is built but the method, the target
  * and the values of the headers read (this runs for every poll). Exported for its unit tests;
- * the connection below is its only caller.
+ * channel_http.ts's connection is its only caller.
  */
 export function parseHead(data: Buffer, end: number, maxBodyBytes: number): Head | HeadError {
   // Every line end is CRLF (a bare LF is refused first), and there are not too many of them.

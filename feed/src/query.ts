@@ -17,14 +17,17 @@ class PlainQuery implements QueryParams {
 
   get(name: string): string | null {
     const t = this.text;
+    // A pair's name ends at its first "=": a name holding one is never a pair's (read as URLSearchParams would).
+    if (name.includes("=")) return new URLSearchParams(t).get(name);
+    // Each pair is looked at from its start only (never searched past its "&"): linear in the query.
     let at = 0;
     while (at < t.length) {
       let end = t.indexOf("&", at);
       if (end < 0) end = t.length;
-      if (end > at) {
-        const eq = t.indexOf("=", at);
-        const nameEnd = eq >= 0 && eq < end ? eq : end;
-        if (nameEnd - at === name.length && t.startsWith(name, at)) return nameEnd === end ? "" : t.slice(nameEnd + 1, end);
+      if (end > at && t.startsWith(name, at)) {
+        const after = at + name.length;
+        if (after === end) return "";
+        if (after < end && t.charCodeAt(after) === 0x3d) return t.slice(after + 1, end);
       }
       at = end + 1;
     }

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseQuery } from "../../feed/src/query.js";
 
-const NAMES = ["epoch", "version", "wait", "format", "digest", "repair", "a", "ep", "epochs", ""];
+const NAMES = ["epoch", "version", "wait", "format", "digest", "repair", "a", "ep", "epochs", "", "a=b", "="];
 
 function agrees(query: string): void {
   const ours = parseQuery(query);
@@ -33,6 +33,15 @@ test("a poll's query, and the odd ones, read as URLSearchParams reads them", () 
     "wait=25&wait=",
   ];
   for (const q of cases) agrees(q);
+});
+
+test("the costliest queries a head can carry are read as URLSearchParams reads them", () => {
+  // 16 KiB of pairs without "=" (each a near miss for the names read), and one long pair: each
+  // get() looks at a pair from its start only, so these cost no more than their length.
+  agrees("epoch&".repeat(2730));
+  agrees(`${"epoc&".repeat(3000)}epoch=7`);
+  agrees(`digest=${"f".repeat(16 << 10)}`);
+  agrees(`${"e".repeat(16 << 10)}&version=3`);
 });
 
 test("random queries from the characters that matter read the same", () => {
