@@ -36,7 +36,8 @@ export class ResponseHead {
     for (let at = t.indexOf("\r\n"); at >= 0; ) {
       const from = at + 2;
       const end = t.indexOf("\r\n", from);
-      if (t.indexOf(":", from) <= from || (end >= 0 && t.indexOf(":", from) > end)) return false;
+      const colon = t.indexOf(":", from);
+      if (colon <= from || (end >= 0 && colon > end)) return false;
       at = end;
     }
     return true;

@@ -48,7 +48,11 @@ export interface Header {
   bodyEnd: number;
 }
 
-/** A content digest as a poll's `digest` parameter carries it: 16 lowercase hex digits. */
+/**
+ * A content digest as a poll's `digest` parameter carries it: 16 lowercase hex digits. The
+ * client's own, beside the feed's (feed/src/delta/digest.ts): this module reads and writes the
+ * protocol as the filters do, never through the feed's code.
+ */
 export function digestHex(v: bigint): string {
   return v.toString(16).padStart(16, "0");
 }

@@ -189,6 +189,6 @@ function lineEndOf(data: Buffer, from: number, end: number): number {
 
 /** Whether `data` from `from` on holds an LF not preceded by CR (a bare LF line end). */
 export function bareLf(data: Buffer, from: number): boolean {
-  for (let i = data.indexOf(0x0a, from); i >= 0; i = data.indexOf(0x0a, i + 1)) if (i === 0 || data[i - 1] !== 0x0d) return true;
+  for (let i = data.indexOf(LF, from); i >= 0; i = data.indexOf(LF, i + 1)) if (i === 0 || data[i - 1] !== CR) return true;
   return false;
 }
