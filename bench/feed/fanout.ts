@@ -12,7 +12,8 @@
 // Run inside the bench's network namespace:
 //   bash scripts/in-netns.sh node --import tsx bench/feed/fanout.ts [--quick]
 //   ... bench/feed/fanout.ts --pods=N [--pollers=N] [--base=files|apiserver] [--rate=N] [--seconds=N] [--churn-pods=N] [--spread=S] [--restart-wait=S] [--restart-missed=K] [--client-cpus=LIST|none] [--feed-runtime=chart|tsx] [--observers=8]
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -26,7 +27,7 @@ import { BulkWriter } from "./writer.js";
 import { PollerFleet } from "./fanout_fleet.js";
 import { ChurnObserver, OBSERVERS } from "./fanout_observer.js";
 import { clientCpus, pinSelf } from "./fanout_cpus.js";
-import { FeedProcess, TARGET, writeFeedConfig, type FeedCluster, type FeedRuntime } from "./fanout_feed.js";
+import { FeedProcess, seriesValue, TARGET, writeFeedConfig, type FeedCluster, type FeedRuntime } from "./fanout_feed.js";
 import { churnIp, churnPod, CHURN_NAMESPACE, createChurnPods, populateApiserver, writeMeshFiles } from "./fanout_mesh.js";
 import { inFlight, now } from "./fanout_poller.js";
 import type { PollerCounters } from "./fanout_poller.js";
@@ -176,7 +177,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
       feedRssMb: round(rssMb(feed.pid)),
       load1: load(),
     });
-    await churn(c, base, feed, fleet, observer, writer);
+    await churn(c, base, feed, fleet, observer, writer, controlPlaneProcesses(cluster.dir));
     // The restart is the pollers' alone (the observer would be one more full message).
     await observer.stop();
     await restart(c, base, feed, fleet, config, log, (next) => (feed = next), writer, ownCpus);
@@ -196,7 +197,7 @@ export async function fanoutCase(c: FanoutCase): Promise<void> {
  * feed published it: it is counted `superseded` and timed by the version that carried its
  * pod's next address (what a poller needs to be past it).
  */
-async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, observer: ChurnObserver, writer: BulkWriter): Promise<void> {
+async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, observer: ChurnObserver, writer: BulkWriter, controlPlane: ControlPlaneProcess[]): Promise<void> {
   const writes = Math.round(c.rate * c.churnSeconds);
   const churnPods = c.churnPods ?? 1000;
   const writtenAt = new Float64Array(writes);
@@ -205,6 +206,7 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const feedBefore = await feedPath(feed);
   const feedCpu = cpuMicros(feed.pid);
   const pollerCpu = fleet.cpuMicros();
+  const controlPlaneCpu = controlPlane.map((p) => cpuMicros(p.pid));
   const { epoch } = await feed.position();
   const t0 = now();
   const inFlight = new Set<Promise<void>>();
@@ -225,6 +227,8 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   }
   await Promise.all(inFlight);
   const writeSeconds = (now() - t0) / 1000;
+  // The feed's event-loop delay over the writes (prom-client's figures since the read before them).
+  const atWritesEnd = await feedPath(feed);
   // The last write of every churn pod carried (as the observer saw it), then every poller at the feed's version.
   const lastWrites = Array.from({ length: Math.min(writes, churnPods) }, (_, k) => churnPods + writes - 1 - k);
   const seenBy = performance.now();
@@ -233,6 +237,7 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const wall = ((Number.isNaN(end.at) ? now() : end.at) - t0) / 1000;
   const cpuSeconds = (cpuMicros(feed.pid) - feedCpu) / 1e6;
   const pollerCpuSeconds = (fleet.cpuMicros() - pollerCpu) / 1e6;
+  const controlPlaneCores = Object.fromEntries(controlPlane.map((p, i) => [`${p.name}Cores`, round((cpuMicros(p.pid) - controlPlaneCpu[i]) / 1e6 / wall, 2)]));
   const during = diff(before, await fleet.counters());
   const feedAfter = await feedPath(feed);
   const mean = (sum: number, count: number) => (count > 0 ? round((1000 * sum) / count) : null);
@@ -248,7 +253,22 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const { every, fromAck, first, modelled, notCarried, notEveryPoller } = timings(all.carried, byVersion, byVersionModelled, writtenAt, ackedAt);
   const alone = timings(one.carried, byVersion, byVersionModelled, writtenAt, ackedAt);
   const superseded = all.superseded;
+  // FANOUT_DUMP=<file>: one JSON line per write (ms after the churn began, its API answer, the
+  // first observer and every poller holding it), to find where a tail sits in the churn.
+  if (process.env.FANOUT_DUMP) {
+    const rows = all.carried.map((x, i) => JSON.stringify({ i, at: writtenAt[i] - t0, api: round(ackedAt[i] - writtenAt[i]), v: x?.version, first: x ? round(x.at - writtenAt[i]) : null, every: x ? round((byVersion.get(x.version) ?? NaN) - writtenAt[i]) : null }));
+    writeFileSync(process.env.FANOUT_DUMP, rows.join("\n") + "\n");
+  }
   const p99 = percentile(every, 99);
+  // The churn's onset (its first second: the first version wakes every held poll at once) apart
+  // from the rest, where the polls already arrive spread over the feed's queue.
+  const onset: number[] = [];
+  const afterOnset: number[] = [];
+  all.carried.forEach((x, i) => {
+    const t = x ? byVersion.get(x.version) : undefined;
+    if (t === null || t === undefined) return;
+    (writtenAt[i] - t0 < 1000 ? onset : afterOnset).push(t - writtenAt[i]);
+  });
   emit({
     figure: "fanout_propagation",
     ...base,
@@ -262,6 +282,8 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     p50Ms: round(percentile(every, 50)),
     p99Ms: round(p99),
     maxMs: round(Math.max(...every)),
+    firstSecondMaxMs: onset.length > 0 ? round(Math.max(...onset)) : null,
+    afterFirstSecondP99Ms: afterOnset.length > 0 ? round(percentile(afterOnset, 99)) : null,
     apiWriteP50Ms: round(percentile(api, 50)),
     apiWriteP99Ms: round(percentile(api, 99)),
     fromAckP50Ms: round(percentile(fromAck, 50)),
@@ -278,6 +300,7 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     notEveryPoller,
     feedCores: round(cpuSeconds / wall, 2),
     pollerCores: round(pollerCpuSeconds / wall, 2),
+    ...controlPlaneCores,
     answersPerSecond: Math.round((during.delta + during.noChange + during.full) / wall),
     bytesPerSecond: Math.round(during.bytes / wall),
     fullMessages: during.full,
@@ -289,9 +312,39 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     // Versions whose oldest change waited in the feed longer than that (its histogram's buckets).
     feedPublishedOver100Ms: feedAfter.published - feedBefore.published - (feedAfter.publishedWithin100Ms - feedBefore.publishedWithin100Ms),
     feedPublishedOver250Ms: feedAfter.published - feedBefore.published - (feedAfter.publishedWithin250Ms - feedBefore.publishedWithin250Ms),
+    feedLoopDelayP99Ms: round(atWritesEnd.loopDelayP99Ms),
+    feedLoopDelayMaxMs: round(atWritesEnd.loopDelayMaxMs),
+    feedGcShare: round((feedAfter.gcSeconds - feedBefore.gcSeconds) / wall, 3),
+    feedGcMajor: feedAfter.gcMajor - feedBefore.gcMajor,
+    feedGcMajorMeanMs: mean(feedAfter.gcMajorSeconds - feedBefore.gcMajorSeconds, feedAfter.gcMajor - feedBefore.gcMajor),
+    feedGcPausesOver100Ms: feedAfter.gcPausesOver100Ms - feedBefore.gcPausesOver100Ms,
     target: `p99 < ${TARGETS.propagationP99Ms} ms: ${met(every.length > 0 && notCarried + notEveryPoller === 0 && p99 < TARGETS.propagationP99Ms)}`,
     load1: load(),
   });
+}
+
+type ControlPlaneProcess = { name: "apiserver" | "etcd"; pid: number };
+
+/** The cluster's kube-apiserver and etcd (their command lines name the cluster's directory). */
+function controlPlaneProcesses(clusterDir: string): ControlPlaneProcess[] {
+  let pids: number[];
+  try {
+    pids = execFileSync("pgrep", ["-f", "--", clusterDir], { encoding: "utf8" }).split("\n").filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+  const out: ControlPlaneProcess[] = [];
+  for (const pid of pids) {
+    let comm = "";
+    try {
+      comm = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+    } catch {
+      continue; // gone since pgrep listed it
+    }
+    if (comm === "kube-apiserver") out.push({ name: "apiserver", pid });
+    if (comm === "etcd") out.push({ name: "etcd", pid });
+  }
+  return out;
 }
 
 type Carried = { version: number; at: number } | undefined;
@@ -336,20 +389,51 @@ function timings(carried: Carried[], byVersion: Map<number, number | null>, byVe
  * The feed's own account of its delta path (its histograms' sums and counts): renders, the
  * filters' check of each version, and watch event seen → version published.
  */
-async function feedPath(feed: FeedProcess): Promise<{ renders: number; renderSeconds: number; checks: number; checkSeconds: number; published: number; seenToPublishSeconds: number; publishedWithin100Ms: number; publishedWithin250Ms: number }> {
+async function feedPath(feed: FeedProcess): Promise<FeedPath> {
+  // One read: each costs the feed a render of every series (see metricsText).
+  const text = await feed.metricsText();
+  const value = (name: string, labels: Record<string, string> = {}) => seriesValue(text, name, labels);
   const delta = { path: "delta" };
   const published = { target: TARGET, path: "delta" };
+  const pauses = GC_KINDS.reduce((sum, kind) => sum + value("nodejs_gc_duration_seconds_count", { kind }), 0);
+  const pausesWithin100Ms = GC_KINDS.reduce((sum, kind) => sum + value("nodejs_gc_duration_seconds_bucket", { kind, le: "0.1" }), 0);
   return {
-    renders: await feed.metric("feed_delta_render_seconds_count", {}),
-    renderSeconds: await feed.metric("feed_delta_render_seconds_sum", {}),
-    checks: await feed.metric("feed_check_seconds_count", delta),
-    checkSeconds: await feed.metric("feed_check_seconds_sum", delta),
-    published: await feed.metric("feed_propagation_seconds_count", published),
-    seenToPublishSeconds: await feed.metric("feed_propagation_seconds_sum", published),
-    publishedWithin100Ms: await feed.metric("feed_propagation_seconds_bucket", { ...published, le: "0.1" }),
-    publishedWithin250Ms: await feed.metric("feed_propagation_seconds_bucket", { ...published, le: "0.25" }),
+    renders: value("feed_delta_render_seconds_count"),
+    renderSeconds: value("feed_delta_render_seconds_sum"),
+    checks: value("feed_check_seconds_count", delta),
+    checkSeconds: value("feed_check_seconds_sum", delta),
+    published: value("feed_propagation_seconds_count", published),
+    seenToPublishSeconds: value("feed_propagation_seconds_sum", published),
+    publishedWithin100Ms: value("feed_propagation_seconds_bucket", { ...published, le: "0.1" }),
+    publishedWithin250Ms: value("feed_propagation_seconds_bucket", { ...published, le: "0.25" }),
+    gcMajor: value("nodejs_gc_duration_seconds_count", { kind: "major" }),
+    gcMajorSeconds: value("nodejs_gc_duration_seconds_sum", { kind: "major" }),
+    gcSeconds: GC_KINDS.reduce((sum, kind) => sum + value("nodejs_gc_duration_seconds_sum", { kind }), 0),
+    gcPausesOver100Ms: pauses - pausesWithin100Ms,
+    // prom-client's event-loop figures cover the time since the previous read (it resets them).
+    loopDelayMaxMs: 1000 * value("nodejs_eventloop_lag_max_seconds"),
+    loopDelayP99Ms: 1000 * value("nodejs_eventloop_lag_p99_seconds"),
   };
 }
+
+const GC_KINDS = ["major", "minor", "incremental", "weakcb"];
+
+type FeedPath = {
+  renders: number;
+  renderSeconds: number;
+  checks: number;
+  checkSeconds: number;
+  published: number;
+  seenToPublishSeconds: number;
+  publishedWithin100Ms: number;
+  publishedWithin250Ms: number;
+  gcMajor: number;
+  gcMajorSeconds: number;
+  gcSeconds: number;
+  gcPausesOver100Ms: number;
+  loopDelayMaxMs: number;
+  loopDelayP99Ms: number;
+};
 
 /** The feed stopped and started again; → every poller holding the restarted feed's version. */
 async function restart(c: FanoutCase, base: object, feed: FeedProcess, fleet: PollerFleet, config: string, log: string, started: (next: FeedProcess) => void, writer: BulkWriter, feedCpus: string | undefined): Promise<void> {

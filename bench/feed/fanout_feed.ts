@@ -147,7 +147,7 @@ export class FeedProcess {
 }
 
 /** One series of a /metrics text, by name and labels in any order (0 when absent, as an unset counter is). */
-function seriesValue(text: string, name: string, labels: Record<string, string>): number {
+export function seriesValue(text: string, name: string, labels: Record<string, string>): number {
   const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(",");
   for (const line of text.split("\n")) {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);

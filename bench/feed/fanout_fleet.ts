@@ -20,7 +20,10 @@ class Worker {
   constructor() {
     // FANOUT_POLLER_PROFILE=<dir>: each poller process writes a V8 CPU profile there when it exits.
     const profile = process.env.FANOUT_POLLER_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.FANOUT_POLLER_PROFILE}`] : [];
-    this.child = fork(join(REPO_ROOT, "bench/feed/fanout_worker.ts"), [], { execArgv: [...profile, "--import", "tsx"], cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit", "ipc"] });
+    // FANOUT_POLLER_NICE=<n>: the poller processes start under `nice -n n` (every thread of theirs).
+    const nice = process.env.FANOUT_POLLER_NICE;
+    const through = nice ? { execPath: "nice", prefix: ["-n", nice, process.execPath] } : { execPath: process.execPath, prefix: [] };
+    this.child = fork(join(REPO_ROOT, "bench/feed/fanout_worker.ts"), [], { execPath: through.execPath, execArgv: [...through.prefix, ...profile, "--import", "tsx"], cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit", "ipc"] });
     this.child.on("message", (m: { id: number; answer: unknown }) => {
       const p = this.pending.get(m.id);
       this.pending.delete(m.id);

@@ -103,10 +103,12 @@ describe("fan-out poller protocol", () => {
 
 describe("fan-out bench", () => {
   it("runs a small case and prints well-formed figures", { timeout: 240_000 }, () => {
-    const results = join(mkdtempSync(join(tmpdir(), "fanout-bench-")), "results.jsonl");
+    const dir = mkdtempSync(join(tmpdir(), "fanout-bench-"));
+    const results = join(dir, "results.jsonl");
+    const dump = join(dir, "writes.jsonl");
     const run = spawnSync(process.execPath, ["--import", "tsx", "bench/feed/fanout.ts", "--pods=1000", "--pollers=50", "--seconds=5", "--rate=40", "--churn-pods=100", "--base=files"], {
       cwd: REPO_ROOT,
-      env: { ...process.env, BENCH_RESULTS: results },
+      env: { ...process.env, BENCH_RESULTS: results, FANOUT_DUMP: dump },
       encoding: "utf8",
       timeout: 230_000,
     });
@@ -145,6 +147,18 @@ describe("fan-out bench", () => {
     assert.equal(p.modelledPollers, 50, "every poller held the model when the churn began");
     assert.equal(p.modelledP99Ms, p.p99Ms, "over all pollers and over those with a model: the same pollers, the same figure");
     assert.ok(p.bytesPerSecond > 0 && p.answersPerSecond > 0 && p.feedCores > 0);
+    // The churn's first second and the rest, apart; the API server's and etcd's own CPU.
+    assert.ok(Math.max(p.firstSecondMaxMs, p.afterFirstSecondP99Ms) <= p.maxMs, JSON.stringify(p));
+    assert.ok(p.apiserverCores > 0 && p.etcdCores >= 0, JSON.stringify(p));
+    // The feed's event-loop delay over the writes and its collections over the phase.
+    assert.ok(0 < p.feedLoopDelayP99Ms && p.feedLoopDelayP99Ms <= p.feedLoopDelayMaxMs, JSON.stringify(p));
+    assert.ok(p.feedGcShare > 0 && p.feedGcShare < 1 && p.feedGcMajor >= 0 && p.feedGcPausesOver100Ms >= 0, JSON.stringify(p));
+    // FANOUT_DUMP: a line per write, from which the figures above come.
+    const rows = readFileSync(dump, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { at: number; every: number });
+    assert.equal(rows.length, 200);
+    const slowest = (among: typeof rows) => Math.max(...among.map((r) => r.every));
+    assert.ok(Math.abs(slowest(rows) - p.maxMs) <= 0.1, `the slowest write is the figure's max: ${slowest(rows)} ${p.maxMs}`);
+    assert.ok(Math.abs(slowest(rows.filter((r) => r.at < 1000)) - p.firstSecondMaxMs) <= 0.1, "the first second's slowest write");
     assert.equal(p.target, `p99 < 1000 ms: ${p.p99Ms < 1000 ? "met" : "missed"}`);
 
     const r = one("fanout_restart");
