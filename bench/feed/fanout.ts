@@ -68,6 +68,8 @@ export interface FanoutCase {
 export const TARGETS = { restartSeconds: 10, propagationP99Ms: 1000 };
 const WAIT_SECONDS = 25;
 const POLLERS_PER_PROCESS = 500;
+/** The churn's writes in flight at most (a writer slower than the rate must not pile up). */
+const WRITES_IN_FLIGHT = 32;
 /** The feed's counts of clients it dropped for not taking an answer in time, and of failed TLS handshakes (feed/docs/server-limits.md). */
 const WRITE_TIMEOUTS = ["feed_clients_dropped_total", { server: "channel", reason: "write_timeout" }] as const;
 const HANDSHAKES_FAILED = ["feed_channel_refused_total", { reason: "handshake" }] as const;
@@ -207,6 +209,8 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const feedCpu = cpuMicros(feed.pid);
   const pollerCpu = fleet.cpuMicros();
   const controlPlaneCpu = controlPlane.map((p) => cpuMicros(p.pid));
+  // The writes' connections open before the clock starts, not in its first second (writer.ts).
+  await writer.warm(WRITES_IN_FLIGHT, CHURN_NAMESPACE);
   const { epoch } = await feed.position();
   const t0 = now();
   const inFlight = new Set<Promise<void>>();
@@ -217,7 +221,7 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
     const due = t0 + (i * 1000) / c.rate;
     if (due > now()) await sleep(due - now());
     // A writer that falls behind (the API server is slower than the rate) must not pile up.
-    while (inFlight.size >= 32) await Promise.race(inFlight);
+    while (inFlight.size >= WRITES_IN_FLIGHT) await Promise.race(inFlight);
     writtenAt[i] = now();
     const p: Promise<void> = writer
       .setPodStatus(CHURN_NAMESPACE, churnPod(w, churnPods), { podIP: churnIp(w) })
