@@ -204,13 +204,14 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const churnPods = c.churnPods ?? 1000;
   const writtenAt = new Float64Array(writes);
   const ackedAt = new Float64Array(writes);
+  // The writes' connections open before the clock starts, not in its first second (writer.ts),
+  // and before the CPU figures are taken.
+  await writer.warm(WRITES_IN_FLIGHT, CHURN_NAMESPACE);
   const before = await fleet.counters();
   const feedBefore = await feedPath(feed);
   const feedCpu = cpuMicros(feed.pid);
   const pollerCpu = fleet.cpuMicros();
   const controlPlaneCpu = controlPlane.map((p) => cpuMicros(p.pid));
-  // The writes' connections open before the clock starts, not in its first second (writer.ts).
-  await writer.warm(WRITES_IN_FLIGHT, CHURN_NAMESPACE);
   const { epoch } = await feed.position();
   const t0 = now();
   const inFlight = new Set<Promise<void>>();

@@ -53,8 +53,8 @@ export class BulkWriter {
    * Opens `connections` kept-alive connections (one GET each, all at once) before a timed phase.
    * The pool sits idle for minutes between phases and its connections do not outlive that; a
    * new one costs the writer a TLS handshake with its client certificate (bench/feed/FANOUT.md:
-   * 32 of them, 81 ms of CPU at 100k), which would be paid inside the timed writes. A kubelet's or a controller's connection to the
-   * API server is long-lived.
+   * 32 of them, 81 ms of CPU at 100k), which would be paid inside the timed writes. A kubelet's
+   * or a controller's connection to the API server is long-lived.
    */
   async warm(connections: number, namespace: string): Promise<void> {
     await Promise.all(Array.from({ length: connections }, () => this.send("GET", `/api/v1/namespaces/${namespace}`, undefined, undefined)));
