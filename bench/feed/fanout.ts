@@ -258,10 +258,15 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   const { every, fromAck, first, modelled, notCarried, notEveryPoller } = timings(all.carried, byVersion, byVersionModelled, writtenAt, ackedAt);
   const alone = timings(one.carried, byVersion, byVersionModelled, writtenAt, ackedAt);
   const superseded = all.superseded;
+  // Each write → every poller holding it (undefined: not carried, or not every poller got it).
+  const everyOf = all.carried.map((x, i) => {
+    const t = x ? byVersion.get(x.version) : undefined;
+    return t === null || t === undefined ? undefined : t - writtenAt[i];
+  });
   // FANOUT_DUMP=<file>: one JSON line per write (ms after the churn began, its API answer, the
   // first observer and every poller holding it), to find where a tail sits in the churn.
   if (process.env.FANOUT_DUMP) {
-    const rows = all.carried.map((x, i) => JSON.stringify({ i, at: writtenAt[i] - t0, api: round(ackedAt[i] - writtenAt[i]), v: x?.version, first: x ? round(x.at - writtenAt[i]) : null, every: x ? round((byVersion.get(x.version) ?? NaN) - writtenAt[i]) : null }));
+    const rows = all.carried.map((x, i) => JSON.stringify({ i, at: writtenAt[i] - t0, api: round(ackedAt[i] - writtenAt[i]), v: x?.version, first: x ? round(x.at - writtenAt[i]) : null, every: everyOf[i] === undefined ? null : round(everyOf[i]) }));
     writeFileSync(process.env.FANOUT_DUMP, rows.join("\n") + "\n");
   }
   const p99 = percentile(every, 99);
@@ -269,10 +274,8 @@ async function churn(c: FanoutCase, base: object, feed: FeedProcess, fleet: Poll
   // from the rest, where the polls already arrive spread over the feed's queue.
   const onset: number[] = [];
   const afterOnset: number[] = [];
-  all.carried.forEach((x, i) => {
-    const t = x ? byVersion.get(x.version) : undefined;
-    if (t === null || t === undefined) return;
-    (writtenAt[i] - t0 < 1000 ? onset : afterOnset).push(t - writtenAt[i]);
+  everyOf.forEach((ms, i) => {
+    if (ms !== undefined) (writtenAt[i] - t0 < 1000 ? onset : afterOnset).push(ms);
   });
   emit({
     figure: "fanout_propagation",
